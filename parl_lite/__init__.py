@@ -1,0 +1,46 @@
+"""parl_lite: PARL's Model / Algorithm / Agent on PaddlePaddle, and ``@remote_class`` actors
+on a local pool of processes that share memory.
+
+Importing ``parl_lite`` is cheap: the paddle-backed names (``Model``, ``Algorithm``, ``Agent``,
+``export_onnx``) are loaded on first use, so a program that only wants parallel actors never pays
+paddle's import.
+"""
+from importlib import import_module
+from typing import Any
+
+from parl_lite.version import __version__
+
+# public name -> module that defines it; resolved lazily by __getattr__ (PEP 562).
+_LAZY = {
+    "Model": "parl_lite.core.model",
+    "Algorithm": "parl_lite.core.algorithm",
+    "Agent": "parl_lite.core.agent",
+    "CheckpointError": "parl_lite.io.checkpoint",
+    "export_onnx": "parl_lite.io.onnx_export",
+    "OnnxExportError": "parl_lite.io.onnx_export",
+    "remote_class": "parl_lite.remote.api",
+    "connect": "parl_lite.remote.api",
+    "shutdown": "parl_lite.remote.api",
+    "get": "parl_lite.remote.api",
+    "wait": "parl_lite.remote.api",
+    "Future": "parl_lite.remote.api",
+    "RemoteError": "parl_lite.remote.api",
+    "ActorDiedError": "parl_lite.remote.api",
+    "SerializationError": "parl_lite.remote.api",
+    "MemoryLimitError": "parl_lite.remote.api",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'parl_lite' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(__all__)
