@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Literal, Optional, Union
 import yaml
 
 __all__ = ["ConfigError", "ESConfig", "load_config", "parse_config", "default_config", "config_from_yaml_text",
-           "DEFAULT_CONFIG_YAML"]
+           "resolve_config", "DEFAULT_CONFIG_YAML"]
 
 
 class ConfigError(ValueError):
@@ -177,9 +177,9 @@ solver:
   population_size: 16
   mirrored_sampling: true
   fitness_shaping: centered_rank
-  optimizer: {type: ADAM, base_lr: 0.1}
+  optimizer: {type: SGD, base_lr: 0.05}
   sampling: {type: GAUSSIAN_SAMPLING, gaussian_sampling: {std: 0.1, cached: true, seed: 7, cache_size: 1000000}}
-observation_normalization: false
+observation_normalization: true
 train:
   generations: 100
   target_return: 475
@@ -197,17 +197,7 @@ def load_config(path: "str | Path") -> ESConfig:
     Raises:
         ConfigError: the file is missing or not YAML, or a value is wrong (the message names the key).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {path} does not exist")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        raise ConfigError(f"config file {path} is not valid YAML: {error}") from error
-    try:
-        return parse_config(data)
-    except ConfigError as error:
-        raise ConfigError(f"{path}: {error}") from None
+    return resolve_config(path)
 
 
 def parse_config(data: Optional[dict]) -> ESConfig:
@@ -288,6 +278,40 @@ def _join(path: str, name: str) -> str:
 def default_config() -> ESConfig:
     """The built-in CartPole-v1 job of ``parl-lite es-train`` without ``--config``."""
     return parse_config(yaml.safe_load(DEFAULT_CONFIG_YAML))
+
+
+def resolve_config(path: "Optional[str | Path]", overrides: "tuple | list" = ()) -> ESConfig:
+    """The config at ``path`` (or the built-in default) with ``KEY=VALUE`` overrides applied;
+    values are parsed as YAML (``train.workers=1``, ``policy.mlp.hidden=[16]``).
+
+    Raises:
+        ConfigError: a bad file, override or value (naming the key).
+    """
+    if path is None:
+        data = yaml.safe_load(DEFAULT_CONFIG_YAML)
+    else:
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as error:
+            raise ConfigError(f"config file {path} is not valid YAML: {error}") from error
+    for override in overrides:
+        key, sep, text = override.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"override {override!r}: expected KEY=VALUE, e.g. train.workers=1")
+        node = data
+        parts = key.split(".")
+        for i, part in enumerate(parts[:-1]):
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"{'.'.join(parts[:i + 1])}: is not a mapping, cannot set {key}")
+        node[parts[-1]] = yaml.safe_load(text)
+    try:
+        return parse_config(data)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}" if path else str(error)) from None
 
 
 def config_from_yaml_text(text: str) -> ESConfig:
