@@ -300,3 +300,12 @@ def test_module_level_classes_are_shipped_by_reference(pool):
     actor = RemoteCounter()
     assert actor.imported("remote_actors") is True
     assert remote_actors.__name__ == "remote_actors"
+
+
+def test_the_remote_runtime_does_not_import_paddle():
+    import subprocess
+    import sys
+
+    code = ("import sys, parl_lite; from parl_lite import remote_class, connect, get, wait; "
+            "import parl_lite.remote.pool; assert 'paddle' not in sys.modules, 'paddle imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
