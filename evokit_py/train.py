@@ -133,7 +133,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     try:
         pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), hp.workers, backend)
         echo(f"es-train: {config.env.id}, {config.solver.type}, {solver.dim} parameters, population "
-             f"{config.solver.population_size}, {hp.workers} worker(s) ({backend}), "
+             f"{config.solver.population_size}, {hp.workers} worker(s) ({backend}), {_noise_text(agent)}, "
              f"start-up {time.perf_counter() - started:.2f}s")
         with _StopFlag() as stop, open(csv_path, "w", newline="") as csv_file:
             writer = csv.DictWriter(csv_file, CSV_FIELDS)
@@ -194,6 +194,13 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
          f"checkpoint {checkpoint_path}, log {csv_path}" + (f", policy {onnx_path}" if onnx_path else ""))
     return TrainResult(solver.generation, solved, best["return"], train_seconds, total, episodes, steps,
                        interrupted, onnx_path, csv_path, checkpoint_path, np.asarray(best["params"]))
+
+
+def _noise_text(agent: ESAgent) -> str:
+    spec = agent.noise_spec()
+    if spec.table_name is None:
+        return "noise from per-sample seeds"
+    return f"noise table {spec.table_name} ({spec.table_size * 4 / 2**20:.1f} MB shared)"
 
 
 def _normalisation(agent: ESAgent):

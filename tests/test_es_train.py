@@ -1,6 +1,7 @@
 """es-train end to end: the CLI on the pool, resume == uninterrupted, online/offline cycle."""
 import csv
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,8 @@ def test_es_train_command_on_the_pool(tmp_path):
         env=ENV, capture_output=True, text=True, timeout=100, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "2 worker(s) (remote)" in out.stdout and "gen    3/3" in out.stdout and "episodes/s" in out.stdout
+    table = re.search(r"noise table (\S+) ", out.stdout).group(1)
+    assert not Path("/dev/shm", table.lstrip("/")).exists()  # the owner unlinked the noise table
     rows = list(csv.DictReader(open(tmp_path / "run" / "progress.csv")))
     assert [int(r["generation"]) for r in rows] == [1, 2, 3]
     assert all(0 < float(r["mean_return"]) <= 50 for r in rows)
@@ -99,3 +102,29 @@ def test_online_sampling_offline_update_cycle_matches_the_trainer(tmp_path):
     _, online = read_checkpoint(trained.checkpoint_path)
     assert np.array_equal(offline["params"]["params"], online["params"]["params"])
     assert (tmp_path / "offline" / "policy.onnx").is_file()
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_writes_a_checkpoint_and_resume_finishes_the_run(tmp_path):
+    import signal
+    args = [sys.executable, "-m", "parl_lite.cli", "es-train", "--set", f"train.log_dir={tmp_path}/run",
+            "--set", f"train.checkpoint_dir={tmp_path}/run/ck", "--set", "train.generations=200",
+            "--set", "train.target_return=null", "--set", "train.checkpoint_every=1000", "--in-process"]
+    process = subprocess.Popen(args, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in process.stdout:
+            if line.startswith("gen    2/"):
+                process.send_signal(signal.SIGINT)
+                break
+        rest, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr
+    assert "interrupted (checkpoint written)" in rest
+    attrs, _ = read_checkpoint(tmp_path / "run" / "ck" / "solver.h5")
+    stopped_at = int(attrs["generation"])
+    assert 2 <= stopped_at < 200
+    resumed = subprocess.run(args[:-1] + ["--set", f"train.generations={stopped_at + 1}", "--resume", "--in-process"],
+                             env=ENV, capture_output=True, text=True, timeout=60)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed from" in resumed.stdout and f"gen {stopped_at + 1:4d}/" in resumed.stdout
