@@ -140,7 +140,7 @@ class ESAgent:
     def parameters(self) -> np.ndarray:
         """The parameters ``predict`` uses now (float32)."""
         self._refresh()
-        return np.concatenate([self._policy._feed[name].ravel() for name in self._policy.weight_names])
+        return self._policy.get_parameters()
 
     def predict(self, obs: np.ndarray):
         """The action for one observation (normalised with the shared statistics when configured)."""
@@ -167,11 +167,12 @@ class ESAgent:
             self._policy.set_parameters(solver.solution())
             self._generation = solver.generation
 
-    def save_inference_model(self, path: "str | Path") -> None:
-        """Write the current solution as a standalone ONNX model (weights as initializers, the
-        observation normalisation folded in when configured), atomically."""
+    def save_inference_model(self, path: "str | Path", params: Optional[np.ndarray] = None) -> None:
+        """Write a standalone ONNX model of ``params`` (default: the current solution), weights as
+        initializers and the observation normalisation folded in when configured, atomically."""
         normalise = self.config.observation_normalization
-        model = self._policy.to_onnx(self.solver.solution(), self.obs_stats.mean() if normalise else None,
+        params = self.solver.solution() if params is None else params
+        model = self._policy.to_onnx(params, self.obs_stats.mean() if normalise else None,
                                      self.obs_stats.std() if normalise else None)
         self._generation = -1  # to_onnx changed the policy's parameters
         atomic_write_bytes(path, model.SerializeToString())

@@ -11,8 +11,11 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
+
 from evokit_py.agent import ESAgent
 from evokit_py.config import ESConfig
+from evokit_py.noise import SamplingInfo
 from evokit_py.rollout import Sampler, episode_seed
 
 __all__ = ["sample_generation", "update_from_log"]
@@ -69,9 +72,6 @@ def update_from_log(config: ESConfig, checkpoint: "str | os.PathLike", log_path:
     Raises:
         ValueError: the log has no line for the checkpoint's generation.
     """
-    import numpy as np
-    from evokit_py.noise import SamplingInfo
-
     checkpoint, log_path = Path(checkpoint), Path(log_path)
     with _agent(config, checkpoint) as agent:
         generation = agent.solver.generation

@@ -142,6 +142,10 @@ class OnnxPolicy:
         self._feed = {name: chunk.reshape(shape) for name, chunk, shape
                       in zip(self.weight_names, chunks, self.weight_shapes)}
 
+    def get_parameters(self) -> np.ndarray:
+        """The parameters in use (flat float32 copy)."""
+        return np.concatenate([self._feed[name].ravel() for name in self.weight_names])
+
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         """Run the policy on a batch of observations ([batch, obs_dim] float32)."""
         self._feed[self.obs_name] = obs

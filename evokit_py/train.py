@@ -186,7 +186,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     onnx_path = None
     if not interrupted:
         onnx_path = log_dir / ONNX_NAME
-        _export(agent, best["params"], onnx_path)
+        agent.save_inference_model(onnx_path, best["params"])
     total = time.perf_counter() - started
     status = "interrupted (checkpoint written)" if interrupted else ("solved" if solved else "generation budget spent")
     echo(f"es-train {status}: generation {solver.generation}, best evaluation return {best['return']:.2f}, "
@@ -218,14 +218,6 @@ def _evaluate_solution(agent: ESAgent, pool: EvaluationPool, generation: int) ->
     infos = [SamplingInfo(0, 0, 0).to_list()] * count
     seeds = [[episode_seed(config.seed, generation, _EVAL_INDEX + j, 0)] for j in range(count)]
     return float(pool.evaluate(basis.to_dict(), mean, std, infos, seeds)["returns"].mean())
-
-
-def _export(agent: ESAgent, params: np.ndarray, path: Path) -> None:
-    from evokit_py.checkpoint import atomic_write_bytes
-    normalise = agent.config.observation_normalization
-    stats = agent.obs_stats
-    model = agent._policy.to_onnx(params, stats.mean() if normalise else None, stats.std() if normalise else None)
-    atomic_write_bytes(path, model.SerializeToString())
 
 
 def _read_rows(csv_path: Path, generation: int) -> List[dict]:
