@@ -46,6 +46,8 @@ class EnvConfig:
     kwargs: Dict[str, Any] = field(default_factory=dict)
     max_steps: Optional[int] = field(default=None, metadata=_POSITIVE)  # None: the env's own limit
     episodes_per_candidate: int = field(default=1, metadata=_POSITIVE)
+    # every candidate of a generation starts from the same states (common random numbers)
+    common_episode_seeds: bool = True
 
 
 @dataclass

@@ -16,7 +16,7 @@ import numpy as np
 from evokit_py.agent import ESAgent
 from evokit_py.config import ESConfig
 from evokit_py.noise import SamplingInfo
-from evokit_py.rollout import Sampler, episode_seed
+from evokit_py.rollout import Sampler, candidate_seeds
 
 __all__ = ["sample_generation", "update_from_log"]
 
@@ -44,8 +44,7 @@ def sample_generation(config: ESConfig, checkpoint: "str | os.PathLike", log_pat
         normalise = config.observation_normalization
         mean = agent.obs_stats.mean().astype("float32") if normalise else None
         std = agent.obs_stats.std().astype("float32") if normalise else None
-        seeds = [[episode_seed(config.seed, generation, i, e) for e in range(config.env.episodes_per_candidate)]
-                 for i in range(len(infos))]
+        seeds = candidate_seeds(config, generation, len(infos))
         sampler = Sampler(config, agent.policy_bytes(), agent.noise_spec())
         try:
             result = sampler.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds)

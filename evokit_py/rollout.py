@@ -15,7 +15,8 @@ from evokit_py.noise import NoiseSource, NoiseTable, SamplingInfo
 from evokit_py.policy import OnnxPolicy, build_mlp
 from evokit_py.solvers.base import Basis
 
-__all__ = ["ObsStats", "NoiseSpec", "Sampler", "make_env", "make_policy", "episode_seed", "ActionMap"]
+__all__ = ["ObsStats", "NoiseSpec", "Sampler", "make_env", "make_policy", "episode_seed", "candidate_seeds",
+           "ActionMap"]
 
 OBS_CLIP = 5.0
 
@@ -103,6 +104,17 @@ class ObsStats:
 def episode_seed(seed: int, generation: int, index: int, episode: int) -> int:
     """The reset seed of one episode: independent of which worker runs it (resume reproduces it)."""
     return int(np.random.SeedSequence([seed, generation, index, episode]).generate_state(1)[0])
+
+
+def candidate_seeds(config: ESConfig, generation: int, count: int) -> List[List[int]]:
+    """The reset seeds of ``count`` candidates' episodes in ``generation``. With
+    ``env.common_episode_seeds`` every candidate starts from the same states (common random numbers:
+    candidates are compared on equal terms); otherwise each candidate gets its own."""
+    episodes = range(config.env.episodes_per_candidate)
+    if config.env.common_episode_seeds:
+        shared = [episode_seed(config.seed, generation, 0, e) for e in episodes]
+        return [list(shared) for _ in range(count)]
+    return [[episode_seed(config.seed, generation, i, e) for e in episodes] for i in range(count)]
 
 
 @dataclass

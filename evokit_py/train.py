@@ -24,7 +24,7 @@ from evokit_py.agent import ESAgent
 from evokit_py.config import ESConfig
 from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
-from evokit_py.rollout import episode_seed
+from evokit_py.rollout import candidate_seeds, episode_seed
 from evokit_py.solvers.base import Basis
 
 __all__ = ["TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
@@ -144,8 +144,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 generation = solver.generation
                 mean, std = _normalisation(agent)
                 infos = solver.ask()
-                seeds = [[episode_seed(config.seed, generation, i, e) for e in range(config.env.episodes_per_candidate)]
-                         for i in range(len(infos))]
+                seeds = candidate_seeds(config, generation, len(infos))
                 result = pool.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds)
                 agent.update(infos, result["returns"])
                 if config.observation_normalization:

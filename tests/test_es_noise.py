@@ -19,8 +19,8 @@ table.close()
 """
 
 
-def _segments():
-    return set(os.listdir(SHM)) if SHM.is_dir() else set()
+def _exists(table):
+    return (SHM / table.name.lstrip("/")).exists()
 
 
 def test_table_is_reproducible_from_its_seed():
@@ -32,10 +32,9 @@ def test_table_is_reproducible_from_its_seed():
 @pytest.mark.timeout(60)
 @pytest.mark.skipif(not SHM.is_dir(), reason="needs /dev/shm to observe segments")
 def test_readers_in_other_processes_do_not_unlink_and_owner_leaves_nothing():
-    before = _segments()
     table = NoiseTable.create(11, 10_000)
     try:
-        assert table.name.lstrip("/") in _segments() - before
+        assert _exists(table)
         expected = float(table.values[:100].sum())
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
         for _ in range(2):  # the second reader finds the table the first one left behind
@@ -44,13 +43,14 @@ def test_readers_in_other_processes_do_not_unlink_and_owner_leaves_nothing():
             assert out.returncode == 0, out.stderr
             assert float(out.stdout) == pytest.approx(expected)
             assert "leaked" not in out.stderr and "resource_tracker" not in out.stderr
+            assert _exists(table)  # the reader's exit did not unlink it
         attached = NoiseTable.attach(table.name, 11, 10_000)
         with pytest.raises(RuntimeError, match="only its creator unlinks"):
             attached.unlink()
         attached.close()
     finally:
         table.unlink()
-    assert _segments() - before == set()
+    assert not _exists(table)  # the owner leaves nothing in /dev/shm
 
 
 def test_noise_source_cached_and_uncached():
