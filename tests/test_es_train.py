@@ -128,3 +128,30 @@ def test_ctrl_c_writes_a_checkpoint_and_resume_finishes_the_run(tmp_path):
                              env=ENV, capture_output=True, text=True, timeout=60)
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed from" in resumed.stdout and f"gen {stopped_at + 1:4d}/" in resumed.stdout
+
+
+NO_PADDLE = """
+import sys
+import parl_lite
+from evokit_py.config import resolve_config
+from evokit_py.train import train
+
+@parl_lite.remote_class
+class Probe:
+    def paddle_loaded(self):
+        import evokit_py.rollout, evokit_py.pool, evokit_py.agent  # what a sampling worker imports
+        return "paddle" in sys.modules
+
+config = resolve_config(None, ["train.generations=1", "env.max_steps=20", "train.log_dir=" + sys.argv[1],
+                               "train.checkpoint_dir=" + sys.argv[1]])
+train(config, echo=lambda line: None)
+assert "paddle" not in sys.modules, "the trainer imported paddle"
+assert not Probe().paddle_loaded(), "a worker imported paddle"
+"""
+
+
+@pytest.mark.timeout(120)
+def test_sampling_never_imports_paddle(tmp_path):
+    out = subprocess.run([sys.executable, "-c", NO_PADDLE, str(tmp_path)], env=ENV, capture_output=True,
+                         text=True, timeout=100)
+    assert out.returncode == 0, out.stderr
