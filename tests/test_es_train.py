@@ -155,3 +155,12 @@ def test_sampling_never_imports_paddle(tmp_path):
     out = subprocess.run([sys.executable, "-c", NO_PADDLE, str(tmp_path)], env=ENV, capture_output=True,
                          text=True, timeout=100)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", ["es_cartpole.yaml", "es_pendulum.yaml"])
+def test_shipped_configs_run(tmp_path, name):
+    config = resolve_config(ROOT / "scripts" / name, [f"train.log_dir={tmp_path}", f"train.checkpoint_dir={tmp_path}",
+                                                      "train.generations=1", "env.max_steps=20", "train.eval_episodes=1"])
+    result = train(config, backend="inprocess", echo=lambda line: None)
+    assert result.generations == 1 and result.onnx_path.is_file()
