@@ -10,6 +10,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+import parl_lite
 from evokit_py.checkpoint import read_checkpoint
 from evokit_py.config import resolve_config
 from evokit_py.train import train
@@ -81,7 +82,10 @@ def test_resume_ends_where_the_uninterrupted_run_ends(tmp_path, solver):
 def test_results_do_not_depend_on_the_number_of_workers(tmp_path):
     one = train(_config(tmp_path / "one", "train.generations=2", "train.workers=1"), backend="inprocess",
                 echo=lambda line: None)
-    two = train(_config(tmp_path / "two", "train.generations=2", "train.workers=2"), echo=lambda line: None)
+    try:
+        two = train(_config(tmp_path / "two", "train.generations=2", "train.workers=2"), echo=lambda line: None)
+    finally:
+        parl_lite.shutdown()  # leave no pool behind for the other tests of this process
     assert np.array_equal(one.params, two.params)
 
 
