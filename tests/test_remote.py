@@ -239,6 +239,7 @@ def test_remote_output_reaches_the_caller_with_a_prefix(pool, capsys):
     pid = actor.pid()
     assert f"(Counter pid={pid}) hello from the actor\n" in captured.out
     assert f"(Counter pid={pid}) to stderr: hello from the actor\n" in captured.err
+    assert f"(Counter pid={pid}) logged: hello from the actor\n" in captured.err
 
 
 def test_workers_limit_threads_and_do_not_import_paddle(pool):
