@@ -96,7 +96,10 @@ class NoiseTable:
     def close(self) -> None:
         """Unmap this process's view (the segment stays for the other processes)."""
         self.values = None
-        self._memory.close()
+        try:
+            self._memory.close()
+        except BufferError:  # a caller still holds a slice: the mapping goes with the last one
+            pass
 
     def unlink(self) -> None:
         """Owner only: unmap and destroy the segment."""

@@ -65,3 +65,10 @@ def test_noise_source_cached_and_uncached():
     info = uncached.draw(np.random.default_rng(0), 1)[0]
     assert np.array_equal(uncached.get(info), uncached.get(SamplingInfo(info.seed, 0, -1)))
     assert SamplingInfo.from_list(info.to_list()) == info
+
+
+def test_unlink_works_while_a_slice_is_still_held():
+    table = NoiseTable.create(2, 100)
+    held = table.values[:10]
+    table.unlink()
+    assert not _exists(table) and held.shape == (10,)
