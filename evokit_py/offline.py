@@ -16,7 +16,7 @@ import numpy as np
 from evokit_py.agent import ESAgent
 from evokit_py.config import ESConfig
 from evokit_py.noise import SamplingInfo
-from evokit_py.rollout import Sampler, candidate_seeds
+from evokit_py.rollout import Sampler, aggregate, candidate_seeds
 
 __all__ = ["sample_generation", "update_from_log"]
 
@@ -47,7 +47,8 @@ def sample_generation(config: ESConfig, checkpoint: "str | os.PathLike", log_pat
         seeds = candidate_seeds(config, generation, len(infos))
         sampler = Sampler(config, agent.policy_bytes(), agent.noise_spec())
         try:
-            result = sampler.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds)
+            result = aggregate(sampler.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos],
+                                                seeds))
         finally:
             sampler.close()
     record = {"generation": generation, "infos": [i.to_list() for i in infos],

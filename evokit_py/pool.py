@@ -1,18 +1,21 @@
 """Where candidates are evaluated: :class:`Sampler` s in this process or as ``parl_lite`` actors.
 
-The trainer only calls :meth:`EvaluationPool.evaluate`. Candidates are dealt to workers by stride
-(worker k gets candidates k, k+W, ...), which balances episodes of very different lengths better
-than contiguous blocks; results come back in candidate order, so the outcome does not depend on the
-number of workers.
+The trainer only calls :meth:`EvaluationPool.evaluate`. Candidates go out in small chunks, the next
+chunk to whichever worker finishes first, so that episodes of very different lengths (CartPole: 10
+to 500 steps) keep every worker busy. Results are put back in candidate order and summed per
+candidate, so the outcome does not depend on the number of workers or on who ran what.
 """
+import math
 from typing import List, Optional, Sequence
 
 import numpy as np
 
 from evokit_py.config import ESConfig
-from evokit_py.rollout import NoiseSpec, Sampler
+from evokit_py.rollout import NoiseSpec, Sampler, aggregate
 
 __all__ = ["EvaluationPool"]
+
+CHUNKS_PER_WORKER = 4  # more chunks balance better; each costs one remote call (~0.1-0.2 ms)
 
 
 class EvaluationPool:
@@ -22,9 +25,9 @@ class EvaluationPool:
         config: the ES config.
         policy_bytes: the serialized weights-as-inputs policy graph.
         noise: where workers find the noise.
-        workers: number of samplers.
+        workers: number of worker processes (remote backend).
         backend: ``"remote"`` (one ``parl_lite`` actor per worker process) or ``"inprocess"``
-            (samplers in this process, evaluated one after the other; for tests and debugging).
+            (one sampler in this process, whatever ``workers`` says; for tests and debugging).
     """
 
     def __init__(self, config: ESConfig, policy_bytes: bytes, noise: NoiseSpec, workers: int,
@@ -39,26 +42,37 @@ class EvaluationPool:
             remote_sampler = parl_lite.remote_class(wait=False)(Sampler)
             self.workers = [remote_sampler(config, policy_bytes, noise) for _ in range(workers)]
         else:
-            self.workers = [Sampler(config, policy_bytes, noise) for _ in range(workers)]
+            self.workers = [Sampler(config, policy_bytes, noise)]  # one is enough: they would run in turn
 
     def evaluate(self, basis: dict, obs_mean: Optional[np.ndarray], obs_std: Optional[np.ndarray],
                  infos: Sequence[List[int]], seeds: Sequence[List[int]]) -> dict:
-        """Evaluate every candidate (see :meth:`Sampler.evaluate`); results in candidate order."""
-        count = len(self.workers)
-        shares = [list(range(k, len(infos), count)) for k in range(count)]
-        calls = [(worker, share) for worker, share in zip(self.workers, shares) if share]
-        pending = [worker.evaluate(basis, obs_mean, obs_std, [infos[i] for i in share], [seeds[i] for i in share])
-                   for worker, share in calls]
-        if self.backend == "remote":
-            import parl_lite
-            pending = parl_lite.get(pending)
-        returns = np.zeros(len(infos))
-        merged = {"steps": 0, "obs_sum": 0.0, "obs_sumsq": 0.0, "obs_count": 0}
-        for (_, share), result in zip(calls, pending):
-            returns[share] = result["returns"]
-            for key in merged:
-                merged[key] = merged[key] + result[key]
-        return {"returns": returns, **merged}
+        """Evaluate every candidate (see :meth:`Sampler.evaluate`); returns :func:`aggregate` totals."""
+        if self.backend == "inprocess":
+            return aggregate(self.workers[0].evaluate(basis, obs_mean, obs_std, infos, seeds))
+        import parl_lite
+
+        size = max(1, math.ceil(len(infos) / (CHUNKS_PER_WORKER * len(self.workers))))
+        chunks = [range(start, min(start + size, len(infos))) for start in range(0, len(infos), size)]
+        results = [None] * len(chunks)
+
+        def submit(worker, index):
+            chunk = chunks[index]
+            return worker.evaluate(basis, obs_mean, obs_std, [infos[i] for i in chunk], [seeds[i] for i in chunk])
+
+        running = {}  # future -> (worker, chunk index)
+        next_chunk = 0
+        for worker in self.workers[:len(chunks)]:
+            running[submit(worker, next_chunk)] = (worker, next_chunk)
+            next_chunk += 1
+        while running:
+            done, _ = parl_lite.wait(list(running), return_when="FIRST_COMPLETED")
+            for future in done:
+                worker, index = running.pop(future)
+                results[index] = future.result()
+                if next_chunk < len(chunks):
+                    running[submit(worker, next_chunk)] = (worker, next_chunk)
+                    next_chunk += 1
+        return aggregate({key: np.concatenate([result[key] for result in results]) for key in results[0]})
 
     def close(self) -> None:
         """Close every sampler (a remote actor's ``close`` ends the actor)."""

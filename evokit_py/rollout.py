@@ -16,7 +16,7 @@ from evokit_py.policy import OnnxPolicy, build_mlp
 from evokit_py.solvers.base import Basis
 
 __all__ = ["ObsStats", "NoiseSpec", "Sampler", "make_env", "make_policy", "episode_seed", "candidate_seeds",
-           "ActionMap"]
+           "ActionMap", "aggregate"]
 
 OBS_CLIP = 5.0
 
@@ -117,6 +117,14 @@ def candidate_seeds(config: ESConfig, generation: int, count: int) -> List[List[
     return [[episode_seed(config.seed, generation, i, e) for e in episodes] for i in range(count)]
 
 
+def aggregate(per_candidate: dict) -> dict:
+    """Totals of :meth:`Sampler.evaluate` results (all candidates, in candidate order): ``returns``
+    stays per candidate; ``steps``, ``obs_sum``, ``obs_sumsq`` and ``obs_count`` are totals."""
+    steps = int(per_candidate["steps"].sum())
+    return {"returns": per_candidate["returns"], "steps": steps, "obs_sum": per_candidate["obs_sum"].sum(axis=0),
+            "obs_sumsq": per_candidate["obs_sumsq"].sum(axis=0), "obs_count": steps}
+
+
 @dataclass
 class NoiseSpec:
     """How a worker finds the noise: the table's shared-memory name (cached) or just the seed."""
@@ -151,25 +159,23 @@ class Sampler:
         reset with ``seeds[i]``.
 
         Returns:
-            ``returns`` (mean return per candidate), ``steps`` (total), and ``obs_sum``,
-            ``obs_sumsq``, ``obs_count`` over every observation seen (for normalisation).
+            Per candidate: ``returns`` (mean episode return), ``steps``, and ``obs_sum``,
+            ``obs_sumsq`` (rows) over the observations seen, for the normalisation statistics.
+            Per-candidate rows keep the sums independent of how candidates are split among workers.
         """
         basis_obj = Basis.from_dict(basis)
-        returns = np.zeros(len(infos))
-        steps = 0
         obs_dim = self.env.observation_space.shape[0]
-        obs_sum, obs_sumsq = np.zeros(obs_dim), np.zeros(obs_dim)
+        returns, steps = np.zeros(len(infos)), np.zeros(len(infos), dtype=np.int64)
+        obs_sum, obs_sumsq = np.zeros((len(infos), obs_dim)), np.zeros((len(infos), obs_dim))
         for i, (info, episode_seeds) in enumerate(zip(infos, seeds)):
             self.policy.set_parameters(basis_obj.candidate(SamplingInfo.from_list(info), self.noise))
-            total = 0.0
             for seed in episode_seeds:
                 episode_return, observations = self.run_episode(int(seed), obs_mean, obs_std)
-                total += episode_return
-                steps += len(observations)
-                obs_sum += observations.sum(axis=0)
-                obs_sumsq += np.square(observations).sum(axis=0)
-            returns[i] = total / len(episode_seeds)
-        return {"returns": returns, "steps": steps, "obs_sum": obs_sum, "obs_sumsq": obs_sumsq, "obs_count": steps}
+                returns[i] += episode_return / len(episode_seeds)
+                steps[i] += len(observations)
+                obs_sum[i] += observations.sum(axis=0)
+                obs_sumsq[i] += np.square(observations).sum(axis=0)
+        return {"returns": returns, "steps": steps, "obs_sum": obs_sum, "obs_sumsq": obs_sumsq}
 
     def run_episode(self, seed: int, obs_mean: Optional[np.ndarray] = None,
                     obs_std: Optional[np.ndarray] = None) -> "tuple[float, np.ndarray]":
