@@ -79,7 +79,11 @@ def policy_latency(calls: int) -> dict:
     assert np.allclose(paddle_step(), policy(obs), atol=1e-5), "ONNX and paddle disagree"
     for _ in range(200):
         policy(obs), paddle_step()
-    onnx_us, paddle_us = _median_us(lambda: policy(obs), calls), _median_us(paddle_step, calls)
+    # interleaved blocks, the quietest block's median kept: other jobs on the cores come and go
+    onnx_us = paddle_us = float("inf")
+    for _ in range(10):
+        onnx_us = min(onnx_us, _median_us(lambda: policy(obs), calls // 10))
+        paddle_us = min(paddle_us, _median_us(paddle_step, calls // 10))
     return {"onnx_step_us": round(onnx_us, 2), "paddle_dygraph_step_us": round(paddle_us, 2),
             "onnx_speedup": round(paddle_us / onnx_us, 2)}
 
