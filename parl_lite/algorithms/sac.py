@@ -96,7 +96,7 @@ class SAC(Algorithm):
     @property
     def alpha(self) -> float:
         """The current entropy temperature."""
-        return float(self.temperature.log_alpha.exp())
+        return float(self.temperature.log_alpha.exp().item())
 
     def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor,
               next_obs: paddle.Tensor, terminal: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor]:
