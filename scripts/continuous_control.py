@@ -57,7 +57,9 @@ class ContinuousAgent(parl_lite.Agent):
         noise = self.rng.normal(0.0, self.exploration_noise, self.act_dim)
         return np.clip(self.predict(obs) + noise, -1.0, 1.0).astype(np.float32)
 
-    def learn(self, obs, action, reward, next_obs, terminated) -> float:
+    def learn(self, obs, action, reward, next_obs, terminated) -> paddle.Tensor:
+        """One update from a replay batch (numpy, as ``ReplayMemory.sample_batch`` returns it);
+        returns the critic loss."""
         critic_loss, _ = self.alg.learn(
             paddle.to_tensor(obs), paddle.to_tensor(action),
             paddle.to_tensor(reward[:, None]), paddle.to_tensor(next_obs),
