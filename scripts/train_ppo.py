@@ -15,15 +15,14 @@ from typing import Dict
 
 import numpy as np
 import paddle
-import paddle.nn.functional as F
 
 import parl_lite
 from parl_lite.algorithms import PPO
-from parl_lite.utils.envs import EpisodeReturns, evaluate, final_observations, make_vector_env
+from parl_lite.utils.envs import evaluate
 from parl_lite.utils.gae import gae
+from parl_lite.utils.models import MLPActorCritic
+from parl_lite.utils.rollout import VectorRollout
 from parl_lite.utils.schedulers import LinearDecayScheduler
-
-SQRT2 = float(np.sqrt(2.0))
 
 HYPERPARAMS: Dict[str, dict] = {
     "CartPole-v1": dict(num_envs=8, rollout_steps=32, batch_size=256, epochs=20, gamma=0.98, gae_lambda=0.8,
@@ -35,48 +34,12 @@ HYPERPARAMS: Dict[str, dict] = {
 }
 
 
-def linear(in_dim: int, out_dim: int, gain: float) -> paddle.nn.Linear:
-    """A linear layer with orthogonal weights and zero bias (the usual PPO initialisation)."""
-    return paddle.nn.Linear(in_dim, out_dim, weight_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Orthogonal(gain)),
-                            bias_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.0)))
-
-
-class ActorCritic(parl_lite.Model):
-    """Policy and value MLPs (tanh); ``shared=True`` puts both heads on one trunk.
-
-    The policy returns logits (discrete) or ``(mean, log_std)`` with a state-independent log_std.
-    """
-
-    def __init__(self, obs_dim: int, act_dim: int, hidden: int, continuous: bool, shared: bool) -> None:
-        super().__init__()
-        self.continuous, self.shared = continuous, shared
-        self.pi1, self.pi2 = linear(obs_dim, hidden, SQRT2), linear(hidden, hidden, SQRT2)
-        self.pi_out = linear(hidden, act_dim, 0.01)
-        if not shared:
-            self.vf1, self.vf2 = linear(obs_dim, hidden, SQRT2), linear(hidden, hidden, SQRT2)
-        self.vf_out = linear(hidden, 1, 1.0)
-        if continuous:
-            self.log_std = self.create_parameter([act_dim], default_initializer=paddle.nn.initializer.Constant(0.0))
-
-    def policy(self, obs: paddle.Tensor):
-        out = self.pi_out(F.tanh(self.pi2(F.tanh(self.pi1(obs)))))
-        return (out, self.log_std) if self.continuous else out
-
-    def value(self, obs: paddle.Tensor) -> paddle.Tensor:
-        if self.shared:
-            return self.vf_out(F.tanh(self.pi2(F.tanh(self.pi1(obs)))))
-        return self.vf_out(F.tanh(self.vf2(F.tanh(self.vf1(obs)))))
-
-    def forward(self, obs: paddle.Tensor):
-        return self.policy(obs)
-
-
 class PPOAgent(parl_lite.Agent):
     """Numpy in, numpy out around :class:`PPO`."""
 
     def sample(self, obs: np.ndarray):
-        actions, log_probs, values = self.alg.sample(paddle.to_tensor(obs, dtype="float32"))
-        return actions.numpy(), log_probs.numpy(), values.numpy()
+        actions, log_probs = self.alg.sample(paddle.to_tensor(obs, dtype="float32"))
+        return actions.numpy(), log_probs.numpy()
 
     def predict(self, obs: np.ndarray) -> np.ndarray:
         with paddle.no_grad():
@@ -107,52 +70,40 @@ def main() -> None:
             hp[key] = getattr(args, key)
 
     paddle.seed(args.seed)
-    env, obs = make_vector_env(args.env, hp["num_envs"], seed=args.seed)
-    continuous = len(env.single_action_space.shape) > 0
-    obs_dim = env.single_observation_space.shape[0]
-    act_dim = env.single_action_space.shape[0] if continuous else env.single_action_space.n
-    model = ActorCritic(obs_dim, act_dim, hp["hidden"], continuous, args.shared)
+    rollout = VectorRollout(args.env, hp["num_envs"], seed=args.seed)
+    space = rollout.env.single_action_space
+    obs_dim = rollout.env.single_observation_space.shape[0]
+    act_dim = space.shape[0] if rollout.continuous else space.n
+    model = MLPActorCritic(obs_dim, act_dim, hp["hidden"], rollout.continuous, args.shared)
     algorithm = PPO(model, clip_param=hp["clip_param"], lr=hp["lr"], epochs=hp["epochs"], batch_size=hp["batch_size"],
                     value_coef=hp["value_coef"], entropy_coef=hp["entropy_coef"], max_grad_norm=hp["max_grad_norm"],
                     kl_coef=0.2 if args.kl_target else 0.0, kl_target=args.kl_target, seed=args.seed)
     agent = PPOAgent(algorithm)
-    if continuous:
-        low, high = env.single_action_space.low, env.single_action_space.high
 
     T, N = hp["rollout_steps"], hp["num_envs"]
     num_updates = max(1, hp["total_steps"] // (T * N))
     schedule = LinearDecayScheduler(1.0, num_updates, end_value=0.0 if hp["anneal"] else 1.0)
-    returns_log = EpisodeReturns(N)
-    steps, train_seconds, last_eval, score, solved_at = 0, 0.0, 0, float("nan"), None
+    train_seconds, last_eval, score, solved_at = 0.0, 0, float("nan"), None
     for update in range(num_updates):
         started = time.perf_counter()
         fraction = schedule.value_at(update)
         algorithm.optimizer.set_lr(hp["lr"] * fraction)
         algorithm.clip_param = hp["clip_param"] * max(fraction, 1e-3)
-        buf = {key: [] for key in ("obs", "actions", "log_probs", "values", "rewards", "terminated", "ends", "next_obs")}
-        for _ in range(T):
-            actions, log_probs, values = agent.sample(obs)
-            next_obs, rewards, terminated, truncated, info = env.step(np.clip(actions, low, high) if continuous else actions)
-            ends = terminated | truncated
-            returns_log.update(rewards, ends)
-            for key, value in zip(buf, (obs, actions, log_probs, values, rewards, terminated, ends,
-                                        final_observations(next_obs, ends, info))):
-                buf[key].append(value)
-            obs = next_obs
-        rollout = {key: np.stack(value) for key, value in buf.items()}
-        next_values = agent.value(rollout["next_obs"].reshape(T * N, -1)).reshape(T, N)
-        advantages, returns = gae(rollout["rewards"], rollout["values"], next_values, rollout["terminated"],
-                                  rollout["ends"], hp["gamma"], hp["gae_lambda"])
-        stats = agent.learn(obs=rollout["obs"].reshape(T * N, -1), actions=rollout["actions"].reshape(T * N, *rollout["actions"].shape[2:]),
-                            log_probs=rollout["log_probs"].reshape(-1), advantages=advantages.reshape(-1),
-                            returns=returns.reshape(-1), values=rollout["values"].reshape(-1))
-        steps += T * N
+        batch = rollout.collect(agent.sample, T)
+        values = agent.value(batch["obs"].reshape(T * N, -1)).reshape(T, N)
+        next_values = agent.value(batch["next_obs"].reshape(T * N, -1)).reshape(T, N)
+        advantages, returns = gae(batch["rewards"], values, next_values, batch["terminated"], batch["ends"],
+                                  hp["gamma"], hp["gae_lambda"])
+        stats = agent.learn(obs=batch["obs"].reshape(T * N, -1), actions=batch["actions"].reshape(T * N, *batch["actions"].shape[2:]),
+                            log_probs=batch["log_probs"].reshape(-1), advantages=advantages.reshape(-1),
+                            returns=returns.reshape(-1), values=values.reshape(-1))
+        steps = rollout.steps
         train_seconds += time.perf_counter() - started
 
         if steps - last_eval >= hp["eval_every"] or update == num_updates - 1:
             last_eval = steps
             score = float(np.mean(evaluate(args.env, agent.predict, episodes=10, seed=10_000 + 100 * args.seed)))
-            print(f"steps {steps:7d}  {steps / train_seconds:6.0f} steps/s  train return {returns_log.recent_mean:7.1f}  "
+            print(f"steps {steps:7d}  {steps / train_seconds:6.0f} steps/s  train return {rollout.returns.recent_mean:7.1f}  "
                   f"eval {score:7.1f}  kl {stats['kl']:.4f}  clip {stats['clip_fraction']:.2f}  {train_seconds:6.1f}s", flush=True)
             if score >= hp["target"]:
                 solved_at = steps

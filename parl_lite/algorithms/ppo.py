@@ -1,24 +1,23 @@
 """Proximal Policy Optimization (Schulman et al., 2017): the clipped surrogate objective and/or the
 adaptive KL penalty, clipped value loss, minibatch epochs over one on-policy batch.
 
-The policy is ``model.policy(obs)`` (or ``model(obs)`` when the model has no ``policy`` method) and
-returns logits (discrete actions, :class:`Categorical`) or a ``(mean, log_std)`` pair (continuous,
-:class:`DiagGaussian`). The value function is ``model.value(obs)`` on a shared actor-critic model
-(one trunk, two heads), or ``critic(obs)`` when a separate critic model is given.
+Policy and value function come from :class:`ActorCriticAlgorithm`: one shared actor-critic model
+(``model.policy`` / ``model.value``) or a policy model and a separate ``critic``; logits give
+discrete actions, a ``(mean, log_std)`` pair diagonal-Gaussian ones.
 """
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional
 
 import numpy as np
 import paddle
 
-from parl_lite.core.algorithm import Algorithm
+from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
 from parl_lite.core.model import Model
-from parl_lite.utils.distributions import Distribution, make_distribution
+from parl_lite.utils.distributions import Distribution
 
 __all__ = ["PPO"]
 
 
-class PPO(Algorithm):
+class PPO(ActorCriticAlgorithm):
     """PPO for discrete or continuous actions.
 
     Args:
@@ -58,11 +57,7 @@ class PPO(Algorithm):
         normalize_advantages: bool = True,
         seed: int = 0,
     ) -> None:
-        super().__init__(model)
-        if critic is None and not callable(getattr(model, "value", None)):
-            raise ValueError("PPO needs a value function: give the model a value(obs) method or pass critic=")
-        if critic is not None and not isinstance(critic, Model):
-            raise TypeError(f"critic must be a parl_lite.Model, got {type(critic).__name__}")
+        super().__init__(model, critic)
         for name, value in (("lr", lr), ("epochs", epochs), ("batch_size", batch_size)):
             if value <= 0:
                 raise ValueError(f"{name} must be positive, got {value}")
@@ -72,38 +67,14 @@ class PPO(Algorithm):
             raise ValueError(f"kl_target needs kl_target > 0 and kl_coef > 0, got {kl_target} and {kl_coef}")
         if clip_param is None and kl_coef <= 0:
             raise ValueError("clip_param=None needs a KL penalty (kl_coef > 0), otherwise nothing limits the update")
-        self.critic = critic
         self.clip_param, self.value_clip_param = clip_param, value_clip_param
         self.epochs, self.batch_size = epochs, batch_size
         self.value_coef, self.entropy_coef = value_coef, entropy_coef
         self.kl_coef, self.kl_target = kl_coef, kl_target
         self.normalize_advantages = normalize_advantages
         self.rng = np.random.default_rng(seed)
-        parameters = list({id(p): p for m in (model, critic) if m is not None for p in m.parameters()}.values())
         clip = paddle.nn.ClipGradByGlobalNorm(max_grad_norm) if max_grad_norm else None
-        self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=parameters, epsilon=1e-5, grad_clip=clip)
-
-    # ------------------------------------------------------------------ acting
-    def distribution(self, obs: paddle.Tensor) -> Distribution:
-        """The policy's action distribution at ``obs``."""
-        policy = getattr(self.model, "policy", self.model)
-        return make_distribution(policy(obs))
-
-    def value(self, obs: paddle.Tensor) -> paddle.Tensor:
-        """``V(obs)``, shape ``[batch]``."""
-        value = self.critic(obs) if self.critic is not None else self.model.value(obs)
-        return value.reshape([-1])
-
-    def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
-        """Greedy actions (the mode of the policy)."""
-        return self.distribution(obs).mode()
-
-    def sample(self, obs: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor, paddle.Tensor]:
-        """Draw actions; returns ``(actions, log_probs, values)`` for the rollout buffer."""
-        with paddle.no_grad():
-            dist = self.distribution(obs)
-            actions = dist.sample()
-            return actions, dist.log_prob(actions), self.value(obs)
+        self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), epsilon=1e-5, grad_clip=clip)
 
     # ------------------------------------------------------------------ learning
     def learn(

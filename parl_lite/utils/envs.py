@@ -56,13 +56,16 @@ class EpisodeReturns:
         self.finished: deque = deque(maxlen=window)
         self.episodes = 0
 
-    def update(self, rewards: np.ndarray, episode_end: np.ndarray) -> None:
-        """Add one step's rewards; close the episodes that ended."""
+    def update(self, rewards: np.ndarray, episode_end: np.ndarray) -> List[float]:
+        """Add one step's rewards; close the episodes that ended and return their returns."""
         self.running += rewards
+        ended = []
         for i in np.flatnonzero(episode_end):
-            self.finished.append(self.running[i])
+            ended.append(float(self.running[i]))
             self.running[i] = 0.0
-            self.episodes += 1
+        self.finished.extend(ended)
+        self.episodes += len(ended)
+        return ended
 
     @property
     def recent_mean(self) -> float:
