@@ -1,0 +1,92 @@
+"""Short smoke runs of every training script, and exact repetition of a seeded run."""
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+import parl_lite
+from parl_lite.algorithms import A2C, DQN, PPO
+from parl_lite.utils.models import MLPActorCritic
+
+SCRIPTS = Path(__file__).parents[1] / "scripts"
+ROOT = Path(__file__).parents[1]
+
+
+def run_script(name, *args, timeout=200):
+    """Run a script to completion; return its JSON summary (the last line)."""
+    result = subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], capture_output=True, text=True,
+                            timeout=timeout, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "steps/s" in result.stdout and "eval" in result.stdout, result.stdout
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def restore(algorithm, path):
+    parl_lite.Agent(algorithm).restore(path)
+    return algorithm
+
+
+@pytest.mark.timeout(120)
+def test_ppo_cartpole_smoke(tmp_path):
+    summary = run_script("train_ppo.py", "--total-steps", 512, "--eval-every", 256, "--target", 1e9,
+                         "--save", tmp_path / "ppo.h5")
+    assert summary["algo"] == "PPO" and summary["steps"] == 512 and summary["solved_at"] is None
+    assert np.isfinite(summary["eval_return"])
+    restore(PPO(MLPActorCritic(4, 2, 64)), tmp_path / "ppo.h5")
+
+
+@pytest.mark.timeout(120)
+def test_ppo_pendulum_smoke_with_shared_trunk_and_kl_penalty(tmp_path):
+    summary = run_script("train_ppo.py", "--env", "Pendulum-v1", "--total-steps", 4096, "--shared", "--kl-target", 0.01,
+                         "--save", tmp_path / "ppo.h5")
+    assert summary["env"] == "Pendulum-v1" and summary["steps"] == 4096 and summary["eval_return"] < 0
+    restore(PPO(MLPActorCritic(3, 1, 64, continuous=True, shared=True)), tmp_path / "ppo.h5")
+
+
+@pytest.mark.timeout(120)
+def test_dqn_smoke(tmp_path):
+    summary = run_script("train_dqn.py", "--total-steps", 1100, "--eval-every", 1100, "--target", 1e9,
+                         "--save", tmp_path / "dqn.h5")
+    assert summary["algo"] == "DDQN" and summary["steps"] == 1100
+    spec = importlib.util.spec_from_file_location("train_dqn", SCRIPTS / "train_dqn.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)  # the script's QNetwork; main() only runs as __main__
+    restore(DQN(script.QNetwork(4, 2, script.HP["hidden"]), gamma=0.99, lr=1e-3), tmp_path / "dqn.h5")
+
+
+@pytest.mark.timeout(120)
+def test_a2c_smoke(tmp_path):
+    summary = run_script("train_a2c.py", "--total-steps", 400, "--eval-every", 200, "--target", 1e9,
+                         "--save", tmp_path / "a2c.h5")
+    assert summary["algo"] == "A2C" and summary["steps"] == 400
+    restore(A2C(MLPActorCritic(4, 2, 64)), tmp_path / "a2c.h5")
+
+
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("script,args", [
+    ("train_ppo.py", ("--total-steps", 768, "--eval-every", 768)),
+    ("train_dqn.py", ("--total-steps", 1100, "--eval-every", 1100)),
+])
+def test_seed_repeats_a_run_exactly(tmp_path, script, args):
+    runs = {}
+    for label, seed in (("a", 4), ("b", 4), ("c", 5)):
+        path = tmp_path / f"{label}.h5"
+        summary = run_script(script, "--seed", seed, "--target", 1e9, "--save", path, *args)
+        runs[label] = (summary["eval_return"], _read_h5(path))
+    assert runs["a"][0] == runs["b"][0]
+    for name, value in runs["a"][1].items():
+        np.testing.assert_array_equal(value, runs["b"][1][name], err_msg=name)
+    assert any(not np.array_equal(value, runs["c"][1][name]) for name, value in runs["a"][1].items())
+
+
+def _read_h5(path):
+    """Every model dataset of a checkpoint, by path."""
+    weights = {}
+    with h5py.File(path, "r") as f:
+        f["models"].visititems(lambda name, obj: weights.__setitem__(name, obj[()]) if isinstance(obj, h5py.Dataset) else None)
+    return weights
