@@ -1,4 +1,7 @@
 """The ``parl-lite`` command line: one click group; each feature adds its commands here."""
+import datetime
+import json
+
 import click
 
 from parl_lite.version import __version__
@@ -8,6 +11,36 @@ from parl_lite.version import __version__
 @click.version_option(__version__, prog_name="parl-lite")
 def main() -> None:
     """parl_lite: PARL-style reinforcement learning, parallel actors and evolution strategies."""
+
+
+@main.command()
+@click.option("--pid", type=int, default=None, help="Show only the pool of this process.")
+@click.option("--json", "as_json", is_flag=True, help="Print the raw status as JSON.")
+def status(pid: "int | None", as_json: bool) -> None:
+    """Show the local pools running on this machine: workers, actors, memory, calls served."""
+    from parl_lite.remote.status import find_pools, read_status
+
+    pids = [pid] if pid is not None else find_pools()
+    pools = []
+    for owner in pids:
+        try:
+            pools.append(read_status(owner))
+        except FileNotFoundError:
+            raise click.ClickException(f"no parl_lite pool runs in process {owner}")
+    if as_json:
+        click.echo(json.dumps(pools, indent=2))
+        return
+    if not pools:
+        click.echo("no parl_lite pool is running")
+        return
+    for pool in pools:
+        started = datetime.datetime.fromtimestamp(pool["started_at"]).strftime("%Y-%m-%d %H:%M:%S")
+        click.echo(f"pool of process {pool['pid']} (started {started}, {len(pool['workers'])} workers)")
+        click.echo(f"  {'pid':>7}  {'actor':<24} {'rss MB':>8} {'limit MB':>9} {'calls':>9}")
+        for worker in pool["workers"]:
+            limit = "-" if worker["max_memory_mb"] is None else f"{worker['max_memory_mb']:g}"
+            click.echo(f"  {worker['pid']:>7}  {worker['actor'] or '(idle)':<24} {worker['rss_mb']:>8.1f} "
+                       f"{limit:>9} {worker['calls_served']:>9}")
 
 
 if __name__ == "__main__":
