@@ -210,3 +210,49 @@ def test_a2c_step_raises_probability_of_advantageous_action():
     for _ in range(5):
         algorithm.learn(obs, np.ones(8, "int64"), np.ones(8, "float32"), np.zeros(8, "float32"))
     assert prob() > before
+
+
+# ---------------------------------------------------------------- IMPALA
+def _trajectories(T=6, B=3, seed=0):
+    rng = np.random.default_rng(seed)
+    terminated = np.zeros((T, B), bool)
+    ends = np.zeros((T, B), bool)
+    terminated[2, 0] = ends[2, 0] = True   # a termination
+    ends[4, 1] = True                      # a time-limit truncation
+    return dict(obs=rng.normal(size=(T, B, 4)).astype("float32"), actions=rng.integers(0, 2, (T, B)),
+                behaviour_log_probs=np.log(rng.uniform(0.2, 0.8, (T, B))).astype("float32"),
+                rewards=np.ones((T, B), "float32"), terminated=terminated, ends=ends,
+                next_obs=rng.normal(size=(T, B, 4)).astype("float32"))
+
+
+def test_impala_losses_match_vtrace_by_hand():
+    from parl_lite.algorithms import IMPALA, vtrace
+
+    paddle.seed(0)
+    algorithm = IMPALA(MLPActorCritic(4, 2, 16), gamma=0.9, lr=1e-3, clip_rho_threshold=1.0, clip_c_threshold=0.9)
+    batch = _trajectories()
+    T, B = batch["rewards"].shape
+    with paddle.no_grad():
+        obs = paddle.to_tensor(batch["obs"].reshape(T * B, 4))
+        log_probs = algorithm.distribution(obs).log_prob(paddle.to_tensor(batch["actions"].reshape(-1))).numpy().reshape(T, B)
+        values = algorithm.value(obs).numpy().reshape(T, B)
+        next_values = algorithm.value(paddle.to_tensor(batch["next_obs"].reshape(T * B, 4))).numpy().reshape(T, B)
+    # truncation at (4, 1): bootstrap from V(final obs) inside the reward, and cut the trace
+    rewards = batch["rewards"] + 0.9 * next_values * (batch["ends"] & ~batch["terminated"])
+    expected = vtrace(batch["behaviour_log_probs"], log_probs, rewards, 0.9 * (1 - batch["ends"]), values,
+                      next_values[-1], clip_rho_threshold=1.0, clip_pg_rho_threshold=1.0, clip_c_threshold=0.9)
+    before = _weights(algorithm.model)
+    stats = algorithm.learn(**batch)
+    assert stats["policy_loss"] == pytest.approx(-(log_probs * expected.pg_advantages).mean(), rel=1e-4, abs=1e-6)
+    assert stats["value_loss"] == pytest.approx(0.5 * ((expected.vs - values) ** 2).mean(), rel=1e-4)
+    assert stats["mean_rho"] == pytest.approx(np.exp(log_probs - batch["behaviour_log_probs"]).mean(), rel=1e-5)
+    assert _moved(before, algorithm.model.get_weights())
+
+
+def test_impala_rejects_bad_hyperparameters():
+    from parl_lite.algorithms import IMPALA
+
+    with pytest.raises(ValueError, match="gamma"):
+        IMPALA(MLPActorCritic(4, 2, 16), gamma=-0.1)
+    with pytest.raises(ValueError, match="value function"):
+        IMPALA(PolicyOnly())

@@ -90,3 +90,12 @@ def _read_h5(path):
     with h5py.File(path, "r") as f:
         f["models"].visititems(lambda name, obj: weights.__setitem__(name, obj[()]) if isinstance(obj, h5py.Dataset) else None)
     return weights
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("script,algo", [("train_a3c.py", "A3C"), ("train_impala.py", "IMPALA")])
+def test_remote_actor_scripts_smoke(tmp_path, script, algo):
+    summary = run_script(script, "--actors", 2, "--total-steps", 800, "--eval-every", 400, "--target", 1e9,
+                         "--save", tmp_path / "agent.h5", timeout=140)
+    assert summary["algo"] == algo and summary["actors"] == 2 and summary["steps"] >= 800
+    restore(A2C(MLPActorCritic(4, 2, 64)), tmp_path / "agent.h5")

@@ -243,3 +243,28 @@ def test_summary_module_functions_use_set_logdir(tmp_path):
     with pytest.raises(ValueError, match="empty"):
         with summary.SummaryWriter(tmp_path / "x") as writer:
             writer.add_histogram("h", [], step=0)
+
+
+# ---------------------------------------------------------------- rollouts
+def test_vector_rollout_time_major_batches_and_episode_bookkeeping():
+    from parl_lite.utils.rollout import VectorRollout
+
+    rollout = VectorRollout("CartPole-v1", num_envs=3, seed=0)
+    rng = np.random.default_rng(0)
+    policy = lambda obs: (rng.integers(0, 2, len(obs)), np.full(len(obs), np.log(0.5), "float32"))
+    first = rollout.collect(policy, 40)
+    second = rollout.collect(policy, 40)
+    assert first["obs"].shape == (40, 3, 4) and first["actions"].shape == (40, 3) and rollout.steps == 240
+    for batch in (first, second):
+        ends = batch["ends"]
+        assert ends.any() and not (batch["terminated"] & ~ends).any()
+        # within an episode the next observation is the following step's observation
+        continuing = ~ends[:-1]
+        np.testing.assert_array_equal(batch["next_obs"][:-1][continuing], batch["obs"][1:][continuing])
+        # at an end the stored next observation is the final one, not the reset one
+        assert not np.array_equal(batch["next_obs"][:-1][ends[:-1]], batch["obs"][1:][ends[:-1]])
+    # the rollout continues across calls: the second batch starts where the first stopped
+    np.testing.assert_array_equal(second["obs"][0][~first["ends"][-1]], first["next_obs"][-1][~first["ends"][-1]])
+    # CartPole pays 1 per step: the finished episodes' returns are their lengths
+    assert len(first["episode_returns"]) == first["ends"].sum()
+    assert first["episode_returns"].sum() <= first["rewards"].sum()
