@@ -17,11 +17,11 @@ import time
 import gymnasium as gym
 import numpy as np
 import paddle
-import paddle.nn.functional as F
 
 import parl_lite
 from parl_lite.algorithms import DQN
 from parl_lite.utils.envs import EpisodeReturns, evaluate
+from parl_lite.utils.models import MLPQNetwork
 from parl_lite.utils.replay_memory import ReplayMemory
 from parl_lite.utils.schedulers import LinearDecayScheduler
 
@@ -29,19 +29,6 @@ ENV_ID = "CartPole-v1"
 HP = dict(lr=2.3e-3, gamma=0.99, batch_size=64, memory_size=100_000, learning_starts=1_000, train_every=256,
           gradient_steps=128, target_every=256, epsilon_start=1.0, epsilon_end=0.04, epsilon_steps=8_000,
           hidden=256, total_steps=100_000, target=475.0, eval_every=4_096)
-
-
-class QNetwork(parl_lite.Model):
-    """A ReLU MLP from observations to one Q-value per action."""
-
-    def __init__(self, obs_dim: int, act_dim: int, hidden: int) -> None:
-        super().__init__()
-        self.fc1 = paddle.nn.Linear(obs_dim, hidden)
-        self.fc2 = paddle.nn.Linear(hidden, hidden)
-        self.fc3 = paddle.nn.Linear(hidden, act_dim)
-
-    def forward(self, obs: paddle.Tensor) -> paddle.Tensor:
-        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(obs)))))
 
 
 class DQNAgent(parl_lite.Agent):
@@ -80,7 +67,7 @@ def main() -> None:
     paddle.seed(args.seed)
     env = gym.make(ENV_ID)
     obs_dim, act_dim = env.observation_space.shape[0], env.action_space.n
-    algorithm = DQN(QNetwork(obs_dim, act_dim, HP["hidden"]), gamma=HP["gamma"], lr=HP["lr"], double=args.double)
+    algorithm = DQN(MLPQNetwork(obs_dim, act_dim, HP["hidden"]), gamma=HP["gamma"], lr=HP["lr"], double=args.double)
     agent = DQNAgent(algorithm, act_dim, seed=args.seed)
     memory = ReplayMemory(HP["memory_size"], obs_dim=obs_dim, act_dim=0, seed=args.seed)
     epsilon = LinearDecayScheduler(HP["epsilon_start"], HP["epsilon_steps"], end_value=HP["epsilon_end"])

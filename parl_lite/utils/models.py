@@ -6,7 +6,7 @@ import paddle.nn.functional as F
 
 from parl_lite.core.model import Model
 
-__all__ = ["orthogonal_linear", "MLPActorCritic"]
+__all__ = ["orthogonal_linear", "MLPActorCritic", "MLPQNetwork"]
 
 
 def orthogonal_linear(in_dim: int, out_dim: int, gain: float) -> paddle.nn.Linear:
@@ -59,3 +59,23 @@ class MLPActorCritic(Model):
 
     def forward(self, obs: paddle.Tensor):
         return self.policy(obs)
+
+
+class MLPQNetwork(Model):
+    """A two-hidden-layer ReLU MLP from observations to one Q-value per action (SB3's DQN
+    ``MlpPolicy``).
+
+    Args:
+        obs_dim: observation size.
+        act_dim: number of actions.
+        hidden: units per hidden layer.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: int = 256) -> None:
+        super().__init__()
+        self.fc1 = paddle.nn.Linear(obs_dim, hidden)
+        self.fc2 = paddle.nn.Linear(hidden, hidden)
+        self.fc3 = paddle.nn.Linear(hidden, act_dim)
+
+    def forward(self, obs: paddle.Tensor) -> paddle.Tensor:
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(obs)))))
