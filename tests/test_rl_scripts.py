@@ -95,3 +95,16 @@ def test_remote_actor_scripts_smoke(tmp_path, script, algo):
                          "--save", tmp_path / "agent.h5", timeout=140)
     assert summary["algo"] == algo and summary["actors"] == 2 and summary["steps"] >= 800
     restore(A2C(MLPActorCritic(4, 2, 64)), tmp_path / "agent.h5")
+
+
+@pytest.mark.timeout(180)
+def test_bench_algos_prints_one_json_line():
+    result = subprocess.run([sys.executable, str(SCRIPTS / "bench_algos.py"), "--seconds", "0.05"],
+                            capture_output=True, text=True, timeout=170, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1
+    figures = json.loads(lines[0])
+    for name in ("PPO_CartPole", "PPO_Pendulum", "A2C_CartPole", "DQN_CartPole", "A3C_CartPole", "IMPALA_CartPole",
+                 "DDPG_Pendulum", "TD3_Pendulum", "SAC_Pendulum"):
+        assert figures[name]["env_steps_per_s"] > 0 and figures[name]["updates_per_s"] > 0, name
