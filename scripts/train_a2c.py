@@ -21,6 +21,7 @@ from parl_lite.utils.envs import evaluate
 from parl_lite.utils.gae import gae
 from parl_lite.utils.models import MLPActorCritic
 from parl_lite.utils.rollout import VectorRollout
+from parl_lite.utils.summary import SummaryWriter
 
 ENV_ID = "CartPole-v1"
 HP = dict(num_envs=8, rollout_steps=5, gamma=0.99, gae_lambda=1.0, lr=7e-4, value_coef=0.5, entropy_coef=0.0,
@@ -52,10 +53,12 @@ def main() -> None:
     parser.add_argument("--total-steps", type=int, default=HP["total_steps"], help="env steps at most")
     parser.add_argument("--target", type=float, default=HP["target"], help="stop when the evaluation mean reaches this")
     parser.add_argument("--eval-every", type=int, default=HP["eval_every"], help="env steps between evaluations")
+    parser.add_argument("--logdir", help="write TensorBoard events and scalars.csv here")
     parser.add_argument("--save", default="a2c.h5", help="checkpoint written at the end")
     args = parser.parse_args()
 
     paddle.seed(args.seed)
+    writer = SummaryWriter(args.logdir) if args.logdir else None
     rollout = VectorRollout(ENV_ID, HP["num_envs"], seed=args.seed)
     obs_dim, act_dim = rollout.env.single_observation_space.shape[0], rollout.env.single_action_space.n
     algorithm = A2C(MLPActorCritic(obs_dim, act_dim, HP["hidden"]), lr=HP["lr"], value_coef=HP["value_coef"],
@@ -80,11 +83,16 @@ def main() -> None:
         if steps - last_eval >= args.eval_every or steps >= args.total_steps:
             last_eval = steps
             score = float(np.mean(evaluate(ENV_ID, agent.predict, episodes=10, seed=10_000 + 100 * args.seed)))
+            if writer:
+                writer.add_scalar("eval/return", score, steps)
+                writer.add_scalar("train/return", rollout.returns.recent_mean, steps)
             print(f"steps {steps:7d}  {steps / train_seconds:6.0f} steps/s  train return {rollout.returns.recent_mean:7.1f}  "
                   f"eval {score:7.1f}  entropy {stats['entropy']:.3f}  {train_seconds:6.1f}s", flush=True)
             if score >= args.target:
                 solved_at = steps
                 break
+    if writer:
+        writer.close()
     agent.save(args.save)
     print(json.dumps({"algo": "A2C", "env": ENV_ID, "seed": args.seed, "steps": rollout.steps, "solved_at": solved_at,
                       "train_seconds": round(train_seconds, 2), "eval_return": score, "checkpoint": args.save}), flush=True)

@@ -27,6 +27,7 @@ from parl_lite.utils.envs import evaluate
 from parl_lite.utils.gae import gae
 from parl_lite.utils.models import MLPActorCritic
 from parl_lite.utils.rollout import RolloutWorker
+from parl_lite.utils.summary import SummaryWriter
 
 ENV_ID = "CartPole-v1"
 HP = dict(num_envs=8, rollout_steps=5, gamma=0.99, gae_lambda=1.0, lr=7e-4, value_coef=0.5, entropy_coef=0.0,
@@ -63,12 +64,14 @@ def main() -> None:
     parser.add_argument("--total-steps", type=int, default=HP["total_steps"], help="env steps at most")
     parser.add_argument("--target", type=float, default=HP["target"], help="stop when the evaluation mean reaches this")
     parser.add_argument("--eval-every", type=int, default=HP["eval_every"], help="env steps between evaluations")
+    parser.add_argument("--logdir", help="write TensorBoard events and scalars.csv here")
     parser.add_argument("--save", default="a3c.h5", help="checkpoint written at the end")
     args = parser.parse_args()
     if args.actors <= 0:
         parser.error(f"--actors must be positive, got {args.actors}")
 
     paddle.seed(args.seed)
+    writer = SummaryWriter(args.logdir) if args.logdir else None
     obs_dim, act_dim = 4, 2
     model_fn = functools.partial(MLPActorCritic, obs_dim, act_dim, HP["hidden"])
     algorithm = A2C(model_fn(), lr=HP["lr"], value_coef=HP["value_coef"], entropy_coef=HP["entropy_coef"],
@@ -97,6 +100,9 @@ def main() -> None:
             train_seconds += time.perf_counter() - started
             last_eval = steps
             score = float(np.mean(evaluate(ENV_ID, agent.predict, episodes=10, seed=10_000 + 100 * args.seed)))
+            if writer:
+                writer.add_scalar("eval/return", score, steps)
+                writer.add_scalar("train/return", np.mean(recent) if recent else float("nan"), steps)
             print(f"steps {steps:7d}  {steps / train_seconds:6.0f} steps/s  {updates / train_seconds:5.0f} updates/s  "
                   f"train return {np.mean(recent) if recent else float('nan'):7.1f}  eval {score:7.1f}  "
                   f"{train_seconds:6.1f}s", flush=True)
@@ -107,6 +113,8 @@ def main() -> None:
     parl_lite.get(list(pending))  # let in-flight rollouts finish before the actors stop
     for actor in actors:
         actor.close()
+    if writer:
+        writer.close()
     agent.save(args.save)
     print(json.dumps({"algo": "A3C", "env": ENV_ID, "seed": args.seed, "actors": args.actors, "steps": steps,
                       "solved_at": solved_at, "train_seconds": round(train_seconds, 2), "eval_return": score,

@@ -24,6 +24,7 @@ from parl_lite.utils.envs import EpisodeReturns, evaluate
 from parl_lite.utils.models import MLPQNetwork
 from parl_lite.utils.replay_memory import ReplayMemory
 from parl_lite.utils.schedulers import LinearDecayScheduler
+from parl_lite.utils.summary import SummaryWriter
 
 ENV_ID = "CartPole-v1"
 HP = dict(lr=2.3e-3, gamma=0.99, batch_size=64, memory_size=100_000, learning_starts=1_000, train_every=256,
@@ -61,10 +62,12 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=HP["target"], help="stop when the evaluation mean reaches this")
     parser.add_argument("--eval-every", type=int, default=HP["eval_every"], help="env steps between evaluations")
     parser.add_argument("--no-double", dest="double", action="store_false", help="plain DQN targets")
+    parser.add_argument("--logdir", help="write TensorBoard events and scalars.csv here")
     parser.add_argument("--save", default="dqn.h5", help="checkpoint written at the end")
     args = parser.parse_args()
 
     paddle.seed(args.seed)
+    writer = SummaryWriter(args.logdir) if args.logdir else None
     env = gym.make(ENV_ID)
     obs_dim, act_dim = env.observation_space.shape[0], env.action_space.n
     algorithm = DQN(MLPQNetwork(obs_dim, act_dim, HP["hidden"]), gamma=HP["gamma"], lr=HP["lr"], double=args.double)
@@ -92,12 +95,17 @@ def main() -> None:
         if step % args.eval_every == 0 or step == args.total_steps:
             train_seconds += time.perf_counter() - started
             score = float(np.mean(evaluate(ENV_ID, agent.predict, episodes=10, seed=10_000 + 100 * args.seed)))
+            if writer:
+                writer.add_scalar("eval/return", score, step)
+                writer.add_scalar("train/return", returns_log.recent_mean, step)
             print(f"steps {step:7d}  {step / train_seconds:6.0f} steps/s  train return {returns_log.recent_mean:7.1f}  "
                   f"eval {score:7.1f}  loss {loss:.4f}  epsilon {epsilon.value_at(step):.3f}  {train_seconds:6.1f}s", flush=True)
             started = time.perf_counter()
             if score >= args.target:
                 solved_at = step
                 break
+    if writer:
+        writer.close()
     agent.save(args.save)
     print(json.dumps({"algo": "DDQN" if args.double else "DQN", "env": ENV_ID, "seed": args.seed, "steps": step,
                       "solved_at": solved_at, "train_seconds": round(train_seconds, 2), "eval_return": score,

@@ -23,6 +23,7 @@ from parl_lite.utils.gae import gae
 from parl_lite.utils.models import MLPActorCritic
 from parl_lite.utils.rollout import VectorRollout
 from parl_lite.utils.schedulers import LinearDecayScheduler
+from parl_lite.utils.summary import SummaryWriter
 
 HYPERPARAMS: Dict[str, dict] = {
     "CartPole-v1": dict(num_envs=8, rollout_steps=32, batch_size=256, epochs=20, gamma=0.98, gae_lambda=0.8,
@@ -62,6 +63,7 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, help="env steps between evaluations")
     parser.add_argument("--shared", action="store_true", help="one trunk for policy and value")
     parser.add_argument("--kl-target", type=float, help="add the adaptive KL penalty with this target")
+    parser.add_argument("--logdir", help="write TensorBoard events and scalars.csv here")
     parser.add_argument("--save", default="ppo.h5", help="checkpoint written at the end")
     args = parser.parse_args()
     hp = dict(HYPERPARAMS[args.env])
@@ -70,6 +72,7 @@ def main() -> None:
             hp[key] = getattr(args, key)
 
     paddle.seed(args.seed)
+    writer = SummaryWriter(args.logdir) if args.logdir else None
     rollout = VectorRollout(args.env, hp["num_envs"], seed=args.seed)
     space = rollout.env.single_action_space
     obs_dim = rollout.env.single_observation_space.shape[0]
@@ -103,11 +106,16 @@ def main() -> None:
         if steps - last_eval >= hp["eval_every"] or update == num_updates - 1:
             last_eval = steps
             score = float(np.mean(evaluate(args.env, agent.predict, episodes=10, seed=10_000 + 100 * args.seed)))
+            if writer:
+                writer.add_scalar("eval/return", score, steps)
+                writer.add_scalar("train/return", rollout.returns.recent_mean, steps)
             print(f"steps {steps:7d}  {steps / train_seconds:6.0f} steps/s  train return {rollout.returns.recent_mean:7.1f}  "
                   f"eval {score:7.1f}  kl {stats['kl']:.4f}  clip {stats['clip_fraction']:.2f}  {train_seconds:6.1f}s", flush=True)
             if score >= hp["target"]:
                 solved_at = steps
                 break
+    if writer:
+        writer.close()
     agent.save(args.save)
     print(json.dumps({"algo": "PPO", "env": args.env, "seed": args.seed, "steps": steps, "solved_at": solved_at,
                       "train_seconds": round(train_seconds, 2), "eval_return": score, "checkpoint": args.save}), flush=True)

@@ -1,4 +1,5 @@
 """Short smoke runs of every training script, and exact repetition of a seeded run."""
+import csv
 import json
 import subprocess
 import sys
@@ -33,9 +34,14 @@ def restore(algorithm, path):
 @pytest.mark.timeout(120)
 def test_ppo_cartpole_smoke(tmp_path):
     summary = run_script("train_ppo.py", "--total-steps", 512, "--eval-every", 256, "--target", 1e9,
-                         "--save", tmp_path / "ppo.h5")
+                         "--save", tmp_path / "ppo.h5", "--logdir", tmp_path / "logs")
     assert summary["algo"] == "PPO" and summary["steps"] == 512 and summary["solved_at"] is None
     assert np.isfinite(summary["eval_return"])
+    with open(tmp_path / "logs" / "scalars.csv") as f:
+        rows = [row for row in csv.DictReader(f) if row["tag"] == "eval/return"]
+    assert [int(row["step"]) for row in rows] == [256, 512]
+    assert float(rows[-1]["value"]) == summary["eval_return"]
+    assert list((tmp_path / "logs").glob("events.out.tfevents.*"))
     restore(PPO(MLPActorCritic(4, 2, 64)), tmp_path / "ppo.h5")
 
 
