@@ -61,13 +61,14 @@ def main() -> None:
     parser.add_argument("--total-steps", type=int, help="env steps at most (default: per environment)")
     parser.add_argument("--target", type=float, help="stop when the evaluation mean reaches this")
     parser.add_argument("--eval-every", type=int, help="env steps between evaluations")
+    parser.add_argument("--rollout-steps", type=int, help="steps per environment between updates")
     parser.add_argument("--shared", action="store_true", help="one trunk for policy and value")
     parser.add_argument("--kl-target", type=float, help="add the adaptive KL penalty with this target")
     parser.add_argument("--logdir", help="write TensorBoard events and scalars.csv here")
     parser.add_argument("--save", default="ppo.h5", help="checkpoint written at the end")
     args = parser.parse_args()
     hp = dict(HYPERPARAMS[args.env])
-    for key in ("total_steps", "target", "eval_every"):
+    for key in ("total_steps", "target", "eval_every", "rollout_steps"):
         if getattr(args, key) is not None:
             hp[key] = getattr(args, key)
 
