@@ -61,6 +61,8 @@ def main() -> None:
     parser.add_argument("--total-steps", type=int, default=HP["total_steps"], help="env steps at most")
     parser.add_argument("--target", type=float, default=HP["target"], help="stop when the evaluation mean reaches this")
     parser.add_argument("--eval-every", type=int, default=HP["eval_every"], help="env steps between evaluations")
+    parser.add_argument("--hidden", type=int, default=HP["hidden"], help="units per hidden layer")
+    parser.add_argument("--gradient-steps", type=int, default=HP["gradient_steps"], help="Adam steps per training round")
     parser.add_argument("--no-double", dest="double", action="store_false", help="plain DQN targets")
     parser.add_argument("--logdir", help="write TensorBoard events and scalars.csv here")
     parser.add_argument("--save", default="dqn.h5", help="checkpoint written at the end")
@@ -70,7 +72,7 @@ def main() -> None:
     writer = SummaryWriter(args.logdir) if args.logdir else None
     env = gym.make(ENV_ID)
     obs_dim, act_dim = env.observation_space.shape[0], env.action_space.n
-    algorithm = DQN(MLPQNetwork(obs_dim, act_dim, HP["hidden"]), gamma=HP["gamma"], lr=HP["lr"], double=args.double)
+    algorithm = DQN(MLPQNetwork(obs_dim, act_dim, args.hidden), gamma=HP["gamma"], lr=HP["lr"], double=args.double)
     agent = DQNAgent(algorithm, act_dim, seed=args.seed)
     memory = ReplayMemory(HP["memory_size"], obs_dim=obs_dim, act_dim=0, seed=args.seed)
     epsilon = LinearDecayScheduler(HP["epsilon_start"], HP["epsilon_steps"], end_value=HP["epsilon_end"])
@@ -87,7 +89,7 @@ def main() -> None:
         obs = env.reset()[0] if terminated or truncated else next_obs
 
         if step >= HP["learning_starts"] and step % HP["train_every"] == 0:
-            for _ in range(HP["gradient_steps"]):
+            for _ in range(args.gradient_steps):
                 loss = agent.learn(*memory.sample_batch(HP["batch_size"]))
         if step % HP["target_every"] == 0:
             algorithm.sync_target()
