@@ -1,6 +1,7 @@
 """The ``parl-lite`` command line: one click group; each feature adds its commands here."""
 import click
 
+from parl_lite.io.onnx_cli import export_command
 from parl_lite.version import __version__
 
 
@@ -9,6 +10,8 @@ from parl_lite.version import __version__
 def main() -> None:
     """parl_lite: PARL-style reinforcement learning, parallel actors and evolution strategies."""
 
+
+main.add_command(export_command)
 
 if __name__ == "__main__":
     main()
