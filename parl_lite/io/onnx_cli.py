@@ -124,7 +124,9 @@ def export_command(checkpoint_path: Path, input_shapes, output: Optional[Path], 
     from parl_lite.io import checkpoint
     from parl_lite.io.onnx_export import OnnxExportError, export_onnx
 
-    sys.path.insert(0, str(Path(app_dir).resolve()))
+    app_dir = str(Path(app_dir).resolve())
+    if app_dir not in sys.path:
+        sys.path.insert(0, app_dir)
     started = time.perf_counter()
     try:
         class_path = model_class or _stored_class(checkpoint_path, role)

@@ -121,7 +121,7 @@ def _input_specs(model: Any, input_spec: Any, label: str) -> List[InputSpec]:
     if not isinstance(model, paddle.nn.Layer):
         raise OnnxExportError(f"{label}: export_onnx needs a paddle.nn.Layer, got {type(model).__name__}")
     names, required, open_ended = _forward_inputs(model, label)
-    if isinstance(input_spec, InputSpec) or _is_shape(input_spec):
+    if isinstance(input_spec, InputSpec) or _looks_like_shape(input_spec):
         items = [input_spec]
     elif isinstance(input_spec, (list, tuple)) and input_spec:
         items = list(input_spec)
@@ -139,9 +139,16 @@ def _input_specs(model: Any, input_spec: Any, label: str) -> List[InputSpec]:
         elif _is_shape(item):
             specs.append(InputSpec([None if dim == -1 else dim for dim in item], "float32", name))
         else:
-            raise OnnxExportError(f"{label}: input_spec[{index}] must be an InputSpec or a shape of positive ints "
-                                  f"and None (dynamic), got {item!r}")
+            where = "input_spec" if item is input_spec else f"input_spec[{index}]"
+            raise OnnxExportError(f"{label}: {where} must be an InputSpec or a shape of positive ints and None "
+                                  f"(dynamic), got {item!r}")
     return specs
+
+
+def _looks_like_shape(value: Any) -> bool:
+    """A flat sequence of numbers and None: one shape, maybe with bad dimensions."""
+    return isinstance(value, (list, tuple)) and len(value) > 0 and all(
+        dim is None or isinstance(dim, (int, float, np.number)) for dim in value)
 
 
 def _is_shape(value: Any) -> bool:
