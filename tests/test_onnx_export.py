@@ -148,10 +148,12 @@ def test_bad_input_spec_is_named(tmp_path, input_spec, match):
         parl_lite.export_onnx(CartpoleModel(), tmp_path / "x.onnx", input_spec)
 
 
+@pytest.mark.parametrize("backend", ["onnx", "auto"])
 @pytest.mark.parametrize("make, shape", [(mlp_sequential, [None, 4]), (cnn_sequential, [None, 3, 16, 16])])
-def test_sequential_exports_without_paddle2onnx(tmp_path, make, shape):
+def test_sequential_exports_without_paddle2onnx(tmp_path, make, shape, backend):
     model = make()
-    path = parl_lite.export_onnx(model, tmp_path / "seq.onnx", shape, backend="onnx")
+    path = parl_lite.export_onnx(model, tmp_path / "seq.onnx", shape, backend=backend)
+    assert onnx.load(str(path)).producer_name == "parl_lite"  # built by onnx.helper, not paddle2onnx
     x = np.random.default_rng(4).standard_normal([5, *shape[1:]]).astype("float32")
     _, (out,) = _run_onnx(path, {"input": x})
     np.testing.assert_allclose(out, _paddle(model, x)[0], rtol=0, atol=1e-5)
@@ -167,6 +169,7 @@ WITHOUT_PADDLE2ONNX = """
 import sys
 sys.modules["paddle2onnx"] = None  # as on Python 3.13, where paddle2onnx cannot be installed
 sys.path.insert(0, {tests!r})
+import paddle
 import parl_lite
 from core_models import CartpoleModel
 from onnx_models import mlp_sequential
@@ -175,6 +178,10 @@ try:
     parl_lite.export_onnx(CartpoleModel(), {path!r} + ".other", [None, 4])
 except parl_lite.OnnxExportError as error:
     print("ERROR:", error)
+try:
+    parl_lite.export_onnx(paddle.nn.Sequential(paddle.nn.Linear(4, 2), paddle.nn.GELU()), {path!r} + ".gelu", [None, 4])
+except parl_lite.OnnxExportError as error:
+    print("GELU:", error)
 """
 
 
@@ -189,4 +196,15 @@ def test_without_paddle2onnx_sequential_exports_and_others_say_what_to_install(t
     onnx.checker.check_model(onnx.load(str(path)))
     assert "ERROR: model CartpoleModel" in result.stdout
     assert "pip install 'paddle2onnx>=2.0'" in result.stdout and "paddle.nn.Sequential" in result.stdout
-    assert not (tmp_path / "seq.onnx.other").exists()
+    assert "GELU: model Sequential" in result.stdout and "layer '1' (GELU) has no onnx.helper" in result.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["seq.onnx"]
+
+
+@needs_paddle2onnx
+@pytest.mark.timeout(120)
+def test_auto_takes_paddle2onnx_for_a_sequential_the_helper_cannot_translate(tmp_path):
+    model = paddle.nn.Sequential(paddle.nn.Linear(4, 8), paddle.nn.GELU(), paddle.nn.Linear(8, 2))
+    path = parl_lite.export_onnx(model, tmp_path / "gelu.onnx", [None, 4])
+    x = np.random.default_rng(5).standard_normal((3, 4)).astype("float32")
+    _, (out,) = _run_onnx(path, {"input": x})
+    np.testing.assert_allclose(out, _paddle(model, x)[0], rtol=0, atol=1e-5)
