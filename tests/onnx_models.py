@@ -64,6 +64,26 @@ class NoisyModel(parl_lite.Model):
         return self.fc(obs) + paddle.rand([2])
 
 
+class ManyOpsModel(parl_lite.Model):
+    """Two inputs, eight outputs: every operator parl_lite translates itself, in one forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = paddle.nn.Linear(4, 6)
+        self.bn = paddle.nn.BatchNorm1D(6)
+        self.drop = paddle.nn.Dropout(0.3)
+
+    def forward(self, obs, mask):
+        hidden = self.fc(obs) * 2.0 + 1.0                                       # scale
+        hidden = paddle.concat([hidden, obs], axis=-1).reshape([-1, 2, 5])      # concat, reshape
+        flat = paddle.flatten(hidden, 1) - mask.mean() / (mask.abs().max() + 1.0)
+        advantage = flat - flat.mean(axis=1, keepdim=True)                      # dueling-style reduction
+        gated = paddle.maximum(flat, mask) * F.sigmoid(mask) + paddle.minimum(flat, mask)
+        return (F.log_softmax(advantage, -1), self.bn(F.leaky_relu(self.fc(obs), 0.1)), self.drop(gated),
+                flat.T, paddle.clip(flat, -0.5, 0.5).sum(axis=1), paddle.matmul(flat, mask, transpose_y=True),
+                paddle.flatten(hidden, 0), paddle.sqrt(paddle.exp(mask)) - paddle.log(mask.abs() + 1.0))
+
+
 def mlp_sequential(obs_dim: int = 4, act_dim: int = 2) -> paddle.nn.Sequential:
     return paddle.nn.Sequential(
         paddle.nn.Linear(obs_dim, 64), paddle.nn.Tanh(),

@@ -105,8 +105,8 @@ def _stored_class(checkpoint_path: Path, role: str) -> str:
               help="Name of an ONNX output, once per output of forward (default output_0, output_1, ...).")
 @click.option("--opset", default=17, show_default=True, type=click.IntRange(7, 21), help="ONNX opset version.")
 @click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "paddle2onnx", "onnx"]),
-              help="auto: the onnx.helper route for a paddle.nn.Sequential it can translate, paddle2onnx "
-                   "otherwise; onnx: the onnx.helper route only; paddle2onnx: always paddle2onnx.")
+              help="auto: parl_lite's own translation to ONNX (milliseconds, no paddle2onnx), else paddle2onnx; "
+                   "onnx: the own translation only; paddle2onnx: paddle2onnx only.")
 @click.option("--app-dir", default=".", show_default=True, type=click.Path(file_okay=False),
               help="Folder put first on the Python path, to import the model class from.")
 def export_command(checkpoint_path: Path, input_shapes, output: Optional[Path], model_class: Optional[str],

@@ -2,9 +2,10 @@
 
 Two routes:
 
-- **onnx.helper** (no paddle2onnx needed, milliseconds): a ``paddle.nn.Sequential`` of the layers
-  in :data:`parl_lite.io.onnx_builder.SUPPORTED_LAYERS` is translated layer by layer.
-- **paddle2onnx** (any other model; Python < 3.13 only): ``paddle.jit.save`` traces ``forward`` in
+- **parl_lite's own translation** (:mod:`parl_lite.io.pir_to_onnx`; no paddle2onnx, milliseconds):
+  ``forward`` is traced to a PIR program whose operators (:data:`pir_to_onnx.SUPPORTED_OPS`: what
+  MLP, CNN and actor-critic models use) become ONNX nodes.
+- **paddle2onnx** (other operators; Python < 3.13 only): ``paddle.jit.save`` traces ``forward`` in
   this process, then paddle2onnx converts the static model *in a child process*, because on
   failure it ends its process (``sys.exit(-1)``, or a C++ abort on an unsupported operator). The
   child never runs paddle2onnx's polygraphy step (which may pip-install packages).
@@ -30,7 +31,7 @@ import onnx
 import paddle
 from paddle.static import InputSpec
 
-from parl_lite.io import onnx_builder
+from parl_lite.io import pir_to_onnx
 
 __all__ = ["OnnxExportError", "export_onnx", "BACKENDS"]
 
@@ -68,9 +69,9 @@ def export_onnx(
             shape may be given unwrapped. Inputs are named after ``forward``'s parameters unless
             the InputSpec has a name.
         output_names: names of the graph outputs; default ``output_0``, ``output_1``, ...
-        opset_version: ONNX opset (paddle2onnx supports 7–21; the onnx.helper route needs >= 13).
-        backend: ``"auto"`` (the onnx.helper route for a Sequential it can translate, paddle2onnx
-            otherwise), ``"paddle2onnx"`` or ``"onnx"`` (the onnx.helper route only).
+        opset_version: ONNX opset (paddle2onnx supports 7–21; the own translation needs >= 13).
+        backend: ``"auto"`` (parl_lite's own translation, else paddle2onnx), ``"onnx"`` (the
+            translation only) or ``"paddle2onnx"``.
         verify: run the exported graph in onnxruntime on a random input and require it to match
             paddle (``|onnx - paddle| <= 1e-5 + 1e-5 * |paddle|``).
         timeout: seconds allowed to the paddle2onnx child process.
@@ -89,14 +90,7 @@ def export_onnx(
         raise OnnxExportError(f"backend must be one of {BACKENDS}, got {backend!r}")
     specs = _input_specs(model, input_spec, label)
     with _evaluation_mode(model):
-        proto = _export(model, specs, opset_version, backend, timeout, label)
-        proto = _name_outputs(proto, output_names, label)
-        try:
-            onnx.checker.check_model(proto, full_check=True)
-        except Exception as error:
-            raise OnnxExportError(f"{label}: the exported graph fails onnx.checker: {error}") from error
-        if verify:
-            _verify(model, proto, specs, label)
+        proto = _export(model, specs, output_names, opset_version, backend, verify, timeout, label)
     try:
         _write_atomically(path, proto.SerializeToString())
     except OSError as error:
@@ -205,40 +199,54 @@ def _paddle2onnx_available() -> bool:
         return False
 
 
-def _export(model: paddle.nn.Layer, specs: List[InputSpec], opset: int, backend: str, timeout: float,
-            label: str) -> onnx.ModelProto:
-    """Pick the route: a Sequential the onnx.helper route can translate goes that way under "auto"
-    (milliseconds instead of seconds, same accuracy); everything else goes to paddle2onnx."""
-    helper_failure = None
-    if backend == "onnx" or (backend == "auto" and isinstance(model, paddle.nn.Sequential)):
+def _export(model: paddle.nn.Layer, specs: List[InputSpec], output_names: Optional[Sequence[str]], opset: int,
+            backend: str, verify: bool, timeout: float, label: str) -> onnx.ModelProto:
+    """Build, name, check and verify the graph. Under "auto" the translation in Python comes first
+    (milliseconds); if it cannot translate the model, or its graph does not pass, paddle2onnx does."""
+    translation_failure = None
+    if backend in ("auto", "onnx"):
         try:
-            return _export_sequential(model, specs, opset, label)
+            return _finish(_translate(model, specs, opset, label), model, specs, output_names, verify, label)
         except OnnxExportError as error:
             if backend == "onnx":
                 raise
-            helper_failure = error
+            translation_failure = str(error).removeprefix(label + ": ")
     if not _paddle2onnx_available():
-        reason = f" ({str(helper_failure).removeprefix(label + ': ')})" if helper_failure else ""
         raise OnnxExportError(
-            f"{label}: paddle2onnx is not installed (it has no wheel for Python 3.13; this is Python "
-            f"{sys.version_info.major}.{sys.version_info.minor}), and the model is not a paddle.nn.Sequential that "
-            f"parl_lite exports without it{reason}. Install it with `pip install 'paddle2onnx>=2.0'` on Python "
-            f"3.10-3.12, or build the model as a paddle.nn.Sequential of {', '.join(onnx_builder.SUPPORTED_LAYERS)}."
+            f"{label}: parl_lite's own translation cannot export it ({translation_failure}), and paddle2onnx is "
+            f"not installed (it has no wheel for Python 3.13; this is Python {sys.version_info.major}."
+            f"{sys.version_info.minor}). Install it with `pip install 'paddle2onnx>=2.0'` on Python 3.10-3.12, "
+            f"or use only the operators {', '.join(pir_to_onnx.SUPPORTED_OPS)}."
         )
-    return _export_with_paddle2onnx(model, specs, opset, timeout, label)
-
-
-def _export_sequential(model: paddle.nn.Layer, specs: List[InputSpec], opset: int, label: str) -> onnx.ModelProto:
-    if not isinstance(model, paddle.nn.Sequential):
-        raise OnnxExportError(f"{label}: the onnx.helper route exports only a paddle.nn.Sequential (of "
-                              f"{', '.join(onnx_builder.SUPPORTED_LAYERS)}); use backend='paddle2onnx' for others")
-    spec = specs[0]
-    if spec.dtype != paddle.float32:
-        raise OnnxExportError(f"{label}: the onnx.helper route takes a float32 input, got {spec.dtype}")
     try:
-        return onnx_builder.build_sequential(model, spec.name, list(spec.shape), "output_0", opset)
-    except onnx_builder.UnsupportedLayerError as error:
+        proto = _export_with_paddle2onnx(model, specs, opset, timeout, label)
+        return _finish(proto, model, specs, output_names, verify, label)
+    except OnnxExportError as error:
+        if translation_failure is None:
+            raise
+        raise OnnxExportError(f"{error}\n(parl_lite's own translation failed too: {translation_failure})") from error
+
+
+def _finish(proto: onnx.ModelProto, model: paddle.nn.Layer, specs: List[InputSpec],
+            output_names: Optional[Sequence[str]], verify: bool, label: str) -> onnx.ModelProto:
+    proto = _name_outputs(proto, output_names, label)
+    try:
+        onnx.checker.check_model(proto, full_check=True)
+    except Exception as error:
+        raise OnnxExportError(f"{label}: the exported graph fails onnx.checker: {error}") from error
+    if verify:
+        _verify(model, proto, specs, label)
+    return proto
+
+
+def _translate(model: paddle.nn.Layer, specs: List[InputSpec], opset: int, label: str) -> onnx.ModelProto:
+    try:
+        return pir_to_onnx.translate(model, specs, opset)
+    except pir_to_onnx.UnsupportedOperatorError as error:
         raise OnnxExportError(f"{label}: {error}") from error
+    except Exception as error:  # paddle.jit.to_static could not trace forward
+        raise OnnxExportError(f"{label}: paddle.jit.to_static could not trace forward: "
+                              f"{type(error).__name__}: {error}") from error
 
 
 def _export_with_paddle2onnx(
