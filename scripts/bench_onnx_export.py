@@ -2,7 +2,7 @@
 
 For every model: wall-clock of the export (median of --repeats, verification included), and the
 max abs difference between onnxruntime and paddle dygraph on a random batch of 256.
-Routes: ``paddle2onnx`` (child process) where installed, and ``onnx`` (onnx.helper, Sequential only).
+Routes: ``onnx`` (parl_lite's own translation) and ``paddle2onnx`` (child process) where installed.
 
     nice -n 10 python scripts/bench_onnx_export.py --repeats 3
 """
@@ -38,11 +38,6 @@ class MlpPolicy(parl_lite.Model):
         return self.fc3(paddle.tanh(self.fc2(paddle.tanh(self.fc1(obs)))))
 
 
-def mlp_sequential() -> paddle.nn.Sequential:
-    return paddle.nn.Sequential(paddle.nn.Linear(4, 64), paddle.nn.Tanh(), paddle.nn.Linear(64, 64),
-                                paddle.nn.Tanh(), paddle.nn.Linear(64, 2))
-
-
 def measure(name, model, shape, backend, repeats, workdir):
     path = Path(workdir) / f"{name}-{backend}.onnx"
     seconds = []
@@ -67,14 +62,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="exports per model and route")
     args = parser.parse_args()
     paddle.seed(0)
-    cases = [("mlp", MlpPolicy(), [None, 4], "paddle2onnx"),
-             ("cnn", CnnPolicy(), [None, 3, 16, 16], "paddle2onnx"),
-             ("two_head", TwoHeadModel(), [None, 4], "paddle2onnx"),
-             ("mlp_sequential", mlp_sequential(), [None, 4], "onnx"),
-             ("mlp_sequential", mlp_sequential(), [None, 4], "paddle2onnx"),
-             ("cnn_sequential", cnn_sequential(), [None, 3, 16, 16], "onnx")]
-    if importlib.util.find_spec("paddle2onnx") is None:
-        cases = [case for case in cases if case[3] == "onnx"]
+    models = [("mlp", MlpPolicy(), [None, 4]), ("cnn", CnnPolicy(), [None, 3, 16, 16]),
+              ("two_head", TwoHeadModel(), [None, 4]), ("cnn_sequential", cnn_sequential(), [None, 3, 16, 16])]
+    backends = ["onnx", "paddle2onnx"] if importlib.util.find_spec("paddle2onnx") else ["onnx"]
+    cases = [(name, model, shape, backend) for name, model, shape in models for backend in backends]
     results = []
     with tempfile.TemporaryDirectory() as workdir:
         for name, model, shape, backend in cases:

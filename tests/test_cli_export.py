@@ -1,5 +1,4 @@
 """`parl-lite export`: a real checkpoint through the real command line to a real ONNX file."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -21,11 +20,6 @@ from parl_lite.core.agent import Agent
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
-needs_paddle2onnx = pytest.mark.skipif(
-    importlib.util.find_spec("paddle2onnx") is None,
-    reason="paddle2onnx is not installed (it has no wheel for Python 3.13); "
-           "pip install 'paddle2onnx>=2.0' on Python 3.10-3.12",
-)
 
 
 def _cli(*args, cwd):
@@ -40,7 +34,6 @@ def _run(path, feeds):
     return session, session.run(None, feeds)
 
 
-@needs_paddle2onnx
 @pytest.mark.timeout(180)
 def test_export_with_the_class_recorded_in_the_checkpoint(tmp_path):
     agent = make_agent(5)
@@ -54,7 +47,6 @@ def test_export_with_the_class_recorded_in_the_checkpoint(tmp_path):
     np.testing.assert_allclose(probs, agent.predict(obs), rtol=0, atol=1e-5)
 
 
-@needs_paddle2onnx
 @pytest.mark.timeout(180)
 def test_export_a_two_head_model_with_class_kwargs_and_output_names(tmp_path):
     model = TwoHeadModel(obs_dim=6, act_dim=3, hidden=16)
