@@ -242,11 +242,10 @@ def _finish(proto: onnx.ModelProto, model: paddle.nn.Layer, specs: List[InputSpe
 def _translate(model: paddle.nn.Layer, specs: List[InputSpec], opset: int, label: str) -> onnx.ModelProto:
     try:
         return pir_to_onnx.translate(model, specs, opset)
-    except pir_to_onnx.UnsupportedOperatorError as error:
+    except (pir_to_onnx.UnsupportedOperatorError, pir_to_onnx.TraceError) as error:
         raise OnnxExportError(f"{label}: {error}") from error
-    except Exception as error:  # paddle.jit.to_static could not trace forward
-        raise OnnxExportError(f"{label}: paddle.jit.to_static could not trace forward: "
-                              f"{type(error).__name__}: {error}") from error
+    except Exception as error:  # a program shape the translation does not expect
+        raise OnnxExportError(f"{label}: parl_lite's translation failed: {type(error).__name__}: {error}") from error
 
 
 def _export_with_paddle2onnx(

@@ -14,7 +14,7 @@ import paddle
 from onnx import helper, numpy_helper
 from paddle.static import InputSpec
 
-__all__ = ["SUPPORTED_OPS", "MIN_OPSET", "UnsupportedOperatorError", "translate"]
+__all__ = ["SUPPORTED_OPS", "MIN_OPSET", "UnsupportedOperatorError", "TraceError", "translate"]
 
 MIN_OPSET = 13  # Softmax normalises along one axis (as paddle does) from opset 13 on
 
@@ -30,6 +30,10 @@ class UnsupportedOperatorError(ValueError):
     """The traced program holds an operator (or an option of one) with no translation here."""
 
 
+class TraceError(RuntimeError):
+    """``forward`` could not be traced into a static program."""
+
+
 def translate(model: paddle.nn.Layer, specs: Sequence[InputSpec], opset_version: int) -> onnx.ModelProto:
     """Trace ``model.forward`` for ``specs`` and build the equivalent ONNX model.
 
@@ -43,11 +47,14 @@ def translate(model: paddle.nn.Layer, specs: Sequence[InputSpec], opset_version:
 
     Raises:
         UnsupportedOperatorError: an operator or one of its options has no translation.
-        Exception: whatever ``paddle.jit.to_static`` raises when it cannot trace ``forward``.
+        TraceError: ``paddle.jit.to_static`` cannot trace ``forward``.
     """
     if opset_version < MIN_OPSET:
         raise UnsupportedOperatorError(f"the translation needs opset_version >= {MIN_OPSET}, got {opset_version}")
-    program = paddle.jit.to_static(model.forward, input_spec=list(specs), full_graph=True).concrete_program
+    try:
+        program = paddle.jit.to_static(model.forward, input_spec=list(specs), full_graph=True).concrete_program
+    except Exception as error:
+        raise TraceError(f"paddle.jit.to_static could not trace forward: {type(error).__name__}: {error}") from error
     return _Translator(model, opset_version).run(program)
 
 
