@@ -74,8 +74,8 @@ class _Translator:
             name = self.structured.get(tensor.name, tensor.name)
             self.initializers.append(numpy_helper.from_array(np.asarray(tensor.numpy()), name=name))
             self.names[value.id] = name
-        for index, op in enumerate(program.main_program.global_block().ops):
-            self._op(op, index)
+        for op in program.main_program.global_block().ops:
+            self._op(op)
         outputs = []
         for index, value in enumerate(program.outputs):
             name = f"output_{index}"
@@ -112,7 +112,7 @@ class _Translator:
 
     # ---------------------------------------------------------------- operators
 
-    def _op(self, op, index: int) -> None:
+    def _op(self, op) -> None:
         kind = op.name()
         operands = [value for value in op.operands_source() if value.initialized()]
         attrs = op.attrs()
