@@ -28,6 +28,7 @@ _LAZY = {
     "ActorDiedError": "parl_lite.remote.api",
     "SerializationError": "parl_lite.remote.api",
     "MemoryLimitError": "parl_lite.remote.api",
+    "ActorHandle": "parl_lite.remote.api",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -1,0 +1,223 @@
+"""The user's verbs: ``@remote_class``, ``connect``, ``get``, ``wait``, ``shutdown``.
+
+::
+
+    @parl_lite.remote_class                 # or @parl_lite.remote_class(wait=False, max_memory=512)
+    class Actor:
+        def run(self, n): ...
+
+    actor = Actor()        # the instance lives in a worker process of the pool
+    actor.run(10)          # runs there; wait=False returns a parl_lite.Future instead
+"""
+import atexit
+import concurrent.futures
+import functools
+import inspect
+import threading
+from importlib.metadata import entry_points
+from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union
+
+from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend
+from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, RemoteError, SerializationError
+from parl_lite.remote.futures import Future
+
+__all__ = [
+    "remote_class", "connect", "shutdown", "get", "wait", "ActorHandle", "Future",
+    "RemoteError", "ActorDiedError", "SerializationError", "MemoryLimitError",
+]
+
+BACKEND_ENTRY_POINTS = "parl_lite.backends"
+
+_backend: Optional[Backend] = None
+_backend_lock = threading.Lock()
+_shutdown_registered = False
+
+T = TypeVar("T", bound=type)
+
+
+def connect(address: Optional[str] = None, num_workers: Optional[int] = None,
+            threads_per_worker: int = 1) -> Backend:
+    """Start (or join) the backend that hosts actors. Optional: the first actor calls it.
+
+    Args:
+        address: ``None`` for the local process pool; ``scheme://...`` for a backend plugin
+            registered under the ``parl_lite.backends`` entry-point group.
+        num_workers: worker processes kept started and idle (default: the number of usable CPUs).
+            More actors than that may be created; each further one forks a process.
+        threads_per_worker: OMP/MKL/OpenBLAS threads in each worker (default 1).
+
+    Returns:
+        The backend now in use.
+
+    Raises:
+        RuntimeError: already connected with other settings (call :func:`shutdown` first).
+        ValueError: no backend is installed for ``address``.
+    """
+    global _backend, _shutdown_registered
+    with _backend_lock:
+        if _backend is not None:
+            if address is None and num_workers is None:
+                return _backend
+            raise RuntimeError("parl_lite is already connected; call parl_lite.shutdown() before "
+                               "connecting again with other settings")
+        _backend = _make_backend(address, num_workers=num_workers, threads_per_worker=threads_per_worker)
+        if not _shutdown_registered:
+            atexit.register(shutdown)
+            _shutdown_registered = True
+        return _backend
+
+
+def _make_backend(address: Optional[str], **options: Any) -> Backend:
+    if address is None:
+        from parl_lite.remote.pool import LocalPool
+
+        return LocalPool(**options)
+    scheme = address.split("://", 1)[0] if "://" in address else ""
+    plugins = {entry.name: entry for entry in entry_points(group=BACKEND_ENTRY_POINTS)}
+    if scheme not in plugins:
+        installed = ", ".join(sorted(plugins)) or "none"
+        raise ValueError(f"parl_lite.connect(address={address!r}): no backend handles "
+                         f"{scheme + '://' if scheme else 'this address'} (installed backend plugins: "
+                         f"{installed}); connect() without an address starts the local pool")
+    return plugins[scheme].load()(address, **options)
+
+
+def shutdown() -> None:
+    """Stop every actor and the backend (idempotent; also runs when the program exits)."""
+    global _backend
+    with _backend_lock:
+        backend, _backend = _backend, None
+    if backend is not None:
+        backend.shutdown()
+
+
+def _current_backend() -> Backend:
+    return _backend if _backend is not None else connect()
+
+
+class ActorHandle:
+    """The caller's side of an actor: attribute access and method calls go to the remote instance.
+
+    Methods of the class return their value (``wait=True``) or a :class:`Future` (``wait=False``);
+    other attributes are read and written synchronously. ``close()``, ``del`` or garbage collection
+    stop the actor and give its worker back.
+    """
+
+    _remote_cls: type
+    _wait: bool
+    _options: ActorOptions
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        channel = _current_backend().create_actor(self._remote_cls, args, kwargs, self._options)
+        object.__setattr__(self, "_channel", channel)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_channel":
+            raise AttributeError(name)
+        if _is_method(self._remote_cls, name):
+            # not cached on the handle: the method refers to the handle, and a cycle would keep
+            # the actor alive after the user's last reference to it is gone
+            return RemoteMethod(self, self._channel, name, self._wait)
+        return self._channel.result(self._channel.get_attribute(name))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._channel.result(self._channel.set_attribute(name, value))
+
+    def close(self) -> None:
+        """Stop the actor (after running its own ``close()``, if its class has one)."""
+        channel = self.__dict__.get("_channel")
+        if channel is None:
+            return
+        if callable(getattr(self._remote_cls, "close", None)):
+            channel.result(channel.call("close", (), {}))
+        channel.close()
+
+    def __del__(self) -> None:
+        channel = self.__dict__.get("_channel")
+        if channel is not None:
+            channel.close()
+
+    def __reduce__(self) -> Any:
+        raise TypeError(f"a handle of remote actor {self._remote_cls.__qualname__} cannot be pickled "
+                        "or sent to another process")
+
+    def __repr__(self) -> str:
+        return f"<remote {self._remote_cls.__qualname__} actor>"
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_method(cls: type, name: str) -> bool:
+    try:
+        static = inspect.getattr_static(cls, name)
+    except AttributeError:
+        return False
+    return callable(static) or isinstance(static, (staticmethod, classmethod))
+
+
+class RemoteMethod:
+    """A bound method of a remote actor."""
+
+    __slots__ = ("_handle", "_channel", "_name", "_wait")
+
+    def __init__(self, handle: ActorHandle, channel: ActorChannel, name: str, wait: bool) -> None:
+        self._handle = handle  # keeps the actor alive while its method is held (e.g. a thread target)
+        self._channel = channel
+        self._name = name
+        self._wait = wait
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        future = self._channel.call(self._name, args, kwargs)
+        return self._channel.result(future) if self._wait else future
+
+
+def remote_class(cls: Optional[T] = None, *, wait: bool = True,
+                 max_memory: Optional[float] = None) -> Union[type, Callable[[T], type]]:
+    """Make instances of ``cls`` live in worker processes.
+
+    Usable as ``@remote_class`` or ``@remote_class(wait=False, max_memory=512)``.
+
+    Args:
+        cls: the class to run remotely (its source may live in ``__main__``).
+        wait: ``True``: a method call returns its value; ``False``: it returns a :class:`Future`.
+        max_memory: resident memory limit in MB; an actor over it is stopped and its callers get
+            :class:`MemoryLimitError`.
+
+    Returns:
+        A class whose instances are :class:`ActorHandle` objects.
+    """
+    if cls is None:
+        return lambda inner: remote_class(inner, wait=wait, max_memory=max_memory)
+    if not isinstance(cls, type):
+        raise TypeError(f"@remote_class decorates a class, got {type(cls).__name__}")
+    if max_memory is not None and not max_memory > 0:
+        raise ValueError(f"max_memory must be a positive number of MB, got {max_memory!r}")
+    return type(cls.__name__, (ActorHandle,), {
+        "_remote_cls": cls, "_wait": bool(wait), "_options": ActorOptions(max_memory=max_memory),
+        "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__,
+    })
+
+
+def get(futures: Union[Future, Sequence[Any], Any], timeout: Optional[float] = None) -> Any:
+    """The value of a future, or the values of a list/tuple of futures (other items pass through).
+
+    Raises:
+        TimeoutError: a result did not arrive within ``timeout`` seconds.
+        Exception: what the remote call raised.
+    """
+    if isinstance(futures, concurrent.futures.Future):
+        return futures.result(timeout)
+    if isinstance(futures, (list, tuple)):
+        return [get(item, timeout) for item in futures]
+    return futures
+
+
+def wait(futures: Sequence[Future], timeout: Optional[float] = None,
+         return_when: str = concurrent.futures.ALL_COMPLETED) -> Tuple[List[Future], List[Future]]:
+    """Wait until the futures are done (or ``return_when`` is met, or ``timeout`` passes).
+
+    Returns:
+        ``(done, not_done)``: two lists that keep the order of ``futures``.
+    """
+    finished, _ = concurrent.futures.wait(futures, timeout=timeout, return_when=return_when)
+    return ([future for future in futures if future in finished],
+            [future for future in futures if future not in finished])

@@ -1,0 +1,68 @@
+"""The seam between ``@remote_class`` and whatever hosts the actors.
+
+The local process pool (:class:`parl_lite.remote.pool.LocalPool`) implements it; a socket bridge or
+a plugin for another engine (Ray) implements the same two small classes and is chosen by
+``parl_lite.connect(address)``: the address's scheme (``ray://...``) names a plugin registered under
+the entry-point group ``parl_lite.backends`` whose object is a callable ``(address, **options) ->
+Backend``.
+"""
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
+
+from parl_lite.remote.futures import Future
+
+__all__ = ["ActorOptions", "ActorChannel", "Backend"]
+
+
+@dataclass(frozen=True)
+class ActorOptions:
+    """How an actor is hosted.
+
+    Attributes:
+        max_memory: resident memory limit of the actor's process in MB (None: no limit).
+    """
+
+    max_memory: Optional[float] = None
+
+
+class ActorChannel(ABC):
+    """One live actor, as its backend hosts it. Every method may be called from any thread."""
+
+    @abstractmethod
+    def call(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Future:
+        """Run ``actor.method(*args, **kwargs)``; calls run in the order they were made."""
+
+    @abstractmethod
+    def get_attribute(self, name: str) -> Future:
+        """Read ``actor.name``."""
+
+    @abstractmethod
+    def set_attribute(self, name: str, value: Any) -> Future:
+        """Set ``actor.name = value``."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop the actor once the calls already made have run, and free what hosts it."""
+
+    def result(self, future: Future) -> Any:
+        """Wait for a future of this channel and return its value; a backend may override this
+        to do the waiting in the calling thread (synchronous calls use it)."""
+        return future.result()
+
+
+class Backend(ABC):
+    """Creates actors and owns the processes (or machines) they run on."""
+
+    @abstractmethod
+    def create_actor(self, cls: type, args: Tuple[Any, ...], kwargs: Dict[str, Any],
+                     options: ActorOptions) -> ActorChannel:
+        """Build ``cls(*args, **kwargs)`` remotely; raise what ``__init__`` raised."""
+
+    @abstractmethod
+    def status(self) -> Dict[str, Any]:
+        """A JSON-able description of the backend's workers and actors."""
+
+    @abstractmethod
+    def shutdown(self) -> None:
+        """Stop every actor and release every resource; idempotent."""

@@ -1,0 +1,465 @@
+"""The local pool: worker processes forked from a zygote, one actor per worker.
+
+Placement is simple on purpose: every actor gets a process of its own, so actors never share a GIL.
+``num_workers`` processes are kept started and idle ahead of need (a warm pool), so creating an actor
+does not wait for a process to start; the pool may host any number of actors beyond that, each
+further process being forked from the zygote in a few milliseconds. A housekeeping thread refills the
+idle workers, returns the workers of released actors, enforces memory limits and publishes status.
+"""
+import itertools
+import json
+import os
+import queue
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from multiprocessing.connection import Connection
+from typing import Any, Dict, List, Optional, Tuple
+
+import cloudpickle
+
+from parl_lite.remote import protocol
+from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend
+from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, SerializationError
+from parl_lite.remote.futures import Future
+from parl_lite.remote.shm import Borrowed, SegmentPool, remove_session_segments
+from parl_lite.remote.status import StatusBoard
+from parl_lite.remote.zygote import PID_FORMAT
+
+__all__ = ["LocalPool"]
+
+_HOUSEKEEPING_PERIOD = 0.1  # seconds between memory checks
+_STATUS_PERIOD = 0.5  # seconds between status updates
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                     "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+# why a worker stopped serving
+_CLOSED = "closed"
+_OVER_MEMORY = "over_memory"
+_DIED = "died"
+
+
+class WorkerProcess(ActorChannel):
+    """The caller's end of one worker process, and of the actor it hosts.
+
+    Calls are pickled in the calling thread and sent under a lock; one reader thread per worker
+    resolves the futures as replies arrive, prints the actor's output, and fails every pending
+    call with :class:`ActorDiedError` the moment the connection drops.
+    """
+
+    def __init__(self, pid: int, connection: Connection, pool: "LocalPool") -> None:
+        self.pid = pid
+        self.actor_name: Optional[str] = None
+        self.max_memory: Optional[float] = None
+        self.calls_served = 0
+        self._connection = connection
+        self._pool = pool
+        self._segments = SegmentPool(f"{pool.session_prefix}d{pid}_")  # what we send to the worker
+        self._borrowed = Borrowed()  # what the worker sent us
+        self._ids = itertools.count()
+        self._lock = threading.Lock()  # sending, and the pending calls
+        self._read_lock = threading.Lock()  # held by the one thread reading the connection
+        self._pending: Dict[int, Tuple[Future, str]] = {}  # call id -> (future, what was called)
+        self._stop_reason: Optional[str] = None
+        self._closing = False
+        self._dead = False
+        self._reader = threading.Thread(target=self._read, name=f"parl_lite-worker-{pid}", daemon=True)
+        self._reader.start()
+
+    @property
+    def label(self) -> str:
+        return f"{self.actor_name or 'idle worker'} pid={self.pid}"
+
+    @property
+    def alive(self) -> bool:
+        return not self._dead
+
+    # --- ActorChannel ---------------------------------------------------------------------------
+    def call(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Future:
+        return self._submit(f"{method}()", protocol.CALL, method, args, kwargs)
+
+    def get_attribute(self, name: str) -> Future:
+        return self._submit(f"attribute {name!r}", protocol.GETATTR, name)
+
+    def set_attribute(self, name: str, value: Any) -> Future:
+        return self._submit(f"setting attribute {name!r}", protocol.SETATTR, name, value)
+
+    def close(self) -> None:
+        # may run in __del__, in any thread, even one holding self._lock: take no lock here and let
+        # the housekeeping thread send the STOP
+        self._closing = True
+        self._pool.release(self)
+
+    # --- internals ------------------------------------------------------------------------------
+    def create(self, class_blob: bytes, class_name: str, args: Tuple[Any, ...],
+               kwargs: Dict[str, Any]) -> Future:
+        self.actor_name = class_name
+        return self._submit("__init__()", protocol.CREATE, class_blob, args, kwargs)
+
+    def _submit(self, what: str, kind: str, *fields: Any) -> Future:
+        future = Future()
+        call_id = next(self._ids)
+        try:
+            frame, segment = protocol.encode((kind, call_id, *fields), self._segments)
+        except Exception as exc:
+            raise SerializationError(f"{self.actor_name}.{what}: an argument cannot be pickled: "
+                                     f"{type(exc).__name__}: {exc}") from exc
+        with self._lock:
+            if self._dead or self._closing or self._stop_reason is not None:
+                if segment is not None:
+                    self._segments.release([segment])
+                future.set_exception(self._death_error(what))
+                return future
+            self._pending[call_id] = (future, what)
+            try:
+                self._send_releases()
+                self._connection.send_bytes(frame)
+            except OSError:
+                pass  # the reader thread sees the connection drop and fails this call
+        return future
+
+    def flush_releases(self) -> None:
+        """Tell the worker which of its segments no array here views any more."""
+        with self._lock:
+            if not self._dead:
+                try:
+                    self._send_releases()
+                except OSError:
+                    pass
+
+    def _send_releases(self) -> None:
+        released = self._borrowed.take_released()
+        if released:
+            self._connection.send_bytes(protocol.encode((protocol.RELEASE, released), self._segments)[0])
+
+    def stop(self, reason: str) -> None:
+        """Ask the worker to exit after the calls already sent (idempotent)."""
+        with self._lock:
+            if self._stop_reason is not None or self._dead:
+                return
+            self._stop_reason = reason
+            try:
+                self._connection.send_bytes(protocol.encode((protocol.STOP,), self._segments)[0])
+            except OSError:
+                pass
+
+    def kill(self, reason: str) -> None:
+        """Kill the worker process now; pending calls fail with the error of ``reason``."""
+        with self._lock:
+            if self._stop_reason is None:
+                self._stop_reason = reason
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def resident_mb(self) -> float:
+        """Resident memory of the worker process in MB (0 once it is gone)."""
+        try:
+            with open(f"/proc/{self.pid}/statm") as statm:
+                return int(statm.read().split()[1]) * _PAGE_SIZE / 2**20
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+    def _death_error(self, what: str) -> ActorDiedError:
+        where = f"{self.actor_name}.{what} (worker pid {self.pid})"
+        if self._stop_reason == _OVER_MEMORY:
+            return MemoryLimitError(f"{where}: the actor went over its max_memory of "
+                                    f"{self.max_memory} MB and was stopped")
+        if self._stop_reason == _CLOSED or self._closing:
+            return ActorDiedError(f"{where}: the actor was closed")
+        return ActorDiedError(f"{where}: the worker process exited")
+
+    def result(self, future: Future) -> Any:
+        """Wait for ``future``, reading the worker's replies in this thread when no one else is.
+
+        A synchronous call then costs one wake-up instead of two (the reader thread's, then ours).
+        Whoever holds the read lock dispatches every frame it reads, whichever call it answers; when
+        another thread holds it, that thread (or the background reader) resolves ``future``.
+        """
+        while not future.done():
+            if not self._read_lock.acquire(blocking=False):
+                break
+            try:
+                if not future.done() and not self._dead:
+                    self._read_one()
+            finally:
+                self._read_lock.release()
+        return future.result()
+
+    def _read(self) -> None:
+        """The background reader: dispatches what callers are not reading themselves."""
+        connection = self._connection
+        while True:
+            try:
+                connection.poll(None)
+            except OSError:
+                pass
+            with self._read_lock:
+                if self._dead:
+                    break
+                if connection.poll(0) and not self._read_one():
+                    break
+        connection.close()
+        self._pool._worker_exited(self)
+
+    def _read_one(self) -> bool:
+        """Read and dispatch one frame (the read lock is held); False once the worker is gone."""
+        try:
+            frame = self._connection.recv_bytes()
+        except (EOFError, OSError):
+            self._on_exit()
+            return False
+        try:
+            message = protocol.decode(frame, self._borrowed)
+        except Exception as exc:  # e.g. the return value's class does not exist here
+            self._fail_oldest(exc)
+            return True
+        kind = message[0]
+        if kind == protocol.OUTPUT:
+            self._print(message[1], message[2])
+        elif kind == protocol.RELEASE:
+            self._segments.release(message[1])
+        else:
+            future, what = self._pending.pop(message[1])
+            self.calls_served += 1
+            if kind == protocol.OK:
+                future.set_result(message[2])
+            else:
+                future.set_exception(message[2].to_exception(f"{self.actor_name}.{what}"))
+        return True
+
+    def _fail_oldest(self, exc: Exception) -> None:
+        # replies come back in the order the calls were sent, so an undecodable reply is the oldest's
+        with self._lock:
+            call_id = next(iter(self._pending), None)
+            if call_id is None:
+                return
+            future, what = self._pending.pop(call_id)
+        future.set_exception(SerializationError(
+            f"{self.actor_name}.{what}: the reply cannot be unpickled here: {type(exc).__name__}: {exc}"))
+
+    def _print(self, stream_name: str, text: str) -> None:
+        stream = sys.stdout if stream_name == "stdout" else sys.stderr
+        prefix = f"({self.label}) "
+        stream.write("".join(prefix + line for line in text.splitlines(keepends=True)))
+        if not text.endswith("\n"):
+            stream.write("\n")
+        stream.flush()
+
+    def _on_exit(self) -> None:
+        with self._lock:
+            self._dead = True
+            pending = list(self._pending.values())
+            self._pending.clear()
+        # arrays here may still view the worker's segments: unlinking keeps their mappings valid
+        self._segments.close()
+        remove_session_segments(f"{self._pool.session_prefix}w{self.pid}_")
+        for future, what in pending:
+            future.set_exception(self._death_error(what))
+
+
+class LocalPool(Backend):
+    """Worker processes on this machine that share memory with the caller.
+
+    Args:
+        num_workers: idle worker processes kept ready (default: the number of usable CPUs).
+        threads_per_worker: value of OMP/MKL/OpenBLAS thread counts in the workers.
+    """
+
+    def __init__(self, num_workers: Optional[int] = None, threads_per_worker: int = 1) -> None:
+        if num_workers is None:
+            num_workers = len(os.sched_getaffinity(0))
+        if not isinstance(num_workers, int) or num_workers < 0:
+            raise ValueError(f"num_workers must be a non-negative integer, got {num_workers!r}")
+        if not isinstance(threads_per_worker, int) or threads_per_worker < 1:
+            raise ValueError(f"threads_per_worker must be a positive integer, got {threads_per_worker!r}")
+        self.num_workers = num_workers
+        self.threads_per_worker = threads_per_worker
+        self.session_prefix = f"parl_lite_{os.getpid()}_{uuid.uuid4().hex[:8]}_"
+        self.started_at = time.time()
+        self._lock = threading.Lock()
+        self._control_lock = threading.Lock()
+        self._idle: List[WorkerProcess] = []
+        self._actors: Dict[int, WorkerProcess] = {}  # pid -> worker hosting an actor
+        self._class_blobs: Dict[type, bytes] = {}
+        self._chores: "queue.SimpleQueue[Optional[WorkerProcess]]" = queue.SimpleQueue()
+        self._closed = False
+        self._zygote, self._control = self._start_zygote()
+        self._status = StatusBoard(os.getpid())
+        self._housekeeper = threading.Thread(target=self._housekeep, name="parl_lite-pool", daemon=True)
+        self._housekeeper.start()
+        self._chores.put(None)  # fill the idle workers now
+
+    # --- Backend --------------------------------------------------------------------------------
+    def create_actor(self, cls: type, args: Tuple[Any, ...], kwargs: Dict[str, Any],
+                     options: ActorOptions) -> WorkerProcess:
+        if self._closed:
+            raise RuntimeError("the parl_lite pool is shut down")
+        blob = self._class_blob(cls)
+        worker = self._take_idle_worker() or self._fork_worker()
+        worker.max_memory = options.max_memory
+        with self._lock:
+            self._actors[worker.pid] = worker
+        self._chores.put(None)  # refill the idle workers
+        try:
+            worker.result(worker.create(blob, cls.__qualname__, args, kwargs))
+        except BaseException:
+            self.release(worker)
+            raise
+        return worker
+
+    def status(self) -> Dict[str, Any]:
+        with self._lock:
+            workers = [*self._actors.values(), *self._idle]
+        return {
+            "pid": os.getpid(),
+            "started_at": self.started_at,
+            "zygote_pid": self._zygote.pid,
+            "idle_target": self.num_workers,
+            "workers": [
+                {"pid": worker.pid, "actor": worker.actor_name, "alive": worker.alive,
+                 "rss_mb": round(worker.resident_mb(), 1), "max_memory_mb": worker.max_memory,
+                 "calls_served": worker.calls_served}
+                for worker in workers
+            ],
+        }
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            workers = [*self._actors.values(), *self._idle]
+        self._chores.put(None)
+        self._housekeeper.join()
+        for worker in workers:
+            worker.stop(_CLOSED)
+        self._control.close()  # the zygote kills and reaps what is left, then sweeps segments
+        try:
+            self._zygote.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._zygote.kill()
+            self._zygote.wait()
+        remove_session_segments(self.session_prefix)
+        self._status.close()
+
+    # --- actors and workers ---------------------------------------------------------------------
+    def release(self, worker: WorkerProcess) -> None:
+        """Give back the worker of an actor that is no longer used; safe to call from ``__del__``."""
+        self._chores.put(worker)
+
+    def _class_blob(self, cls: type) -> bytes:
+        blob = self._class_blobs.get(cls)
+        if blob is None:
+            try:
+                blob = cloudpickle.dumps(cls, protocol=5)
+            except Exception as exc:
+                raise SerializationError(f"class {cls.__qualname__} cannot be pickled to send it to a "
+                                         f"worker: {type(exc).__name__}: {exc}") from exc
+            self._class_blobs[cls] = blob
+        return blob
+
+    def _take_idle_worker(self) -> Optional[WorkerProcess]:
+        with self._lock:
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.alive:
+                    return worker
+        return None
+
+    def _fork_worker(self) -> WorkerProcess:
+        ours, theirs = socket.socketpair()
+        try:
+            with self._control_lock:
+                if self._closed:
+                    raise RuntimeError("the parl_lite pool is shut down")
+                socket.send_fds(self._control, [b"F"], [theirs.fileno()])
+                pid, = struct.unpack(PID_FORMAT, _receive_exactly(self._control, 4))
+        except OSError as exc:
+            ours.close()
+            raise RuntimeError(f"the pool's zygote process (pid {self._zygote.pid}) is gone: {exc}") from exc
+        finally:
+            theirs.close()
+        return WorkerProcess(pid, Connection(ours.detach()), self)
+
+    def _worker_exited(self, worker: WorkerProcess) -> None:
+        with self._lock:
+            self._actors.pop(worker.pid, None)
+            if worker in self._idle:
+                self._idle.remove(worker)
+        if not self._closed:
+            self._chores.put(None)  # keep the warm pool full
+
+    def _start_zygote(self) -> Tuple[subprocess.Popen, socket.socket]:
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ, PARL_LITE_SYS_PATH=json.dumps([os.getcwd() if p == "" else p for p in sys.path]))
+        env.update({name: str(self.threads_per_worker) for name in _THREAD_VARIABLES})
+        zygote = subprocess.Popen(
+            [sys.executable, "-m", "parl_lite.remote.zygote", str(theirs.fileno()), self.session_prefix],
+            pass_fds=[theirs.fileno()], env=env, start_new_session=True,
+        )
+        theirs.close()
+        try:
+            _receive_exactly(ours, 4)  # the zygote says it is ready
+        except OSError as exc:
+            zygote.kill()
+            zygote.wait()
+            raise RuntimeError(f"the pool's zygote process failed to start: {exc}") from exc
+        return zygote, ours
+
+    # --- housekeeping ---------------------------------------------------------------------------
+    def _housekeep(self) -> None:
+        next_status = 0.0
+        while not self._closed:
+            try:
+                chore = self._chores.get(timeout=_HOUSEKEEPING_PERIOD)
+            except queue.Empty:
+                chore = None
+            if chore is not None:
+                chore.stop(_CLOSED)
+            try:
+                self._refill_idle_workers()
+            except RuntimeError:  # the zygote is gone: shutting down, or nothing more can be forked
+                pass
+            self._enforce_memory_limits()
+            with self._lock:
+                actors = list(self._actors.values())
+            for worker in actors:
+                worker.flush_releases()
+            if time.monotonic() >= next_status:
+                self._status.publish(self.status())
+                next_status = time.monotonic() + _STATUS_PERIOD
+
+    def _refill_idle_workers(self) -> None:
+        while not self._closed:
+            with self._lock:
+                missing = self.num_workers - len(self._idle)
+            if missing <= 0:
+                return
+            worker = self._fork_worker()
+            with self._lock:
+                self._idle.append(worker)
+
+    def _enforce_memory_limits(self) -> None:
+        with self._lock:
+            limited = [worker for worker in self._actors.values() if worker.max_memory is not None]
+        for worker in limited:
+            if worker.resident_mb() > worker.max_memory:
+                worker.kill(_OVER_MEMORY)
+
+
+def _receive_exactly(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("connection closed")
+        data += chunk
+    return data

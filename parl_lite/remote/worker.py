@@ -1,0 +1,129 @@
+"""The loop a worker process runs: build one actor, then serve its calls in order until told to stop.
+
+Everything the actor prints reaches the caller as OUTPUT messages (the caller prefixes each line
+with the actor's name), so actors are not debugged blind.
+"""
+import io
+import os
+import pickle
+import sys
+import threading
+from multiprocessing.connection import Connection
+from typing import Any, Optional, Tuple
+
+from parl_lite.remote import protocol
+from parl_lite.remote.errors import RemoteFailure
+from parl_lite.remote.shm import Borrowed, SegmentPool
+
+__all__ = ["serve"]
+
+
+class _Channel:
+    """The worker's end of the connection; sends are locked because actor threads may print."""
+
+    def __init__(self, connection: Connection, segments: SegmentPool) -> None:
+        self.connection = connection
+        self.segments = segments
+        self.borrowed = Borrowed()
+        self.lock = threading.Lock()
+
+    def send(self, message: Tuple[Any, ...]) -> None:
+        frame, _ = protocol.encode(message, self.segments)
+        with self.lock:
+            self.connection.send_bytes(frame)
+
+    def receive(self) -> Tuple[Any, ...]:
+        return protocol.decode(self.connection.recv_bytes(), self.borrowed)
+
+    def send_releases(self) -> None:
+        released = self.borrowed.take_released()
+        if released:
+            self.send((protocol.RELEASE, released))
+
+
+class _ForwardedStream(io.TextIOBase):
+    """A text stream that sends whole lines to the caller as OUTPUT messages."""
+
+    def __init__(self, channel: _Channel, name: str) -> None:
+        self.channel = channel
+        self.name = name
+        self.pending = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.pending += text
+        if "\n" in self.pending:
+            complete, self.pending = self.pending.rsplit("\n", 1)
+            self.channel.send((protocol.OUTPUT, self.name, complete + "\n"))
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending:
+            text, self.pending = self.pending, ""
+            self.channel.send((protocol.OUTPUT, self.name, text))
+
+
+def serve(connection: Connection, segment_prefix: str) -> None:
+    """Serve one actor over ``connection`` until STOP or until the caller goes away."""
+    channel = _Channel(connection, SegmentPool(f"{segment_prefix}w{os.getpid()}_"))
+    sys.stdout = _ForwardedStream(channel, "stdout")
+    sys.stderr = _ForwardedStream(channel, "stderr")
+    actor: Optional[Any] = None
+    value: Any = None
+    while True:
+        channel.send_releases()
+        try:
+            message = channel.receive()
+        except (EOFError, OSError):
+            return
+        kind = message[0]
+        if kind == protocol.STOP:
+            return
+        if kind == protocol.RELEASE:
+            channel.segments.release(message[1])
+            continue
+        call_id = message[1]
+        try:
+            actor, value = _run(actor, message)
+            reply = (protocol.OK, call_id, value)
+        except Exception as exc:
+            reply = (protocol.ERROR, call_id, RemoteFailure.from_exception(exc))
+        message = value = None  # let arguments that view the caller's shared memory go
+        _flush_output()
+        try:
+            channel.send(reply)
+        except Exception as exc:  # the value cannot be pickled
+            channel.send((protocol.ERROR, call_id, RemoteFailure.from_exception(exc, serialization=True)))
+        reply = None
+
+
+def _run(actor: Optional[Any], message: Tuple[Any, ...]) -> Tuple[Any, Any]:
+    """Carry out one request; return the (possibly new) actor and the request's value."""
+    kind = message[0]
+    if kind == protocol.CALL:
+        return actor, getattr(actor, message[2])(*message[3], **message[4])
+    if kind == protocol.GETATTR:
+        return actor, getattr(actor, message[2])
+    if kind == protocol.SETATTR:
+        return actor, setattr(actor, message[2], message[3])
+    if kind == protocol.CREATE:
+        return pickle.loads(message[2])(*message[3], **message[4]), None
+    raise ValueError(f"unknown message kind {kind!r}")
+
+
+def _flush_output() -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def run_forked_worker(fd: int, segment_prefix: str) -> None:
+    """Entry point of a process the zygote just forked: serve, then exit without cleanup."""
+    status = 0
+    try:
+        serve(Connection(fd), segment_prefix)
+    except BaseException:
+        status = 1
+    finally:
+        os._exit(status)

@@ -1,0 +1,91 @@
+"""The zygote: a small clean process that forks worker processes on request.
+
+It is started once per pool (``python -m parl_lite.remote.zygote FD PREFIX``) and imports only numpy,
+cloudpickle and the worker loop, with the thread counts of OpenMP/MKL/OpenBLAS set by the pool. A
+fork of it costs a few milliseconds, against a few hundred for a new interpreter, and it has no
+threads, so forking it is safe (forking the caller, which has threads and maybe paddle, is not).
+
+Requests arrive on the control socket as one byte with the worker's socket attached (SCM_RIGHTS);
+the reply is the new worker's pid. When the control socket closes (the pool shut down or its process
+died), the zygote kills and reaps its workers, sweeps the session's shared-memory segments and exits.
+"""
+import ctypes
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+from typing import Set
+
+_PR_SET_PDEATHSIG = 1
+PID_FORMAT = "!i"
+
+
+def _reap(children: Set[int]) -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        children.discard(pid)
+
+
+def _become_worker(control: socket.socket, fd: int, segment_prefix: str) -> None:
+    control.close()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    # die with the zygote even if it is SIGKILLed (the zygote itself has only one thread)
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    from parl_lite.remote.worker import run_forked_worker
+
+    run_forked_worker(fd, segment_prefix)
+
+
+def main() -> None:
+    control = socket.socket(fileno=int(sys.argv[1]))
+    segment_prefix = sys.argv[2]
+    sys.path[:] = json.loads(os.environ.pop("PARL_LITE_SYS_PATH", "[]")) or sys.path
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the caller, who shuts us down
+    children: Set[int] = set()
+    signal.signal(signal.SIGCHLD, lambda *_: _reap(children))
+
+    import numpy  # noqa: F401  (warm imports every worker needs, done once before forking)
+    import cloudpickle  # noqa: F401
+    import parl_lite.remote.worker  # noqa: F401
+
+    control.sendall(struct.pack(PID_FORMAT, os.getpid()))  # ready
+    try:
+        while True:
+            try:
+                request, fds, _, _ = socket.recv_fds(control, 1, 1)
+            except OSError:
+                break
+            if not request or not fds:
+                break
+            pid = os.fork()
+            if pid == 0:
+                _become_worker(control, fds[0], segment_prefix)
+            os.close(fds[0])
+            children.add(pid)
+            control.sendall(struct.pack(PID_FORMAT, pid))
+    finally:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for pid in list(children):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in list(children):
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        from parl_lite.remote.shm import remove_session_segments
+
+        remove_session_segments(segment_prefix)
+
+
+if __name__ == "__main__":
+    main()

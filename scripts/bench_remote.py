@@ -1,0 +1,155 @@
+"""Benchmark of ``@remote_class`` on the local pool against plain-Python baselines, in one run.
+
+    python scripts/bench_remote.py [--calls 3000]
+
+Prints one JSON line:
+- sync trivial call (median µs) and its ratio to a raw ``multiprocessing.Pipe`` round trip;
+- async calls per second on one actor (``wait=False`` futures);
+- a 64 MB float32 array as argument and return value, against pickling it through a pipe;
+- PARL's example, 5 actors each summing to 1e7 from 5 threads, against serial and plain threads;
+- creating 8 actors on a warm pool (ms per actor).
+"""
+import argparse
+import json
+import multiprocessing
+import statistics
+import threading
+import time
+from typing import Callable, List
+
+import numpy as np
+
+import parl_lite
+
+SUM_TO = 10**7
+NUM_SUMMING_ACTORS = 5
+ARRAY_BYTES = 64 * 2**20
+
+
+def count_to(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+class Worker:
+    def noop(self) -> None:
+        return None
+
+    def echo(self, value):
+        return value
+
+    def run(self, n: int) -> int:
+        return count_to(n)
+
+
+RemoteWorker = parl_lite.remote_class(Worker)
+AsyncWorker = parl_lite.remote_class(Worker, wait=False)
+
+
+def _pipe_echo_server(connection) -> None:
+    while True:
+        message = connection.recv()
+        if message is None:
+            return
+        connection.send(message)
+
+
+def _median_seconds(function: Callable[[], object], repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def _timed(function: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def _run_threads(targets: List[Callable[[], object]]) -> None:
+    threads = [threading.Thread(target=target) for target in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=3000, help="trivial calls timed for the latency figures")
+    parser.add_argument("--array-repeats", type=int, default=5, help="64 MB round trips timed (median)")
+    args = parser.parse_args()
+    figures = {}
+
+    # raw pipe floor and its 64 MB baseline, with a forked echo process
+    ours, theirs = multiprocessing.Pipe()
+    server = multiprocessing.get_context("fork").Process(target=_pipe_echo_server, args=(theirs,), daemon=True)
+    server.start()
+    small = ("call", 1, "noop", (), {})
+
+    def pipe_round_trip() -> None:
+        ours.send(small)
+        ours.recv()
+
+    for _ in range(200):
+        pipe_round_trip()
+    array = np.ones(ARRAY_BYTES // 4, dtype=np.float32)
+
+    def pipe_array() -> None:
+        ours.send(array)
+        ours.recv()
+
+    pipe_array()
+    figures["pipe_round_trip_us"] = _median_seconds(pipe_round_trip, args.calls) * 1e6
+    figures["pipe_64mb_ms"] = _median_seconds(pipe_array, args.array_repeats) * 1e3
+
+    parl_lite.connect()
+    actor = RemoteWorker()
+    for _ in range(200):
+        actor.noop()
+    figures["sync_call_us"] = _median_seconds(actor.noop, args.calls) * 1e6
+    figures["pipe_round_trip_again_us"] = _median_seconds(pipe_round_trip, args.calls) * 1e6
+    pipe_us = min(figures["pipe_round_trip_us"], figures["pipe_round_trip_again_us"])
+    figures["sync_call_vs_pipe"] = figures["sync_call_us"] / pipe_us
+
+    async_actor = AsyncWorker()
+    parl_lite.get([async_actor.noop() for _ in range(500)])
+    seconds = _timed(lambda: parl_lite.get([async_actor.noop() for _ in range(5000)]))
+    figures["async_calls_per_s"] = 5000 / seconds
+
+    actor.echo(array)
+    figures["ours_64mb_ms"] = _median_seconds(lambda: actor.echo(array), args.array_repeats) * 1e3
+    figures["64mb_speedup_vs_pipe"] = figures["pipe_64mb_ms"] / figures["ours_64mb_ms"]
+    ours.send(None)
+    server.join()
+
+    summing = [RemoteWorker() for _ in range(NUM_SUMMING_ACTORS)]
+    figures["parl_example_serial_s"] = _timed(lambda: [count_to(SUM_TO) for _ in range(NUM_SUMMING_ACTORS)])
+    figures["parl_example_threads_s"] = _timed(
+        lambda: _run_threads([lambda: count_to(SUM_TO)] * NUM_SUMMING_ACTORS))
+    figures["parl_example_actors_s"] = _timed(
+        lambda: _run_threads([lambda a=a: a.run(SUM_TO) for a in summing]))
+    figures["parl_example_speedup_vs_serial"] = (figures["parl_example_serial_s"]
+                                                 / figures["parl_example_actors_s"])
+    for handle in [actor, async_actor, *summing]:
+        handle.close()
+
+    creation = []
+    created = []
+    for _ in range(8):
+        start = time.perf_counter()
+        created.append(RemoteWorker())
+        creation.append(time.perf_counter() - start)
+    figures["create_actor_ms_mean"] = statistics.mean(creation) * 1e3
+    figures["create_actor_ms_max"] = max(creation) * 1e3
+    parl_lite.shutdown()
+    print(json.dumps({name: round(value, 3) for name, value in figures.items()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Plain classes the remote tests turn into actors (importable by the worker processes too)."""
+import logging
+import os
+import sys
+import time
+
+import numpy as np
+
+
+class Counter:
+    def __init__(self, start: int = 0, scale: float = 1.0) -> None:
+        self.value = start
+        self.scale = scale
+        self.seen = []
+
+    def add(self, amount: int) -> int:
+        self.value += amount
+        return self.value
+
+    def record(self, item: int) -> None:
+        self.seen.append(item)
+
+    def echo(self, value):
+        return value
+
+    def mul(self, array: np.ndarray) -> np.ndarray:
+        return array * self.scale
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def environment(self, name: str):
+        return os.environ.get(name)
+
+    def imported(self, module: str) -> bool:
+        return module in sys.modules
+
+    def shout(self, text: str) -> None:
+        print(text)
+        print(f"to stderr: {text}", file=sys.stderr)
+        logging.getLogger("remote_actors").warning("logged: %s", text)
+
+    def fail(self, message: str) -> None:
+        raise ValueError(message)
+
+    def fail_custom(self) -> None:
+        raise CustomError("custom", 42)
+
+    def fail_unpicklable(self) -> None:
+        raise UnpicklableError(lambda: None)
+
+    def return_unpicklable(self):
+        return __import__("threading").Lock()
+
+    def exit_now(self) -> None:
+        os._exit(3)
+
+    def block_after_signal(self, path: str) -> None:
+        """Write ``path`` (the caller waits for it), then block for a long time."""
+        with open(path, "w") as marker:
+            marker.write(str(os.getpid()))
+        time.sleep(60)
+
+    def rendezvous(self, mine: str, theirs: str, timeout: float) -> bool:
+        """Create ``mine`` and wait for ``theirs``: true only if both actors run at the same time."""
+        open(mine, "w").close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if os.path.exists(theirs):
+                return True
+            time.sleep(0.001)
+        return False
+
+    def allocate(self, megabytes: int) -> int:
+        self.ballast = np.ones(megabytes * 2**20, dtype=np.uint8)
+        return int(self.ballast.sum() // 2**20)
+
+
+class CustomError(Exception):
+    def __init__(self, text: str, code: int) -> None:
+        super().__init__(text, code)
+        self.code = code
+
+
+class UnpicklableError(Exception):
+    def __init__(self, payload) -> None:
+        super().__init__("cannot travel")
+        self.payload = payload
+        self.lock = __import__("threading").Lock()
+
+
+class FailingInit:
+    def __init__(self, reason: str) -> None:
+        raise RuntimeError(f"constructor refused: {reason}")
+
+
+class WithClose:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def close(self) -> None:
+        with open(self.path, "w") as marker:
+            marker.write("closed")
