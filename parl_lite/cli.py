@@ -66,6 +66,7 @@ def es_train(config_path, resume, overrides, in_process) -> None:
     if result.interrupted:
         raise SystemExit(130)
 
+
 main.add_command(export_command)
 
 if __name__ == "__main__":

@@ -84,6 +84,31 @@ def test_shared_two_head_model_exports_both_outputs(tmp_path, backend):
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", ROUTES)
+def test_initializers_are_the_model_weights_under_their_structured_names(tmp_path, backend):
+    model = NormModel()  # parameters and batch-norm buffers
+    path = parl_lite.export_onnx(model, tmp_path / "norm.onnx", [None, 3], backend=backend)
+    initializers = {t.name: onnx.numpy_helper.to_array(t) for t in onnx.load(str(path)).graph.initializer}
+    weights = model.get_weights()
+    assert sorted(initializers) == sorted(weights)
+    for name, value in weights.items():
+        np.testing.assert_array_equal(initializers[name], value, err_msg=name)
+
+
+@pytest.mark.timeout(120)
+def test_evokit_loads_an_exported_policy_with_its_weights(tmp_path):
+    from evokit_py.policy import OnnxPolicy
+
+    model = CartpoleModel()
+    parl_lite.export_onnx(model, tmp_path / "policy.onnx", [None, 4])
+    policy, parameters = OnnxPolicy.from_file(tmp_path / "policy.onnx")
+    assert parameters.size == sum(w.size for w in model.get_weights().values())
+    policy.set_parameters(parameters)  # from_file hands the file's weights over as the initial parameters
+    obs = fixed_batch(2)[0]
+    np.testing.assert_allclose(policy(obs), _paddle(model, obs)[0], rtol=0, atol=1e-5)
+
+
+@pytest.mark.timeout(120)
 def test_agent_export_onnx_and_training_goes_on(tmp_path):
     agent = make_agent(0)
     agent.learn(*fixed_batch(0))

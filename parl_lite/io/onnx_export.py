@@ -219,7 +219,7 @@ def _export(model: paddle.nn.Layer, specs: List[InputSpec], output_names: Option
             f"or use only the operators {', '.join(pir_to_onnx.SUPPORTED_OPS)}."
         )
     try:
-        proto = _export_with_paddle2onnx(model, specs, opset, timeout, label)
+        proto = _weights_as_initializers(_export_with_paddle2onnx(model, specs, opset, timeout, label), model)
         return _finish(proto, model, specs, output_names, verify, label)
     except OnnxExportError as error:
         if translation_failure is None:
@@ -299,6 +299,39 @@ def _read_report(report: str) -> List[Dict[str, str]]:
             return [entry for entry in json.load(handle) if "op" in entry]
     except (OSError, ValueError):
         return []
+
+
+def _weights_as_initializers(proto: onnx.ModelProto, model: paddle.nn.Layer) -> onnx.ModelProto:
+    """paddle2onnx stores the weights as Constant nodes named ``linear_0.w_0``; make them
+    initializers named as in ``Model.get_weights()`` (``fc1.weight``), as the own translation does,
+    so that a consumer (e.g. evokit_py's OnnxPolicy) finds exactly the model's tensors."""
+    structured = {tensor.name: name for name, tensor in model.state_dict().items()}
+    graph = proto.graph
+    taken = {name for node in graph.node for name in node.output} | {value.name for value in graph.input}
+    renames, kept = {}, []
+    for node in graph.node:
+        source = node.output[0] if node.op_type == "Constant" and len(node.output) == 1 else None
+        if source in structured and len(node.attribute) == 1 and node.attribute[0].name == "value":
+            tensor = onnx.TensorProto()
+            tensor.CopyFrom(node.attribute[0].t)
+            tensor.name = structured[source] if structured[source] not in taken else source
+            graph.initializer.append(tensor)
+            renames[source] = tensor.name
+        else:
+            kept.append(node)
+    _rename_inputs(kept, renames)
+    del graph.node[:]
+    graph.node.extend(kept)
+    return proto
+
+
+def _rename_inputs(nodes: Sequence[onnx.NodeProto], renames: Dict[str, str]) -> None:
+    """Rename the inputs of ``nodes``, including those of subgraphs (If / Loop bodies)."""
+    for node in nodes:
+        node.input[:] = [renames.get(name, name) for name in node.input]
+        for attribute in node.attribute:
+            for subgraph in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                _rename_inputs(subgraph.node, renames)
 
 
 # ---------------------------------------------------------------- outputs, checks, file

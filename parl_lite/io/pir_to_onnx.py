@@ -88,7 +88,7 @@ class _Translator:
     # ---------------------------------------------------------------- helpers
 
     def _name(self, value) -> str:
-        if value.id not in self.names:  # a constant becomes an initializer once a node uses it
+        if value.id not in self.names:  # a constant becomes a node once a node uses it
             self.names[value.id] = self._constant(self.constants[value.id])
         return self.names[value.id]
 
@@ -100,8 +100,10 @@ class _Translator:
         return name
 
     def _constant(self, array: np.ndarray) -> str:
-        name = f"const_{len(self.initializers)}"
-        self.initializers.append(numpy_helper.from_array(array, name=name))
+        """A Constant node: initializers are kept for the model's own tensors."""
+        name = f"n{len(self.nodes)}_constant"
+        self.nodes.append(helper.make_node("Constant", [], [name], name=name,
+                                           value=numpy_helper.from_array(array, name=name)))
         return name
 
     def _python(self, op, value) -> Any:
