@@ -25,6 +25,7 @@ AsyncCounter = remote_class(Counter, wait=False)
 @pytest.fixture
 def pool():
     """A fresh local pool; afterwards no worker, zygote or segment of it may be left."""
+    parl_lite.shutdown()  # a pool another test module left running (pools are reused, like Ray's)
     backend = parl_lite.connect(num_workers=2)
     yield backend
     pids = [worker["pid"] for worker in backend.status()["workers"]] + [backend.status()["zygote_pid"]]
