@@ -232,6 +232,10 @@ try:
     parl_lite.export_onnx(LgammaModel(), {path!r} + ".other", [None, 4])
 except parl_lite.OnnxExportError as error:
     print("ERROR:", error)
+try:
+    parl_lite.export_onnx(CartpoleModel(), {path!r} + ".forced", [None, 4], backend="paddle2onnx")
+except parl_lite.OnnxExportError as error:
+    print("FORCED:", error)
 """
 
 
@@ -246,4 +250,6 @@ def test_without_paddle2onnx_models_export_and_others_say_what_to_install(tmp_pa
     onnx.checker.check_model(onnx.load(str(path)))
     assert "ERROR: model LgammaModel" in result.stdout and "operator lgamma" in result.stdout
     assert "paddle2onnx is not installed" in result.stdout and "pip install 'paddle2onnx>=2.0'" in result.stdout
+    assert "FORCED: model CartpoleModel (core_models): backend='paddle2onnx' was asked for, but paddle2onnx is not " \
+           "installed" in result.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp.onnx"]

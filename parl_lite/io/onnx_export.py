@@ -212,11 +212,12 @@ def _export(model: paddle.nn.Layer, specs: List[InputSpec], output_names: Option
                 raise
             translation_failure = str(error).removeprefix(label + ": ")
     if not _paddle2onnx_available():
+        why = (f"parl_lite's own translation cannot export it ({translation_failure}), and "
+               if translation_failure else "backend='paddle2onnx' was asked for, but ")
         raise OnnxExportError(
-            f"{label}: parl_lite's own translation cannot export it ({translation_failure}), and paddle2onnx is "
-            f"not installed (it has no wheel for Python 3.13; this is Python {sys.version_info.major}."
-            f"{sys.version_info.minor}). Install it with `pip install 'paddle2onnx>=2.0'` on Python 3.10-3.12, "
-            f"or use only the operators {', '.join(pir_to_onnx.SUPPORTED_OPS)}."
+            f"{label}: {why}paddle2onnx is not installed (it has no wheel for Python 3.13; this is Python "
+            f"{sys.version_info.major}.{sys.version_info.minor}). Install it with `pip install 'paddle2onnx>=2.0'` "
+            f"on Python 3.10-3.12, or use only the operators {', '.join(pir_to_onnx.SUPPORTED_OPS)}."
         )
     try:
         proto = _weights_as_initializers(_export_with_paddle2onnx(model, specs, opset, timeout, label), model)
