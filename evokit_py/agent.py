@@ -70,8 +70,11 @@ class ESAgent:
         return self._shared.obs_stats
 
     def load_config(self, path: "str | Path") -> None:
-        """Read and validate a YAML config (errors name the key); resets the agent."""
-        self.__init__(load_config(path))
+        """Read and validate a YAML config (errors name the key); resets the agent (and releases
+        the noise table it owned)."""
+        config = load_config(path)
+        self.close()
+        self.__init__(config)
 
     def load_inference_model(self, onnx_path: "Optional[str | Path]" = None) -> None:
         """Use the ONNX policy at ``onnx_path`` (its float weights become the initial parameters),

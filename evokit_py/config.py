@@ -296,9 +296,12 @@ def resolve_config(path: "Optional[str | Path]", overrides: "tuple | list" = ())
         if not path.is_file():
             raise ConfigError(f"config file {path} does not exist")
         try:
-            data = yaml.safe_load(path.read_text()) or {}
+            data = yaml.safe_load(path.read_text())
+            data = {} if data is None else data  # an empty file: every default
         except yaml.YAMLError as error:
             raise ConfigError(f"config file {path} is not valid YAML: {error}") from error
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path or 'config'}: expected a mapping at the top level, got {type(data).__name__}")
     for override in overrides:
         key, sep, text = override.partition("=")
         if not sep or not key:

@@ -65,6 +65,26 @@ class TrainResult:
     params: np.ndarray = field(repr=False)
 
 
+@dataclass
+class _Progress:
+    """The running totals a checkpoint carries besides the solver."""
+    best_return: float
+    best_params: np.ndarray
+    train_seconds: float = 0.0
+    episodes: int = 0
+    steps: int = 0
+
+    def to_extra(self) -> dict:
+        return {"best_return": np.asarray(self.best_return), "best_params": self.best_params,
+                "train_seconds": np.asarray(self.train_seconds), "episodes": np.asarray(self.episodes),
+                "steps": np.asarray(self.steps)}
+
+    @classmethod
+    def from_extra(cls, extra: dict) -> "_Progress":
+        return cls(float(extra["best_return"]), np.asarray(extra["best_params"]), float(extra["train_seconds"]),
+                   int(extra["episodes"]), int(extra["steps"]))
+
+
 class _StopFlag:
     """First SIGINT sets the flag; the second raises KeyboardInterrupt."""
 
@@ -111,24 +131,14 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     agent.load_inference_model()
     agent.init_solver()
     solver = agent.solver
-    best = {"return": -math.inf, "params": solver.solution(), "train_seconds": 0.0, "episodes": 0, "steps": 0}
+    progress = _Progress(-math.inf, solver.solution())
     rows: List[dict] = []
     if resume and checkpoint_path.is_file():
-        extra = agent.load_solver(checkpoint_path)
-        best.update({"return": float(extra["best_return"]), "params": extra["best_params"],
-                     "train_seconds": float(extra["train_seconds"]), "episodes": int(extra["episodes"]),
-                     "steps": int(extra["steps"])})
+        progress = _Progress.from_extra(agent.load_solver(checkpoint_path))
         rows = _read_rows(csv_path, solver.generation)
         echo(f"resumed from {checkpoint_path} at generation {solver.generation}")
     pool = None
     solved = interrupted = False
-    train_seconds, episodes, steps = best["train_seconds"], best["episodes"], best["steps"]
-
-    def checkpoint() -> None:
-        agent.save_solver(checkpoint_path, extra={
-            "best_return": np.asarray(best["return"]), "best_params": best["params"],
-            "train_seconds": np.asarray(train_seconds), "episodes": np.asarray(episodes),
-            "steps": np.asarray(steps)})
 
     try:
         pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), hp.workers, backend)
@@ -150,34 +160,34 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 if config.observation_normalization:
                     agent.obs_stats.add(result["obs_sum"], result["obs_sumsq"], result["obs_count"])
                 elapsed = time.perf_counter() - tick
-                train_seconds += elapsed
-                episodes += len(infos) * config.env.episodes_per_candidate
-                steps += int(result["steps"])
+                progress.train_seconds += elapsed
+                progress.episodes += len(infos) * config.env.episodes_per_candidate
+                progress.steps += int(result["steps"])
                 eval_return = math.nan
                 if (generation + 1) % hp.eval_every == 0 or generation + 1 == hp.generations:
                     eval_return = _evaluate_solution(agent, pool, generation)
-                    if eval_return > best["return"]:
-                        best["return"], best["params"] = eval_return, solver.solution()
+                    if eval_return > progress.best_return:
+                        progress.best_return, progress.best_params = eval_return, solver.solution()
                     solved = hp.target_return is not None and eval_return >= hp.target_return
                 returns = result["returns"]
                 row = {"generation": generation + 1, "mean_return": float(returns.mean()),
                        "max_return": float(returns.max()), "min_return": float(returns.min()),
-                       "eval_return": eval_return, "episodes": episodes, "steps": steps,
-                       "train_seconds": round(train_seconds, 4),
+                       "eval_return": eval_return, "episodes": progress.episodes, "steps": progress.steps,
+                       "train_seconds": round(progress.train_seconds, 4),
                        "episodes_per_second": round(len(infos) * config.env.episodes_per_candidate / elapsed, 1)}
                 writer.writerow(row)
                 csv_file.flush()
-                remaining = (hp.generations - generation - 1) * train_seconds / max(solver.generation, 1)
+                remaining = (hp.generations - generation - 1) * progress.train_seconds / solver.generation
                 echo(f"gen {generation + 1:4d}/{hp.generations}  mean {row['mean_return']:9.2f}  "
                      f"best {row['max_return']:9.2f}  eval {eval_return:9.2f}  "
-                     f"{row['episodes_per_second']:7.1f} episodes/s  train {train_seconds:6.2f}s  "
+                     f"{row['episodes_per_second']:7.1f} episodes/s  train {progress.train_seconds:6.2f}s  "
                      f"ETA {'0.0' if solved else f'{remaining:.1f}'}s")
                 if solver.generation % hp.checkpoint_every == 0:
-                    checkpoint()
+                    agent.save_solver(checkpoint_path, extra=progress.to_extra())
                 if stop.requested:
                     interrupted = True
                     break
-        checkpoint()
+        agent.save_solver(checkpoint_path, extra=progress.to_extra())
     finally:
         if pool is not None:
             pool.close()
@@ -185,14 +195,16 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     onnx_path = None
     if not interrupted:
         onnx_path = log_dir / ONNX_NAME
-        agent.save_inference_model(onnx_path, best["params"])
+        agent.save_inference_model(onnx_path, progress.best_params)
     total = time.perf_counter() - started
     status = "interrupted (checkpoint written)" if interrupted else ("solved" if solved else "generation budget spent")
-    echo(f"es-train {status}: generation {solver.generation}, best evaluation return {best['return']:.2f}, "
-         f"train {train_seconds:.2f}s, total {total:.2f}s, {episodes} episodes, {steps} steps; "
+    echo(f"es-train {status}: generation {solver.generation}, best evaluation return {progress.best_return:.2f}, "
+         f"train {progress.train_seconds:.2f}s, total {total:.2f}s, {progress.episodes} episodes, "
+         f"{progress.steps} steps; "
          f"checkpoint {checkpoint_path}, log {csv_path}" + (f", policy {onnx_path}" if onnx_path else ""))
-    return TrainResult(solver.generation, solved, best["return"], train_seconds, total, episodes, steps,
-                       interrupted, onnx_path, csv_path, checkpoint_path, np.asarray(best["params"]))
+    return TrainResult(solver.generation, solved, progress.best_return, progress.train_seconds, total,
+                       progress.episodes, progress.steps, interrupted, onnx_path, csv_path, checkpoint_path,
+                       np.asarray(progress.best_params))
 
 
 def _noise_text(agent: ESAgent) -> str:

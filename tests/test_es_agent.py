@@ -96,3 +96,13 @@ def test_agent_loads_a_user_onnx_file(tmp_path):
     assert np.array_equal(agent.parameters(), np.concatenate([w.ravel(), b]))
     assert agent.predict(np.ones(4)) == int((np.ones(4) @ w + b).argmax())
     agent.close()
+
+
+def test_load_config_resets_the_agent_and_releases_its_table(tmp_path, agent):
+    from pathlib import Path
+    table = agent._shared.table.name.lstrip("/")
+    path = tmp_path / "es.yaml"
+    path.write_text("solver: {type: GA, population_size: 6}\n")
+    agent.load_config(path)
+    assert agent.config.solver.type == "GA" and agent._shared.solver is None
+    assert not Path("/dev/shm", table).exists()

@@ -42,6 +42,11 @@ def test_file_errors_name_the_file_and_key(tmp_path):
     bad.write_text("solver:\n  optimizer: {adam: {beta1: 2}}\n")
     with pytest.raises(ConfigError, match=r"bad.yaml: solver.optimizer.adam.beta1: must be in \[0, 1\)"):
         load_config(bad)
+    bad.write_text("- a list\n")
+    with pytest.raises(ConfigError, match="expected a mapping at the top level"):
+        load_config(bad)
+    bad.write_text("")
+    assert load_config(bad).solver.type == "BASIC_ES"  # an empty file: every default
     bad.write_text("solver: [unclosed\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(bad)

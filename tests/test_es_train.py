@@ -10,6 +10,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+import parl_lite
 from evokit_py.checkpoint import read_checkpoint
 from evokit_py.config import resolve_config
 from evokit_py.train import train
@@ -81,7 +82,10 @@ def test_resume_ends_where_the_uninterrupted_run_ends(tmp_path, solver):
 def test_results_do_not_depend_on_the_number_of_workers(tmp_path):
     one = train(_config(tmp_path / "one", "train.generations=2", "train.workers=1"), backend="inprocess",
                 echo=lambda line: None)
-    two = train(_config(tmp_path / "two", "train.generations=2", "train.workers=2"), echo=lambda line: None)
+    try:
+        two = train(_config(tmp_path / "two", "train.generations=2", "train.workers=2"), echo=lambda line: None)
+    finally:
+        parl_lite.shutdown()  # leave no pool behind for the other tests of this process
     assert np.array_equal(one.params, two.params)
 
 
@@ -155,3 +159,12 @@ def test_sampling_never_imports_paddle(tmp_path):
     out = subprocess.run([sys.executable, "-c", NO_PADDLE, str(tmp_path)], env=ENV, capture_output=True,
                          text=True, timeout=100)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", ["es_cartpole.yaml", "es_pendulum.yaml"])
+def test_shipped_configs_run(tmp_path, name):
+    config = resolve_config(ROOT / "scripts" / name, [f"train.log_dir={tmp_path}", f"train.checkpoint_dir={tmp_path}",
+                                                      "train.generations=1", "env.max_steps=20", "train.eval_episodes=1"])
+    result = train(config, backend="inprocess", echo=lambda line: None)
+    assert result.generations == 1 and result.onnx_path.is_file()
