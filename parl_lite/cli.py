@@ -4,6 +4,7 @@ import json
 
 import click
 
+from parl_lite.io.onnx_cli import export_command
 from parl_lite.version import __version__
 
 
@@ -65,6 +66,8 @@ def es_train(config_path, resume, overrides, in_process) -> None:
     if result.interrupted:
         raise SystemExit(130)
 
+
+main.add_command(export_command)
 
 if __name__ == "__main__":
     main()

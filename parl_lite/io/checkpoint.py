@@ -15,13 +15,14 @@ generated one (``linear_0.w_0``), so a checkpoint restores into a fresh process.
 import json
 import os
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Tuple, Type
+from typing import Callable, Dict, Mapping, Optional, Tuple, Type
 
 import h5py
 import numpy as np
 import paddle
 
 from parl_lite.core.model import Model, _weight_problems
+from parl_lite.io.atomic import write_hdf5_atomically
 from parl_lite.version import __version__
 
 __all__ = ["CheckpointError", "save", "load", "FORMAT", "FORMAT_VERSION"]
@@ -40,8 +41,13 @@ def save(
     models: Mapping[str, Model],
     optimizers: Mapping[str, paddle.optimizer.Optimizer],
     owner: Optional[Type] = None,
+    extra: Optional[Callable[[h5py.File], None]] = None,
 ) -> None:
     """Write ``models`` (and ``optimizers``' state) to ``path`` atomically.
+
+    ``extra(file)``, when given, adds more groups to the same file before it is renamed into
+    place (e.g. a replay memory, see :func:`parl_lite.utils.replay_memory.save_agent_with_memory`);
+    :func:`load` ignores groups it does not know.
 
     The file is written next to ``path`` under a temporary name, flushed to disk and renamed over
     ``path``: a process killed mid-save leaves the previous checkpoint intact.
@@ -49,18 +55,13 @@ def save(
     path = Path(path)
     if not models:
         raise CheckpointError(f"nothing to save to {path}: the algorithm has no parl_lite.Model attribute")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with h5py.File(temporary, "w") as file:
-            _write(file, models, optimizers, owner)
-        with open(temporary, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    _fsync_directory(path.parent)
+
+    def write(file: h5py.File) -> None:
+        _write(file, models, optimizers, owner)
+        if extra is not None:
+            extra(file)
+
+    write_hdf5_atomically(path, write)
 
 
 def load(
@@ -194,11 +195,3 @@ def _split_accumulator_key(key: str, structured: Mapping[str, str], opt_name: st
 
 def _qualified_name(cls: Type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def _fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

@@ -1,0 +1,82 @@
+"""Advantage Actor-Critic (Mnih et al., 2016; the synchronous A2C variant).
+
+One gradient step per batch on ``-log pi(a|s) A + value_coef * (V(s) - R)^2 / 2 - entropy_coef * H``.
+A2C and A3C share this update: A3C only differs in who collects the batch (asynchronous remote
+actors with slightly stale weights, see ``scripts/train_a3c.py``).
+"""
+from typing import Dict, Optional
+
+import numpy as np
+import paddle
+
+from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
+from parl_lite.core.model import Model
+
+__all__ = ["A2C"]
+
+
+class A2C(ActorCriticAlgorithm):
+    """A2C for discrete or continuous actions (see :class:`ActorCriticAlgorithm` for the models).
+
+    Args:
+        model: the policy, with ``value(obs)`` when ``critic`` is None.
+        critic: a separate value model.
+        lr: learning rate.
+        value_coef: weight of the value loss.
+        entropy_coef: weight of the entropy bonus.
+        max_grad_norm: global gradient-norm clip; None: no clipping.
+        optimizer: ``"rmsprop"`` (decay 0.99, as SB3 and the A3C paper) or ``"adam"``.
+        normalize_advantages: standardise the advantages of each batch.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        critic: Optional[Model] = None,
+        lr: float = 7e-4,
+        value_coef: float = 0.5,
+        entropy_coef: float = 0.0,
+        max_grad_norm: Optional[float] = 0.5,
+        optimizer: str = "rmsprop",
+        normalize_advantages: bool = False,
+    ) -> None:
+        super().__init__(model, critic)
+        if lr <= 0:
+            raise ValueError(f"lr must be positive, got {lr}")
+        self.value_coef, self.entropy_coef = value_coef, entropy_coef
+        self.normalize_advantages = normalize_advantages
+        clip = paddle.nn.ClipGradByGlobalNorm(max_grad_norm) if max_grad_norm else None
+        if optimizer == "rmsprop":
+            # paddle adds epsilon inside the square root; 1e-10 there ~ torch's 1e-5 outside it
+            self.optimizer = paddle.optimizer.RMSProp(learning_rate=lr, rho=0.99, epsilon=1e-10,
+                                                      parameters=self.parameters(), grad_clip=clip)
+        elif optimizer == "adam":
+            self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), grad_clip=clip)
+        else:
+            raise ValueError(f"optimizer must be 'rmsprop' or 'adam', got {optimizer!r}")
+
+    def learn(self, obs: np.ndarray, actions: np.ndarray, advantages: np.ndarray, returns: np.ndarray) -> Dict[str, float]:
+        """One gradient step on a batch.
+
+        Args:
+            obs: ``[N, ...]`` observations.
+            actions: ``[N]`` or ``[N, act_dim]`` actions taken.
+            advantages: ``[N]`` advantages (e.g. n-step returns minus values, from GAE).
+            returns: ``[N]`` value targets.
+
+        Returns:
+            ``policy_loss``, ``value_loss``, ``entropy``.
+        """
+        obs = paddle.to_tensor(obs, dtype="float32")
+        advantages = paddle.to_tensor(advantages, dtype="float32")
+        if self.normalize_advantages and len(advantages) > 1:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        dist = self.distribution(obs)
+        policy_loss = -(dist.log_prob(paddle.to_tensor(actions)) * advantages).mean()
+        value_loss = 0.5 * ((self.value(obs) - paddle.to_tensor(returns, dtype="float32")) ** 2).mean()
+        entropy = dist.entropy().mean()
+        loss = policy_loss + self.value_coef * value_loss - self.entropy_coef * entropy
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.clear_grad()
+        return {"policy_loss": float(policy_loss), "value_loss": float(value_loss), "entropy": float(entropy)}

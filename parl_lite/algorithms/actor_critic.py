@@ -1,0 +1,60 @@
+"""What PPO, A2C and IMPALA share: a policy and a value function on one or two models.
+
+The policy is ``model.policy(obs)`` (or ``model(obs)`` when the model has no ``policy`` method) and
+returns logits (discrete actions, :class:`Categorical`) or a ``(mean, log_std)`` pair (continuous,
+:class:`DiagGaussian`). The value function is ``model.value(obs)`` on a shared actor-critic model
+(one trunk, two heads), or ``critic(obs)`` when a separate critic model is given.
+"""
+from typing import List, Optional, Tuple
+
+import paddle
+
+from parl_lite.core.algorithm import Algorithm
+from parl_lite.core.model import Model
+from parl_lite.utils.distributions import Distribution, make_distribution
+
+__all__ = ["ActorCriticAlgorithm"]
+
+
+class ActorCriticAlgorithm(Algorithm):
+    """Base of the actor-critic algorithms.
+
+    Args:
+        model: the policy, with a ``value(obs)`` method when ``critic`` is None.
+        critic: a separate value model, ``critic(obs) -> [batch, 1]``.
+    """
+
+    def __init__(self, model: Model, critic: Optional[Model] = None) -> None:
+        super().__init__(model)
+        if critic is None and not callable(getattr(model, "value", None)):
+            raise ValueError(f"{type(self).__name__} needs a value function: give the model a value(obs) "
+                             "method or pass critic=")
+        if critic is not None and not isinstance(critic, Model):
+            raise TypeError(f"critic must be a parl_lite.Model, got {type(critic).__name__}")
+        self.critic = critic
+
+    def parameters(self) -> List[paddle.Tensor]:
+        """Every trainable parameter of the policy and the value function, each once."""
+        models = [m for m in (self.model, self.critic) if m is not None]
+        return list({id(p): p for m in models for p in m.parameters()}.values())
+
+    def distribution(self, obs: paddle.Tensor) -> Distribution:
+        """The policy's action distribution at ``obs``."""
+        policy = getattr(self.model, "policy", self.model)
+        return make_distribution(policy(obs))
+
+    def value(self, obs: paddle.Tensor) -> paddle.Tensor:
+        """``V(obs)``, shape ``[batch]``."""
+        value = self.critic(obs) if self.critic is not None else self.model.value(obs)
+        return value.reshape([-1])
+
+    def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
+        """Greedy actions (the mode of the policy)."""
+        return self.distribution(obs).mode()
+
+    def sample(self, obs: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor]:
+        """Draw actions; returns ``(actions, log_probs)``."""
+        with paddle.no_grad():
+            dist = self.distribution(obs)
+            actions = dist.sample()
+            return actions, dist.log_prob(actions)

@@ -1,0 +1,94 @@
+"""DDPG (Lillicrap et al., 2016): a deterministic actor trained through a learned Q critic.
+
+Update on a batch ``(obs, action, reward, next_obs, terminal)``::
+
+    y            = reward + gamma * (1 - terminal) * Q_target(next_obs, pi_target(next_obs))
+    critic loss  = mean((Q(obs, action) - y)^2)
+    actor loss   = -mean(Q(obs, pi(obs)))
+    target      <- tau * model + (1 - tau) * target          (actor and critic)
+
+Actions live in [-1, 1] (``policy`` ends in tanh); the agent scales them to the environment and
+adds the exploration noise.
+"""
+import copy
+from typing import Optional, Tuple
+
+import paddle
+import paddle.nn.functional as F
+
+from parl_lite.algorithms.common import check_hyperparameter, frozen
+from parl_lite.core.algorithm import Algorithm
+from parl_lite.core.model import Model
+
+__all__ = ["DDPG"]
+
+
+class DDPG(Algorithm):
+    """Deep Deterministic Policy Gradient.
+
+    The model has two roles and exposes their parameters:
+    ``policy(obs) -> action`` in [-1, 1], ``value(obs, action) -> Q`` of shape ``[batch, 1]``,
+    ``get_actor_params()`` and ``get_critic_params()``.
+
+    Args:
+        model: the actor-critic model; a deep copy becomes ``target_model``.
+        gamma: discount factor in [0, 1].
+        tau: soft target update rate in (0, 1] (``target = tau * model + (1 - tau) * target``).
+        actor_lr: Adam learning rate of the actor.
+        critic_lr: Adam learning rate of the critic.
+    """
+
+    def __init__(self, model: Model, gamma: float = 0.99, tau: float = 0.005,
+                 actor_lr: float = 1e-3, critic_lr: float = 1e-3) -> None:
+        super().__init__(model)
+        self.gamma = check_hyperparameter("gamma", gamma, 0.0, 1.0)
+        self.tau = check_hyperparameter("tau", tau, 0.0, 1.0, low_open=True)
+        check_hyperparameter("actor_lr", actor_lr, 0.0, float("inf"), low_open=True)
+        check_hyperparameter("critic_lr", critic_lr, 0.0, float("inf"), low_open=True)
+        self.target_model = copy.deepcopy(model)
+        self.actor_optimizer = paddle.optimizer.Adam(actor_lr, parameters=model.get_actor_params())
+        self.critic_optimizer = paddle.optimizer.Adam(critic_lr, parameters=model.get_critic_params())
+
+    def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
+        """The deterministic action ``pi(obs)`` in [-1, 1]."""
+        return self.model.policy(obs)
+
+    def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor,
+              next_obs: paddle.Tensor, terminal: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor]:
+        """One critic step, one actor step, one soft target update.
+
+        Args:
+            obs, next_obs: ``[batch, obs_dim]``.
+            action: ``[batch, act_dim]`` in [-1, 1].
+            reward, terminal: ``[batch, 1]`` float32 (terminal is 1.0 where the episode truly
+                ended; 0.0 on a time-limit truncation).
+
+        Returns:
+            ``(critic_loss, actor_loss)`` as scalar tensors.
+        """
+        critic_loss = self._learn_critic(obs, action, reward, next_obs, terminal)
+        actor_loss = self._learn_actor(obs)
+        self.sync_target()
+        return critic_loss, actor_loss
+
+    def _learn_critic(self, obs, action, reward, next_obs, terminal) -> paddle.Tensor:
+        with paddle.no_grad():
+            next_q = self.target_model.value(next_obs, self.target_model.policy(next_obs))
+            target_q = reward + self.gamma * (1.0 - terminal) * next_q
+        critic_loss = F.mse_loss(self.model.value(obs, action), target_q)
+        self.critic_optimizer.clear_grad()
+        critic_loss.backward()
+        self.critic_optimizer.step()
+        return critic_loss
+
+    def _learn_actor(self, obs) -> paddle.Tensor:
+        with frozen(self.model.get_critic_params()):
+            actor_loss = -self.model.value(obs, self.model.policy(obs)).mean()
+        self.actor_optimizer.clear_grad()
+        actor_loss.backward()
+        self.actor_optimizer.step()
+        return actor_loss
+
+    def sync_target(self, decay: Optional[float] = None) -> None:
+        """``target = decay * target + (1 - decay) * model``; ``decay`` defaults to ``1 - tau``."""
+        self.model.sync_weights_to(self.target_model, decay=1.0 - self.tau if decay is None else decay)

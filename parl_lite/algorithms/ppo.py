@@ -1,0 +1,170 @@
+"""Proximal Policy Optimization (Schulman et al., 2017): the clipped surrogate objective and/or the
+adaptive KL penalty, clipped value loss, minibatch epochs over one on-policy batch.
+
+Policy and value function come from :class:`ActorCriticAlgorithm`: one shared actor-critic model
+(``model.policy`` / ``model.value``) or a policy model and a separate ``critic``; logits give
+discrete actions, a ``(mean, log_std)`` pair diagonal-Gaussian ones.
+"""
+from typing import Dict, Optional
+
+import numpy as np
+import paddle
+
+from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
+from parl_lite.core.model import Model
+from parl_lite.utils.distributions import Distribution
+
+__all__ = ["PPO"]
+
+
+class PPO(ActorCriticAlgorithm):
+    """PPO for discrete or continuous actions.
+
+    Args:
+        model: the policy (``policy(obs)`` or ``forward``), with ``value(obs)`` when ``critic``
+            is None.
+        clip_param: surrogate clip epsilon; None turns clipping off (pure KL-penalty PPO).
+        critic: a separate value model ``critic(obs) -> [batch, 1]``; None uses ``model.value``.
+        lr: Adam learning rate (change it during training with ``alg.optimizer.set_lr``).
+        epochs: passes over the batch per :meth:`learn`.
+        batch_size: minibatch size (the batch is shuffled each epoch).
+        value_coef: weight of the value loss.
+        entropy_coef: weight of the entropy bonus.
+        value_clip_param: clip of the value change around the old value; None: unclipped loss.
+        kl_coef: initial weight ``beta`` of the ``KL(old || new)`` penalty; 0 with ``kl_target``
+            None turns the penalty off.
+        kl_target: when set, ``beta`` adapts after each learn: doubled when the measured KL
+            exceeds 1.5 target, halved when it is under target / 1.5.
+        max_grad_norm: global gradient-norm clip; None: no clipping.
+        normalize_advantages: standardise advantages per minibatch.
+        seed: seed of the minibatch shuffling.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        clip_param: Optional[float] = 0.2,
+        critic: Optional[Model] = None,
+        lr: float = 3e-4,
+        epochs: int = 10,
+        batch_size: int = 64,
+        value_coef: float = 0.5,
+        entropy_coef: float = 0.0,
+        value_clip_param: Optional[float] = None,
+        kl_coef: float = 0.0,
+        kl_target: Optional[float] = None,
+        max_grad_norm: Optional[float] = 0.5,
+        normalize_advantages: bool = True,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(model, critic)
+        for name, value in (("lr", lr), ("epochs", epochs), ("batch_size", batch_size)):
+            if value <= 0:
+                raise ValueError(f"{name} must be positive, got {value}")
+        if clip_param is not None and clip_param <= 0:
+            raise ValueError(f"clip_param must be positive or None, got {clip_param}")
+        if kl_target is not None and (kl_target <= 0 or kl_coef <= 0):
+            raise ValueError(f"kl_target needs kl_target > 0 and kl_coef > 0, got {kl_target} and {kl_coef}")
+        if clip_param is None and kl_coef <= 0:
+            raise ValueError("clip_param=None needs a KL penalty (kl_coef > 0), otherwise nothing limits the update")
+        self.clip_param, self.value_clip_param = clip_param, value_clip_param
+        self.epochs, self.batch_size = epochs, batch_size
+        self.value_coef, self.entropy_coef = value_coef, entropy_coef
+        self.kl_coef, self.kl_target = kl_coef, kl_target
+        self.normalize_advantages = normalize_advantages
+        self.rng = np.random.default_rng(seed)
+        clip = paddle.nn.ClipGradByGlobalNorm(max_grad_norm) if max_grad_norm else None
+        self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), epsilon=1e-5, grad_clip=clip)
+
+    # ------------------------------------------------------------------ learning
+    def learn(
+        self,
+        obs: np.ndarray,
+        actions: np.ndarray,
+        log_probs: np.ndarray,
+        advantages: np.ndarray,
+        returns: np.ndarray,
+        values: np.ndarray,
+    ) -> Dict[str, float]:
+        """``epochs`` passes of minibatch Adam steps over one on-policy batch.
+
+        Args:
+            obs: ``[N, ...]`` observations.
+            actions: ``[N]`` (discrete) or ``[N, act_dim]`` (continuous) actions taken.
+            log_probs: ``[N]`` log-probabilities of the actions when they were taken.
+            advantages: ``[N]`` advantage estimates (e.g. from :func:`parl_lite.utils.gae.gae`).
+            returns: ``[N]`` value targets.
+            values: ``[N]`` value estimates when the actions were taken.
+
+        Returns:
+            Mean ``policy_loss``, ``value_loss``, ``entropy``, ``clip_fraction`` over the
+            minibatches; ``kl``, the mean ``KL(old || new)`` over the batch after the update;
+            ``kl_coef``, the penalty weight for the next call.
+        """
+        n = len(obs)
+        batch = {
+            "obs": paddle.to_tensor(obs, dtype="float32"),
+            "actions": paddle.to_tensor(actions),
+            "log_probs": paddle.to_tensor(log_probs, dtype="float32"),
+            "advantages": paddle.to_tensor(advantages, dtype="float32"),
+            "returns": paddle.to_tensor(returns, dtype="float32"),
+            "values": paddle.to_tensor(values, dtype="float32"),
+        }
+        with paddle.no_grad():
+            old_dist = self.distribution(batch["obs"])
+        stats = {"policy_loss": [], "value_loss": [], "entropy": [], "clip_fraction": []}
+        for _ in range(self.epochs):
+            order = self.rng.permutation(n)
+            for start in range(0, n, self.batch_size):
+                index = paddle.to_tensor(order[start:start + self.batch_size])
+                mb = {key: paddle.gather(value, index) for key, value in batch.items()}
+                mb_old = _gather_distribution(old_dist, index)
+                for key, value in self._minibatch_step(mb, mb_old).items():
+                    stats[key].append(value)
+        with paddle.no_grad():
+            kl = float(old_dist.kl(self.distribution(batch["obs"])).mean())
+        if self.kl_target is not None:
+            if kl > 1.5 * self.kl_target:
+                self.kl_coef *= 2.0
+            elif kl < self.kl_target / 1.5:
+                self.kl_coef /= 2.0
+        result = {key: float(np.mean(values)) for key, values in stats.items()}
+        result.update(kl=kl, kl_coef=self.kl_coef)
+        return result
+
+    def _minibatch_step(self, mb: Dict[str, paddle.Tensor], old_dist: Distribution) -> Dict[str, paddle.Tensor]:
+        advantages = mb["advantages"]
+        if self.normalize_advantages and len(advantages) > 1:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        dist = self.distribution(mb["obs"])
+        ratio = paddle.exp(dist.log_prob(mb["actions"]) - mb["log_probs"])
+        surrogate = ratio * advantages
+        if self.clip_param is not None:
+            clipped = paddle.clip(ratio, 1.0 - self.clip_param, 1.0 + self.clip_param) * advantages
+            surrogate = paddle.minimum(surrogate, clipped)
+        policy_loss = -surrogate.mean()
+        if self.kl_coef > 0:
+            policy_loss = policy_loss + self.kl_coef * old_dist.kl(dist).mean()
+
+        value = self.value(mb["obs"])
+        value_loss = (value - mb["returns"]) ** 2
+        if self.value_clip_param is not None:
+            clipped_value = mb["values"] + paddle.clip(value - mb["values"], -self.value_clip_param, self.value_clip_param)
+            value_loss = paddle.maximum(value_loss, (clipped_value - mb["returns"]) ** 2)
+        value_loss = 0.5 * value_loss.mean()
+
+        entropy = dist.entropy().mean()
+        loss = policy_loss + self.value_coef * value_loss - self.entropy_coef * entropy
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.clear_grad()
+        clip_fraction = ((ratio - 1.0).abs() > (self.clip_param or float("inf"))).astype("float32").mean()
+        return {"policy_loss": float(policy_loss), "value_loss": float(value_loss),
+                "entropy": float(entropy), "clip_fraction": float(clip_fraction)}
+
+
+def _gather_distribution(dist: Distribution, index: paddle.Tensor) -> Distribution:
+    """The rows ``index`` of a (constant) distribution."""
+    if hasattr(dist, "mean"):
+        return type(dist)(paddle.gather(dist.mean, index), paddle.gather(dist.log_std, index))
+    return type(dist)(paddle.gather(dist.logits, index))

@@ -1,0 +1,149 @@
+"""SAC (Haarnoja et al., 2018): maximum-entropy actor-critic with a squashed Gaussian policy,
+twin Q critics and automatic entropy tuning.
+
+Update on a batch ``(obs, action, reward, next_obs, terminal)``, with ``alpha = exp(log_alpha)``::
+
+    a', log p(a')  ~ pi(next_obs)
+    y            = reward + gamma * (1 - terminal) * (min(Q1_t, Q2_t)(next_obs, a') - alpha * log p(a'))
+    critic loss  = mean((Q1(obs, action) - y)^2) + mean((Q2(obs, action) - y)^2)
+    a~, log p(a~) ~ pi(obs)
+    actor loss   = mean(alpha * log p(a~) - min(Q1, Q2)(obs, a~))
+    alpha loss   = -mean(log_alpha * (log p(a~) + target_entropy))
+    target      <- tau * model + (1 - tau) * target
+
+The policy is ``a = tanh(u)``, ``u ~ N(mean, exp(log_std))``; actions live in [-1, 1] and the
+agent scales them to the environment.
+"""
+import copy
+import math
+from typing import Optional, Tuple
+
+import paddle
+import paddle.nn.functional as F
+
+from parl_lite.algorithms.common import check_hyperparameter, frozen
+from parl_lite.core.algorithm import Algorithm
+from parl_lite.core.model import Model
+
+__all__ = ["SAC", "EntropyTemperature"]
+
+LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+class EntropyTemperature(Model):
+    """The learned ``log_alpha`` as a Model, so that checkpoints carry it (role ``temperature``)."""
+
+    def __init__(self, initial_alpha: float) -> None:
+        super().__init__()
+        self.log_alpha = self.create_parameter(
+            [1], dtype="float32",
+            default_initializer=paddle.nn.initializer.Constant(math.log(initial_alpha)))
+
+
+class SAC(Algorithm):
+    """Soft Actor-Critic.
+
+    The model exposes ``policy(obs) -> (mean, log_std)`` (pre-squash, each ``[batch, act_dim]``),
+    ``value(obs, action) -> (Q1, Q2)`` (each ``[batch, 1]``), ``get_actor_params()`` and
+    ``get_critic_params()``. Only the critic part of ``target_model`` is used.
+
+    Args:
+        model: the actor-critic model; a deep copy becomes ``target_model``.
+        gamma: discount factor in [0, 1].
+        tau: soft target update rate in (0, 1].
+        actor_lr: Adam learning rate of the policy.
+        critic_lr: Adam learning rate of both critics.
+        alpha: initial entropy temperature (> 0).
+        alpha_lr: Adam learning rate of ``log_alpha``; ``None`` keeps alpha fixed.
+        target_entropy: entropy the temperature steers toward; default ``-act_dim``.
+    """
+
+    def __init__(self, model: Model, gamma: float = 0.99, tau: float = 0.005,
+                 actor_lr: float = 3e-4, critic_lr: float = 3e-4, alpha: float = 1.0,
+                 alpha_lr: Optional[float] = 3e-4, target_entropy: Optional[float] = None) -> None:
+        super().__init__(model)
+        self.gamma = check_hyperparameter("gamma", gamma, 0.0, 1.0)
+        self.tau = check_hyperparameter("tau", tau, 0.0, 1.0, low_open=True)
+        for name, value in (("actor_lr", actor_lr), ("critic_lr", critic_lr), ("alpha", alpha)):
+            check_hyperparameter(name, value, 0.0, float("inf"), low_open=True)
+        self.target_model = copy.deepcopy(model)
+        self.actor_optimizer = paddle.optimizer.Adam(actor_lr, parameters=model.get_actor_params())
+        self.critic_optimizer = paddle.optimizer.Adam(critic_lr, parameters=model.get_critic_params())
+        self.temperature = EntropyTemperature(alpha)
+        self.alpha_optimizer = None
+        if alpha_lr is not None:
+            check_hyperparameter("alpha_lr", alpha_lr, 0.0, float("inf"), low_open=True)
+            self.alpha_optimizer = paddle.optimizer.Adam(alpha_lr, parameters=self.temperature.parameters())
+        self.target_entropy = target_entropy
+
+    def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
+        """The deterministic action ``tanh(mean)`` in [-1, 1]."""
+        mean, _ = self.model.policy(obs)
+        return paddle.tanh(mean)
+
+    def sample(self, obs: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor]:
+        """A reparameterised action ``tanh(mean + std * eps)`` and its log-probability ``[batch, 1]``."""
+        mean, log_std = self.model.policy(obs)
+        log_std = log_std.clip(LOG_STD_MIN, LOG_STD_MAX)
+        eps = paddle.randn(mean.shape)
+        action = paddle.tanh(mean + log_std.exp() * eps)
+        # Gaussian log-density of u, minus log |d tanh(u) / du| (the change of variables)
+        log_prob = (-0.5 * eps.square() - log_std - _HALF_LOG_2PI
+                    - paddle.log(1.0 - action.square() + 1e-6)).sum(axis=-1, keepdim=True)
+        return action, log_prob
+
+    @property
+    def alpha(self) -> float:
+        """The current entropy temperature."""
+        return float(self.temperature.log_alpha.exp().item())
+
+    def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor,
+              next_obs: paddle.Tensor, terminal: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor]:
+        """One critic step, one actor step, one temperature step, one soft target update.
+
+        Args:
+            obs, next_obs: ``[batch, obs_dim]``.
+            action: ``[batch, act_dim]`` in [-1, 1].
+            reward, terminal: ``[batch, 1]`` float32 (terminal is 1.0 only on a true episode end).
+
+        Returns:
+            ``(critic_loss, actor_loss)`` as scalar tensors.
+        """
+        alpha = self.temperature.log_alpha.exp().detach()
+        critic_loss = self._learn_critic(obs, action, reward, next_obs, terminal, alpha)
+        actor_loss, log_prob = self._learn_actor(obs, alpha)
+        if self.alpha_optimizer is not None:
+            self._learn_alpha(log_prob, action.shape[-1])
+        self.model.sync_weights_to(self.target_model, decay=1.0 - self.tau)
+        return critic_loss, actor_loss
+
+    def _learn_critic(self, obs, action, reward, next_obs, terminal, alpha) -> paddle.Tensor:
+        with paddle.no_grad():
+            next_action, next_log_prob = self.sample(next_obs)
+            next_q1, next_q2 = self.target_model.value(next_obs, next_action)
+            soft_q = paddle.minimum(next_q1, next_q2) - alpha * next_log_prob
+            target_q = reward + self.gamma * (1.0 - terminal) * soft_q
+        q1, q2 = self.model.value(obs, action)
+        critic_loss = F.mse_loss(q1, target_q) + F.mse_loss(q2, target_q)
+        self.critic_optimizer.clear_grad()
+        critic_loss.backward()
+        self.critic_optimizer.step()
+        return critic_loss
+
+    def _learn_actor(self, obs, alpha) -> Tuple[paddle.Tensor, paddle.Tensor]:
+        with frozen(self.model.get_critic_params()):
+            new_action, log_prob = self.sample(obs)
+            q1, q2 = self.model.value(obs, new_action)
+            actor_loss = (alpha * log_prob - paddle.minimum(q1, q2)).mean()
+        self.actor_optimizer.clear_grad()
+        actor_loss.backward()
+        self.actor_optimizer.step()
+        return actor_loss, log_prob.detach()
+
+    def _learn_alpha(self, log_prob: paddle.Tensor, act_dim: int) -> None:
+        target_entropy = -float(act_dim) if self.target_entropy is None else self.target_entropy
+        alpha_loss = -(self.temperature.log_alpha * (log_prob + target_entropy)).mean()
+        self.alpha_optimizer.clear_grad()
+        alpha_loss.backward()
+        self.alpha_optimizer.step()

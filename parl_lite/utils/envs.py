@@ -1,0 +1,98 @@
+"""Gymnasium helpers shared by the training scripts: vector environments, returns, evaluation."""
+from collections import deque
+from typing import Callable, List, Tuple
+
+import gymnasium as gym
+import numpy as np
+
+__all__ = ["make_vector_env", "final_observations", "EpisodeReturns", "evaluate"]
+
+
+def make_vector_env(env_id: str, num_envs: int, seed: int) -> Tuple[gym.vector.VectorEnv, np.ndarray]:
+    """``num_envs`` copies of ``env_id`` stepped in this process, reset in the same step.
+
+    With same-step autoreset, the observation returned after an episode ends is the first one
+    of the next episode; the last one of the ended episode is in ``info["final_obs"]`` (see
+    :func:`final_observations`).
+
+    Args:
+        env_id: a registered gymnasium id, e.g. ``"CartPole-v1"``.
+        num_envs: number of copies (positive).
+        seed: copy ``i`` is reset with ``seed + i``.
+
+    Returns:
+        ``(env, first observations)``.
+    """
+    if num_envs <= 0:
+        raise ValueError(f"num_envs must be positive, got {num_envs}")
+    env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync",
+                       vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP})
+    env.action_space.seed(seed)
+    obs, _ = env.reset(seed=seed)
+    return env, obs
+
+
+def final_observations(next_obs: np.ndarray, episode_end: np.ndarray, info: dict) -> np.ndarray:
+    """The true next observation of every copy: ``next_obs``, with the final observation of an
+    ended episode in place of the reset one."""
+    if not episode_end.any():
+        return next_obs
+    result = next_obs.copy()
+    for i in np.flatnonzero(info["_final_obs"]):
+        result[i] = info["final_obs"][i]
+    return result
+
+
+class EpisodeReturns:
+    """Running undiscounted returns of vectorised episodes, and the mean of the recent ones.
+
+    Args:
+        num_envs: number of environment copies.
+        window: how many finished episodes :attr:`recent_mean` averages.
+    """
+
+    def __init__(self, num_envs: int, window: int = 20) -> None:
+        self.running = np.zeros(num_envs)
+        self.finished: deque = deque(maxlen=window)
+        self.episodes = 0
+
+    def update(self, rewards: np.ndarray, episode_end: np.ndarray) -> List[float]:
+        """Add one step's rewards; close the episodes that ended and return their returns."""
+        self.running += rewards
+        ended = []
+        for i in np.flatnonzero(episode_end):
+            ended.append(float(self.running[i]))
+            self.running[i] = 0.0
+        self.finished.extend(ended)
+        self.episodes += len(ended)
+        return ended
+
+    @property
+    def recent_mean(self) -> float:
+        """Mean return of the last ``window`` finished episodes (nan before the first)."""
+        return float(np.mean(self.finished)) if self.finished else float("nan")
+
+
+def evaluate(env_id: str, act: Callable[[np.ndarray], np.ndarray], episodes: int = 10, seed: int = 0) -> List[float]:
+    """Returns of ``episodes`` episodes played with ``act`` (one observation -> one action).
+
+    Args:
+        env_id: a registered gymnasium id.
+        act: the policy, usually greedy.
+        episodes: number of episodes.
+        seed: episode ``k`` starts from ``reset(seed=seed + k)``.
+    """
+    env = gym.make(env_id)
+    totals = []
+    try:
+        for k in range(episodes):
+            obs, _ = env.reset(seed=seed + k)
+            total, done = 0.0, False
+            while not done:
+                obs, reward, terminated, truncated, _ = env.step(act(obs))
+                total += float(reward)
+                done = terminated or truncated
+            totals.append(total)
+    finally:
+        env.close()
+    return totals

@@ -1,0 +1,81 @@
+"""Ready-made networks for the example scripts and tests (importable in actor processes too)."""
+import math
+
+import paddle
+import paddle.nn.functional as F
+
+from parl_lite.core.model import Model
+
+__all__ = ["orthogonal_linear", "MLPActorCritic", "MLPQNetwork"]
+
+
+def orthogonal_linear(in_dim: int, out_dim: int, gain: float) -> paddle.nn.Linear:
+    """A linear layer with orthogonal weights scaled by ``gain`` and zero bias (the usual
+    actor-critic initialisation)."""
+    return paddle.nn.Linear(
+        in_dim, out_dim,
+        weight_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Orthogonal(float(gain))),
+        bias_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.0)))
+
+
+class MLPActorCritic(Model):
+    """Two-layer tanh MLPs for the policy and the value (SB3's ``MlpPolicy``).
+
+    ``policy(obs)`` returns logits, or ``(mean, log_std)`` with a state-independent ``log_std``
+    when ``continuous``; ``value(obs)`` returns ``[batch, 1]``.
+
+    Args:
+        obs_dim: observation size.
+        act_dim: number of actions (discrete) or action dimensions (continuous).
+        hidden: units per hidden layer.
+        continuous: Gaussian policy instead of categorical.
+        shared: policy and value heads on one trunk instead of two MLPs.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: int = 64, continuous: bool = False,
+                 shared: bool = False) -> None:
+        super().__init__()
+        self.continuous, self.shared = continuous, shared
+        self.pi1 = orthogonal_linear(obs_dim, hidden, math.sqrt(2))
+        self.pi2 = orthogonal_linear(hidden, hidden, math.sqrt(2))
+        self.pi_out = orthogonal_linear(hidden, act_dim, 0.01)
+        if not shared:
+            self.vf1 = orthogonal_linear(obs_dim, hidden, math.sqrt(2))
+            self.vf2 = orthogonal_linear(hidden, hidden, math.sqrt(2))
+        self.vf_out = orthogonal_linear(hidden, 1, 1.0)
+        if continuous:
+            self.log_std = self.create_parameter([act_dim], default_initializer=paddle.nn.initializer.Constant(0.0))
+
+    def _trunk(self, obs: paddle.Tensor) -> paddle.Tensor:
+        return F.tanh(self.pi2(F.tanh(self.pi1(obs))))
+
+    def policy(self, obs: paddle.Tensor):
+        out = self.pi_out(self._trunk(obs))
+        return (out, self.log_std) if self.continuous else out
+
+    def value(self, obs: paddle.Tensor) -> paddle.Tensor:
+        hidden = self._trunk(obs) if self.shared else F.tanh(self.vf2(F.tanh(self.vf1(obs))))
+        return self.vf_out(hidden)
+
+    def forward(self, obs: paddle.Tensor):
+        return self.policy(obs)
+
+
+class MLPQNetwork(Model):
+    """A two-hidden-layer ReLU MLP from observations to one Q-value per action (SB3's DQN
+    ``MlpPolicy``).
+
+    Args:
+        obs_dim: observation size.
+        act_dim: number of actions.
+        hidden: units per hidden layer.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: int = 256) -> None:
+        super().__init__()
+        self.fc1 = paddle.nn.Linear(obs_dim, hidden)
+        self.fc2 = paddle.nn.Linear(hidden, hidden)
+        self.fc3 = paddle.nn.Linear(hidden, act_dim)
+
+    def forward(self, obs: paddle.Tensor) -> paddle.Tensor:
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(obs)))))

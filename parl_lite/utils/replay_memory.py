@@ -1,0 +1,259 @@
+"""Experience replay: a preallocated numpy ring buffer with uniform, seeded sampling.
+
+    memory = ReplayMemory(max_size=100_000, obs_dim=3, act_dim=1, seed=0)
+    memory.append(obs, action, reward, next_obs, terminated)
+    obs, action, reward, next_obs, terminated = memory.sample_batch(256)
+    memory.save("memory.h5"); memory.load("memory.h5")
+
+The buffer never imports paddle. On disk (HDF5) it is one group, ``/replay_memory``, either in a
+file of its own (:meth:`ReplayMemory.save`) or inside an agent checkpoint
+(:func:`save_agent_with_memory`); :meth:`ReplayMemory.load` reads both.
+
+Layout of the ``/replay_memory`` group::
+
+    attrs: format="parl_lite.replay_memory", format_version, max_size, size, next_index,
+           rng_state (JSON of the numpy bit generator state)
+    obs, action, reward, next_obs, terminated    the first ``size`` rows of each array
+"""
+import json
+import os
+from pathlib import Path
+from typing import Optional, Tuple, Union
+
+import h5py
+import numpy as np
+
+from parl_lite.io.atomic import write_hdf5_atomically
+
+__all__ = ["ReplayMemory", "ReplayMemoryError", "save_agent_with_memory"]
+
+FORMAT = "parl_lite.replay_memory"
+FORMAT_VERSION = 1
+GROUP = "replay_memory"
+_FIELDS = ("obs", "action", "reward", "next_obs", "terminated")
+
+Shape = Union[int, Tuple[int, ...]]
+Batch = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+class ReplayMemoryError(ValueError):
+    """A replay memory file is missing, corrupted, or does not fit the memory it is loaded into."""
+
+
+class ReplayMemory:
+    """A ring buffer of transitions ``(obs, action, reward, next_obs, terminated)``.
+
+    Arrays are allocated once; when full, the oldest transition is overwritten.
+
+    Args:
+        max_size: capacity in transitions.
+        obs_dim: observation shape (an int for flat observations).
+        act_dim: action shape; ``0`` stores one scalar action per transition (a discrete action
+            index, as in PARL).
+        obs_dtype: dtype of observations.
+        act_dtype: dtype of actions; default ``int64`` when ``act_dim == 0``, else ``float32``.
+        seed: seed of the numpy Generator that draws the sample indices.
+    """
+
+    def __init__(
+        self,
+        max_size: int,
+        obs_dim: Shape,
+        act_dim: Shape,
+        obs_dtype: "np.typing.DTypeLike" = np.float32,
+        act_dtype: "Optional[np.typing.DTypeLike]" = None,
+        seed: Optional[int] = None,
+    ) -> None:
+        if not isinstance(max_size, (int, np.integer)) or max_size <= 0:
+            raise ValueError(f"max_size must be a positive int, got {max_size!r}")
+        self.max_size = int(max_size)
+        self.obs_shape = _shape("obs_dim", obs_dim)
+        self.act_shape = _shape("act_dim", act_dim)
+        if act_dtype is None:
+            act_dtype = np.int64 if self.act_shape == () else np.float32
+        self.obs = np.zeros((self.max_size, *self.obs_shape), dtype=obs_dtype)
+        self.next_obs = np.zeros_like(self.obs)
+        self.action = np.zeros((self.max_size, *self.act_shape), dtype=act_dtype)
+        self.reward = np.zeros(self.max_size, dtype=np.float32)
+        self.terminated = np.zeros(self.max_size, dtype=np.bool_)
+        self.rng = np.random.default_rng(seed)
+        self._size = 0
+        self._next_index = 0
+
+    def size(self) -> int:
+        """Number of transitions stored (at most ``max_size``)."""
+        return self._size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def append(self, obs, action, reward: float, next_obs, terminated: bool) -> None:
+        """Store one transition, overwriting the oldest when full.
+
+        ``terminated`` means a true end of the episode (no bootstrapping); a time-limit
+        truncation is *not* terminated.
+
+        Raises:
+            ValueError: ``obs``, ``next_obs`` or ``action`` has the wrong shape, or a dtype that
+                would convert with loss (a float action into an integer memory); the message
+                names it.
+        """
+        index = self._next_index
+        self.obs[index] = _checked("obs", obs, self.obs_shape, self.obs.dtype)
+        self.action[index] = _checked("action", action, self.act_shape, self.action.dtype)
+        self.reward[index] = reward
+        self.next_obs[index] = _checked("next_obs", next_obs, self.obs_shape, self.obs.dtype)
+        self.terminated[index] = terminated
+        self._next_index = (index + 1) % self.max_size
+        self._size = min(self._size + 1, self.max_size)
+
+    def extend(self, obs, action, reward, next_obs, terminated) -> None:
+        """Store a batch of transitions (first axis = transition), e.g. from a vector env.
+
+        Raises:
+            ValueError: shapes do not match the memory or the batch sizes differ (named).
+        """
+        obs = np.asarray(obs)
+        count = len(obs)
+        if count > self.max_size:
+            raise ValueError(f"extend: {count} transitions do not fit in max_size={self.max_size}")
+        arrays = {
+            name: _checked(name, value, (count, *getattr(self, name).shape[1:]), getattr(self, name).dtype)
+            for name, value in zip(_FIELDS, (obs, action, reward, next_obs, terminated))
+        }
+        indices = (self._next_index + np.arange(count)) % self.max_size
+        for name, values in arrays.items():
+            getattr(self, name)[indices] = values
+        self._next_index = int((self._next_index + count) % self.max_size)
+        self._size = min(self._size + count, self.max_size)
+
+    def sample_batch(self, batch_size: int) -> Batch:
+        """Draw ``batch_size`` transitions uniformly, with replacement.
+
+        Returns:
+            ``(obs, action, reward, next_obs, terminated)``, each with leading axis ``batch_size``.
+
+        Raises:
+            ValueError: the memory is empty, or ``batch_size`` is not a positive int.
+        """
+        if self._size == 0:
+            raise ValueError("sample_batch: the replay memory is empty; append transitions first")
+        if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        indices = self.rng.integers(0, self._size, size=batch_size)
+        return (self.obs[indices], self.action[indices], self.reward[indices],
+                self.next_obs[indices], self.terminated[indices])
+
+    # ---- HDF5 ------------------------------------------------------------------------------
+
+    def save(self, path: "str | os.PathLike") -> None:
+        """Write the memory (contents, position and sampling RNG state) to ``path`` atomically."""
+        write_hdf5_atomically(path, self.write_group)
+
+    def load(self, path: "str | os.PathLike") -> None:
+        """Load a memory written by :meth:`save` or :func:`save_agent_with_memory`.
+
+        Everything is read and checked before this memory changes.
+
+        Raises:
+            ReplayMemoryError: the file is missing, not HDF5, truncated or corrupted, holds no
+                replay memory, or its capacity, shapes or dtypes differ from this memory's.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise ReplayMemoryError(f"replay memory file {path} does not exist")
+        try:
+            with h5py.File(path, "r") as file:
+                state = self._read_group(file, path)
+        except ReplayMemoryError:
+            raise
+        except (OSError, KeyError, ValueError, TypeError) as error:
+            raise ReplayMemoryError(f"replay memory file {path} is truncated or corrupted: {error}") from error
+        size, next_index, rng_state, arrays = state
+        for name, values in arrays.items():
+            getattr(self, name)[:size] = values
+        self._size, self._next_index = size, next_index
+        self.rng.bit_generator.state = rng_state
+
+    def write_group(self, file: h5py.File) -> None:
+        """Write this memory as the ``/replay_memory`` group of an open HDF5 file."""
+        group = file.create_group(GROUP)
+        group.attrs["format"] = FORMAT
+        group.attrs["format_version"] = FORMAT_VERSION
+        group.attrs["max_size"] = self.max_size
+        group.attrs["size"] = self._size
+        group.attrs["next_index"] = self._next_index
+        group.attrs["rng_state"] = json.dumps(self.rng.bit_generator.state)
+        for name in _FIELDS:
+            group.create_dataset(name, data=getattr(self, name)[:self._size])
+
+    def _read_group(self, file: h5py.File, path: Path):
+        group = file.get(GROUP)
+        if group is None or group.attrs.get("format") != FORMAT:
+            raise ReplayMemoryError(f"{path} holds no parl_lite replay memory (no /{GROUP} group)")
+        version = int(group.attrs["format_version"])
+        if version > FORMAT_VERSION:
+            raise ReplayMemoryError(f"{path} has replay memory format {version}; "
+                                    f"this parl_lite reads up to {FORMAT_VERSION}")
+        max_size, size, next_index = (int(group.attrs[key]) for key in ("max_size", "size", "next_index"))
+        if max_size != self.max_size:
+            raise ReplayMemoryError(f"{path}: stored max_size {max_size} differs from this memory's "
+                                    f"{self.max_size}")
+        if not (0 <= size <= max_size and 0 <= next_index < max_size):
+            raise ReplayMemoryError(f"{path}: inconsistent size {size} / next_index {next_index} "
+                                    f"for max_size {max_size}")
+        arrays = {}
+        for name in _FIELDS:
+            if name not in group:
+                raise ReplayMemoryError(f"{path}: replay memory has no dataset {name!r}")
+            own = getattr(self, name)
+            expected = (size, *own.shape[1:])
+            dataset = group[name]
+            if dataset.shape != expected or dataset.dtype != own.dtype:
+                raise ReplayMemoryError(f"{path}: dataset {name!r} is {dataset.shape} {dataset.dtype}, "
+                                        f"expected {expected} {own.dtype}")
+            arrays[name] = dataset[()]
+        rng_state = json.loads(group.attrs["rng_state"])
+        if rng_state.get("bit_generator") != type(self.rng.bit_generator).__name__:
+            raise ReplayMemoryError(f"{path}: RNG {rng_state.get('bit_generator')!r} differs from "
+                                    f"{type(self.rng.bit_generator).__name__!r}")
+        return size, next_index, rng_state, arrays
+
+
+def save_agent_with_memory(agent, path: "str | os.PathLike", memory: ReplayMemory,
+                           with_optimizer: bool = True) -> None:
+    """Write ``agent``'s checkpoint and ``memory`` into one HDF5 file, atomically.
+
+    ``agent.restore(path)`` reads the models (and optimizers) back and ``memory.load(path)`` the
+    memory, so an off-policy run resumes where it stopped.
+
+    Args:
+        agent: a :class:`parl_lite.Agent`.
+        path: the checkpoint file.
+        memory: the replay memory to store in the ``/replay_memory`` group.
+        with_optimizer: also store the optimizers' state (as :meth:`parl_lite.Agent.save`).
+    """
+    from parl_lite.io import checkpoint  # imports paddle
+
+    checkpoint.save(path, models=agent.alg.models(),
+                    optimizers=agent.alg.optimizers() if with_optimizer else {},
+                    owner=type(agent), extra=memory.write_group)
+
+
+def _shape(name: str, dim: Shape) -> Tuple[int, ...]:
+    shape = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if shape == (0,):
+        return ()
+    if not all(isinstance(size, (int, np.integer)) and size > 0 for size in shape):
+        raise ValueError(f"{name} must be a positive int or a tuple of positive ints (0 for scalar), got {dim!r}")
+    return tuple(int(size) for size in shape)
+
+
+def _checked(name: str, value, shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """``value`` as an array, refusing a wrong shape or a lossy kind change (float -> int)."""
+    array = np.asarray(value)
+    if array.shape != shape:
+        raise ValueError(f"{name} has shape {array.shape}, expected {shape}")
+    if not np.can_cast(array.dtype, dtype, casting="same_kind"):
+        raise ValueError(f"{name} has dtype {array.dtype}, which does not convert to {dtype} without loss")
+    return array

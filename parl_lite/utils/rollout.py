@@ -1,0 +1,105 @@
+"""Fixed-length, time-major rollouts from a vector environment, locally or in a remote actor.
+
+``VectorRollout.collect(policy, steps)`` returns ``[T, N, ...]`` arrays: ``obs``, ``actions``,
+``log_probs`` (of the behaviour policy), ``rewards``, ``terminated``, ``ends`` (terminated or
+truncated) and ``next_obs`` (the true next observation: the final one when an episode ended),
+which is everything GAE and V-trace need with the learner's own value function, plus
+``episode_returns``, the returns of the episodes that ended during the call.
+
+``RolloutWorker`` wraps one with a local copy of the policy, to be run as a ``@remote_class``
+actor (A3C, IMPALA): ``collect(weights, steps)`` loads the learner's weights, then collects.
+"""
+from typing import Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from parl_lite.utils.envs import EpisodeReturns, final_observations, make_vector_env
+
+__all__ = ["VectorRollout", "RolloutWorker"]
+
+Policy = Callable[[np.ndarray], Tuple[np.ndarray, np.ndarray]]
+
+
+class VectorRollout:
+    """A vector environment that keeps its state between :meth:`collect` calls.
+
+    Args:
+        env_id: a registered gymnasium id.
+        num_envs: number of environment copies.
+        seed: copy ``i`` is reset with ``seed + i``.
+    """
+
+    def __init__(self, env_id: str, num_envs: int, seed: int) -> None:
+        self.env, self.obs = make_vector_env(env_id, num_envs, seed)
+        space = self.env.single_action_space
+        self.continuous = len(space.shape) > 0
+        self.low, self.high = (space.low, space.high) if self.continuous else (None, None)
+        self.returns = EpisodeReturns(num_envs)
+        self.steps = 0
+
+    def collect(self, policy: Policy, steps: int) -> Dict[str, np.ndarray]:
+        """Play ``steps`` steps in every copy.
+
+        Args:
+            policy: ``obs [N, ...] -> (actions, log_probs)``; continuous actions are clipped to
+                the action space for the environment but stored unclipped.
+            steps: rollout length T.
+
+        Returns:
+            ``[T, N, ...]`` arrays and ``episode_returns`` (see the module docstring).
+        """
+        keys = ("obs", "actions", "log_probs", "rewards", "terminated", "ends", "next_obs")
+        buffer: Dict[str, List[np.ndarray]] = {key: [] for key in keys}
+        episode_returns: List[float] = []
+        for _ in range(steps):
+            actions, log_probs = policy(self.obs)
+            env_actions = np.clip(actions, self.low, self.high) if self.continuous else actions
+            next_obs, rewards, terminated, truncated, info = self.env.step(env_actions)
+            ends = terminated | truncated
+            episode_returns += self.returns.update(rewards, ends)
+            row = (self.obs, actions, log_probs, rewards.astype(np.float32), terminated, ends,
+                   final_observations(next_obs, ends, info))
+            for key, value in zip(keys, row):
+                buffer[key].append(value)
+            self.obs = next_obs
+        self.steps += steps * self.env.num_envs
+        batch = {key: np.stack(values) for key, values in buffer.items()}
+        batch["episode_returns"] = np.asarray(episode_returns, dtype=np.float64)
+        return batch
+
+
+class RolloutWorker:
+    """A rollout actor: a :class:`VectorRollout` and its own copy of the policy.
+
+    Args:
+        model_fn: builds the policy model (a :class:`parl_lite.Model` with ``policy``/``value``,
+            as :class:`parl_lite.algorithms.actor_critic.ActorCriticAlgorithm` expects); it runs
+            in the actor's process.
+        env_id: a registered gymnasium id.
+        num_envs: environment copies in this actor.
+        seed: seeds the environments and the actor's paddle generator.
+    """
+
+    def __init__(self, model_fn: Callable[[], "object"], env_id: str, num_envs: int, seed: int) -> None:
+        import paddle  # only the actor processes that run a policy pay for paddle
+
+        from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
+
+        paddle.seed(seed)
+        self._paddle = paddle
+        self.algorithm = ActorCriticAlgorithm(model_fn())
+        self.rollout = VectorRollout(env_id, num_envs, seed)
+
+    def _policy(self, obs: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        actions, log_probs = self.algorithm.sample(self._paddle.to_tensor(obs, dtype="float32"))
+        return actions.numpy(), log_probs.numpy()
+
+    def collect(self, weights: Optional[Dict[str, np.ndarray]], steps: int) -> Dict[str, np.ndarray]:
+        """Load ``weights`` (None: keep the current ones) and collect ``steps`` steps.
+
+        Returns:
+            :meth:`VectorRollout.collect`'s arrays.
+        """
+        if weights is not None:
+            self.algorithm.set_weights(weights)
+        return self.rollout.collect(self._policy, steps)

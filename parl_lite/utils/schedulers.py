@@ -1,0 +1,81 @@
+"""Schedules of a hyperparameter over training steps (learning rate, exploration, clip range).
+
+Both follow PARL's interface: ``step(n)`` advances by ``n`` steps and returns the new value;
+``value`` (or ``value_at(t)``) reads without advancing.
+"""
+from typing import Sequence, Tuple
+
+__all__ = ["LinearDecayScheduler", "PiecewiseScheduler"]
+
+
+class LinearDecayScheduler:
+    """Linear interpolation from ``start_value`` at step 0 to ``end_value`` at ``max_steps``,
+    constant afterwards.
+
+    Args:
+        start_value: value at step 0.
+        max_steps: steps over which the value moves (positive).
+        end_value: value from ``max_steps`` on.
+    """
+
+    def __init__(self, start_value: float, max_steps: int, end_value: float = 0.0) -> None:
+        if max_steps <= 0:
+            raise ValueError(f"max_steps must be positive, got {max_steps}")
+        self.start_value, self.end_value, self.max_steps = float(start_value), float(end_value), int(max_steps)
+        self.steps = 0
+
+    def value_at(self, steps: int) -> float:
+        """The value after ``steps`` steps."""
+        fraction = min(max(steps, 0) / self.max_steps, 1.0)
+        return self.start_value + fraction * (self.end_value - self.start_value)
+
+    @property
+    def value(self) -> float:
+        return self.value_at(self.steps)
+
+    def step(self, n: int = 1) -> float:
+        """Advance by ``n`` steps and return the new value."""
+        if n < 0:
+            raise ValueError(f"n must be non-negative, got {n}")
+        self.steps += n
+        return self.value
+
+
+class PiecewiseScheduler:
+    """Piecewise-constant schedule: ``[(0, 1e-3), (10_000, 5e-4)]`` gives 1e-3 on steps
+    [0, 10000) and 5e-4 from step 10000 on (PARL's semantics).
+
+    Args:
+        schedule: ``(start_step, value)`` pairs; the first must start at step 0 and the steps
+            must increase strictly.
+    """
+
+    def __init__(self, schedule: Sequence[Tuple[int, float]]) -> None:
+        schedule = [(int(step), float(value)) for step, value in schedule]
+        if not schedule or schedule[0][0] != 0:
+            raise ValueError(f"schedule must start at step 0, got {schedule[:1]}")
+        for (previous, _), (step, _) in zip(schedule, schedule[1:]):
+            if step <= previous:
+                raise ValueError(f"schedule steps must increase strictly, got {previous} then {step}")
+        self.schedule = schedule
+        self.steps = 0
+
+    def value_at(self, steps: int) -> float:
+        """The value after ``steps`` steps."""
+        current = self.schedule[0][1]
+        for start, value in self.schedule:
+            if steps < start:
+                break
+            current = value
+        return current
+
+    @property
+    def value(self) -> float:
+        return self.value_at(self.steps)
+
+    def step(self, n: int = 1) -> float:
+        """Advance by ``n`` steps and return the new value."""
+        if n < 0:
+            raise ValueError(f"n must be non-negative, got {n}")
+        self.steps += n
+        return self.value

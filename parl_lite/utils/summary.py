@@ -1,0 +1,134 @@
+"""Training logs: TensorBoard event files (through tensorboardX) plus a CSV of every scalar.
+
+    from parl_lite.utils import summary
+    summary.set_logdir("runs/ppo_cartpole")      # optional; default ./train_log/<script name>
+    summary.add_scalar("train/return", 500.0, step=12_000)
+    summary.add_histogram("policy/logits", logits, step=12_000)
+
+or with an explicit writer::
+
+    with SummaryWriter("runs/x") as writer:
+        writer.add_scalar("loss", 0.1, step=1)
+
+The CSV (``<logdir>/scalars.csv``, columns ``wall_time,step,tag,value``) is in long format, so a
+tag added late needs no new column; rows are flushed as they are written, so a crashed run keeps
+its log.
+"""
+import csv
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+__all__ = ["SummaryWriter", "set_logdir", "get_logdir", "add_scalar", "add_histogram", "flush", "close"]
+
+CSV_NAME = "scalars.csv"
+CSV_HEADER = ("wall_time", "step", "tag", "value")
+
+
+class SummaryWriter:
+    """Writes scalars and histograms to a TensorBoard event file and scalars to a CSV file.
+
+    Args:
+        logdir: folder of the event file and ``scalars.csv`` (created if missing).
+        flush_secs: how often tensorboardX flushes its event file.
+    """
+
+    def __init__(self, logdir: "str | os.PathLike", flush_secs: int = 10) -> None:
+        from tensorboardX import SummaryWriter as _TBXWriter  # lazy: pulls in protobuf
+
+        self.logdir = Path(logdir)
+        self.logdir.mkdir(parents=True, exist_ok=True)
+        self._events = _TBXWriter(logdir=str(self.logdir), flush_secs=flush_secs)
+        csv_path = self.logdir / CSV_NAME
+        is_new = not csv_path.exists() or csv_path.stat().st_size == 0
+        self._csv_file = open(csv_path, "a", newline="")
+        self._csv = csv.writer(self._csv_file)
+        if is_new:
+            self._csv.writerow(CSV_HEADER)
+            self._csv_file.flush()
+
+    def add_scalar(self, tag: str, value: float, step: int) -> None:
+        """Record ``value`` under ``tag`` at ``step`` (event file and CSV)."""
+        value = float(value)
+        wall_time = time.time()
+        self._events.add_scalar(tag, value, global_step=int(step), walltime=wall_time)
+        self._csv.writerow((f"{wall_time:.3f}", int(step), tag, repr(value)))
+        self._csv_file.flush()
+
+    def add_histogram(self, tag: str, values: np.ndarray, step: int, bins: str = "tensorflow") -> None:
+        """Record the distribution of ``values`` (any shape) under ``tag`` at ``step``."""
+        values = np.asarray(values, dtype=np.float64).ravel()
+        if values.size == 0:
+            raise ValueError(f"add_histogram {tag!r}: values is empty")
+        self._events.add_histogram(tag, values, global_step=int(step), bins=bins)
+
+    def flush(self) -> None:
+        """Write buffered events and rows to disk."""
+        self._events.flush()
+        self._csv_file.flush()
+
+    def close(self) -> None:
+        """Flush and close both files."""
+        if not self._csv_file.closed:
+            self._events.close()
+            self._csv_file.close()
+
+    def __enter__(self) -> "SummaryWriter":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+_writer: Optional[SummaryWriter] = None
+_logdir: Optional[Path] = None
+
+
+def set_logdir(logdir: "str | os.PathLike") -> None:
+    """Direct the module-level functions to ``logdir`` (closes the previous writer)."""
+    global _logdir
+    close()
+    _logdir = Path(logdir)
+
+
+def get_logdir() -> Path:
+    """The folder the module-level functions write to."""
+    if _logdir is not None:
+        return _logdir
+    script = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else "python"
+    return Path("train_log") / (script or "python")
+
+
+def _default_writer() -> SummaryWriter:
+    global _writer
+    if _writer is None:
+        _writer = SummaryWriter(get_logdir())
+    return _writer
+
+
+def add_scalar(tag: str, value: float, step: int) -> None:
+    """Record a scalar with the module's writer (see :meth:`SummaryWriter.add_scalar`)."""
+    _default_writer().add_scalar(tag, value, step)
+
+
+def add_histogram(tag: str, values: np.ndarray, step: int) -> None:
+    """Record a histogram with the module's writer (see :meth:`SummaryWriter.add_histogram`)."""
+    _default_writer().add_histogram(tag, values, step)
+
+
+def flush() -> None:
+    """Flush the module's writer, if any."""
+    if _writer is not None:
+        _writer.flush()
+
+
+def close() -> None:
+    """Close the module's writer, if any (the next call opens a new one)."""
+    global _writer
+    if _writer is not None:
+        _writer.close()
+        _writer = None

@@ -1,0 +1,199 @@
+"""ReplayMemory: ring buffer, seeded sampling, checks, HDF5 round trips and bad files."""
+import h5py
+import numpy as np
+import pytest
+
+from parl_lite.utils.replay_memory import ReplayMemory, ReplayMemoryError, save_agent_with_memory
+
+
+def _fill(memory: ReplayMemory, count: int, start: int = 0) -> None:
+    """Transition i has obs == i everywhere, action == -i, reward == i, terminated == i is odd."""
+    for i in range(start, start + count):
+        memory.append(np.full(memory.obs_shape, i), np.full(memory.act_shape, -i, memory.action.dtype),
+                      float(i), np.full(memory.obs_shape, i + 1), i % 2 == 1)
+
+
+def test_sampling_an_empty_memory_is_a_clear_error():
+    with pytest.raises(ValueError, match="empty"):
+        ReplayMemory(10, 3, 1).sample_batch(4)
+
+
+def test_sample_before_full_draws_only_stored_transitions():
+    memory = ReplayMemory(100, 3, 1, seed=0)
+    _fill(memory, 5)
+    assert memory.size() == len(memory) == 5
+    obs, action, reward, next_obs, terminated = memory.sample_batch(1000)
+    assert set(reward.tolist()) == {0.0, 1.0, 2.0, 3.0, 4.0}  # all of them, nothing unfilled
+    np.testing.assert_array_equal(obs[:, 0], reward)
+    np.testing.assert_array_equal(action[:, 0], -reward)
+    np.testing.assert_array_equal(next_obs[:, 0], reward + 1)
+    np.testing.assert_array_equal(terminated, reward % 2 == 1)
+
+
+def test_wrap_around_overwrites_the_oldest():
+    memory = ReplayMemory(4, 2, 1, seed=0)
+    _fill(memory, 6)  # 0..5: 0 and 1 overwritten by 4 and 5
+    assert len(memory) == 4
+    np.testing.assert_array_equal(memory.reward, [4, 5, 2, 3])
+    assert set(memory.sample_batch(200)[2].tolist()) == {2.0, 3.0, 4.0, 5.0}
+
+
+def test_shapes_and_dtypes_of_a_batch():
+    memory = ReplayMemory(10, (2, 3), 2, seed=0)
+    _fill(memory, 3)
+    obs, action, reward, next_obs, terminated = memory.sample_batch(7)
+    assert obs.shape == next_obs.shape == (7, 2, 3) and obs.dtype == np.float32
+    assert action.shape == (7, 2) and action.dtype == np.float32
+    assert reward.shape == (7,) and reward.dtype == np.float32
+    assert terminated.shape == (7,) and terminated.dtype == np.bool_
+
+
+def test_discrete_actions_are_scalar_int64():
+    memory = ReplayMemory(10, 4, 0)
+    memory.append(np.zeros(4), 1, 1.0, np.zeros(4), False)
+    assert memory.sample_batch(2)[1].dtype == np.int64
+    assert memory.sample_batch(2)[1].shape == (2,)
+    with pytest.raises(ValueError, match="action has dtype float64"):
+        memory.append(np.zeros(4), 1.5, 1.0, np.zeros(4), False)
+
+
+@pytest.mark.parametrize("field, kwargs, message", [
+    ("obs", dict(obs=np.zeros(4)), r"obs has shape \(4,\), expected \(3,\)"),
+    ("next_obs", dict(next_obs=np.zeros((1, 3))), r"next_obs has shape \(1, 3\), expected \(3,\)"),
+    ("action", dict(action=np.zeros(2)), r"action has shape \(2,\), expected \(1,\)"),
+])
+def test_append_refuses_wrong_shapes(field, kwargs, message):
+    memory = ReplayMemory(10, 3, 1)
+    transition = dict(obs=np.zeros(3), action=np.zeros(1), reward=0.0, next_obs=np.zeros(3), terminated=False)
+    transition.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        memory.append(**transition)
+    assert len(memory) == 0
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(max_size=0, obs_dim=3, act_dim=1), "max_size"),
+    (dict(max_size=10, obs_dim=-1, act_dim=1), "obs_dim"),
+    (dict(max_size=10, obs_dim=3, act_dim=(2, 0)), "act_dim"),
+])
+def test_bad_constructor_arguments_are_named(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        ReplayMemory(**kwargs)
+
+
+def test_bad_batch_size_is_named():
+    memory = ReplayMemory(10, 3, 1)
+    _fill(memory, 2)
+    with pytest.raises(ValueError, match="batch_size"):
+        memory.sample_batch(0)
+
+
+def test_extend_equals_appending_one_by_one_across_the_wrap():
+    one_by_one, batched = ReplayMemory(5, 2, 1, seed=3), ReplayMemory(5, 2, 1, seed=3)
+    _fill(one_by_one, 8)
+    i = np.arange(8)
+    batched.extend(np.repeat(i[:3, None], 2, 1), -i[:3, None].astype(np.float32), i[:3].astype(np.float32),
+                   np.repeat(i[:3, None] + 1, 2, 1), i[:3] % 2 == 1)
+    batched.extend(np.repeat(i[3:, None], 2, 1), -i[3:, None].astype(np.float32), i[3:].astype(np.float32),
+                   np.repeat(i[3:, None] + 1, 2, 1), i[3:] % 2 == 1)
+    assert len(batched) == len(one_by_one) == 5
+    for first, second in zip(batched.sample_batch(50), one_by_one.sample_batch(50)):
+        np.testing.assert_array_equal(first, second)
+    with pytest.raises(ValueError, match="reward has shape"):
+        batched.extend(np.zeros((2, 2)), np.zeros((2, 1)), np.zeros(3), np.zeros((2, 2)), np.zeros(2, bool))
+
+
+def test_same_seed_same_batches():
+    first, second = ReplayMemory(50, 3, 1, seed=11), ReplayMemory(50, 3, 1, seed=11)
+    _fill(first, 30)
+    _fill(second, 30)
+    np.testing.assert_array_equal(first.sample_batch(16)[2], second.sample_batch(16)[2])
+
+
+def test_save_load_round_trip_continues_identically(tmp_path):
+    memory = ReplayMemory(8, 3, 1, seed=5)
+    _fill(memory, 11)  # wrapped
+    memory.sample_batch(4)  # advance the RNG
+    memory.save(tmp_path / "memory.h5")
+    assert [p.name for p in tmp_path.iterdir()] == ["memory.h5"]  # no temporary left behind
+
+    restored = ReplayMemory(8, 3, 1, seed=999)
+    restored.load(tmp_path / "memory.h5")
+    assert len(restored) == 8
+    for name in ("obs", "action", "reward", "next_obs", "terminated"):
+        np.testing.assert_array_equal(getattr(restored, name), getattr(memory, name), err_msg=name)
+    _fill(memory, 3, start=11)
+    _fill(restored, 3, start=11)
+    for first, second in zip(memory.sample_batch(20), restored.sample_batch(20)):
+        np.testing.assert_array_equal(first, second)
+
+
+def test_partial_memory_round_trip(tmp_path):
+    memory = ReplayMemory(100, 2, 0, seed=1)
+    _fill(memory, 3)
+    memory.save(tmp_path / "m.h5")
+    restored = ReplayMemory(100, 2, 0)
+    restored.load(tmp_path / "m.h5")
+    assert len(restored) == 3
+    np.testing.assert_array_equal(restored.action[:3], [0, -1, -2])
+
+
+def test_load_missing_file_names_it(tmp_path):
+    with pytest.raises(ReplayMemoryError, match="nope.h5 does not exist"):
+        ReplayMemory(8, 3, 1).load(tmp_path / "nope.h5")
+
+
+def test_load_corrupted_file_names_it(tmp_path):
+    memory = ReplayMemory(8, 3, 1)
+    _fill(memory, 8)
+    path = tmp_path / "memory.h5"
+    memory.save(path)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # truncated
+    before = ReplayMemory(8, 3, 1)
+    with pytest.raises(ReplayMemoryError, match="memory.h5 is truncated or corrupted"):
+        before.load(path)
+    assert len(before) == 0
+    path.write_bytes(b"not hdf5 at all")
+    with pytest.raises(ReplayMemoryError, match="memory.h5 is truncated or corrupted"):
+        before.load(path)
+
+
+def test_load_mismatched_memory_is_refused_without_change(tmp_path):
+    memory = ReplayMemory(8, 3, 1)
+    _fill(memory, 4)
+    memory.save(tmp_path / "m.h5")
+    with pytest.raises(ReplayMemoryError, match="max_size 8 differs"):
+        ReplayMemory(16, 3, 1).load(tmp_path / "m.h5")
+    other = ReplayMemory(8, 4, 1)
+    with pytest.raises(ReplayMemoryError, match=r"dataset 'obs' is \(4, 3\) float32, expected \(4, 4\) float32"):
+        other.load(tmp_path / "m.h5")
+    assert len(other) == 0
+    with pytest.raises(ReplayMemoryError, match="dataset 'action'"):
+        ReplayMemory(8, 3, 1, act_dtype=np.float64).load(tmp_path / "m.h5")
+
+
+def test_file_without_a_memory_is_refused(tmp_path):
+    with h5py.File(tmp_path / "other.h5", "w") as file:
+        file.create_dataset("x", data=np.zeros(3))
+    with pytest.raises(ReplayMemoryError, match="other.h5 holds no parl_lite replay memory"):
+        ReplayMemory(8, 3, 1).load(tmp_path / "other.h5")
+
+
+def test_memory_inside_the_agent_checkpoint(tmp_path):
+    from core_models import fixed_batch, make_agent
+
+    agent = make_agent(0)
+    agent.learn(*fixed_batch())
+    memory = ReplayMemory(8, 4, 0, seed=2)
+    _fill(memory, 5)
+    path = tmp_path / "agent.h5"
+    save_agent_with_memory(agent, path, memory)
+    with h5py.File(path, "r") as file:
+        assert {"models", "optimizers", "replay_memory"} <= set(file)
+
+    fresh, restored = make_agent(1), ReplayMemory(8, 4, 0)
+    fresh.restore(path)
+    restored.load(path)
+    for name, value in agent.get_weights().items():
+        np.testing.assert_array_equal(fresh.get_weights()[name], value)
+    np.testing.assert_array_equal(restored.sample_batch(10)[2], memory.sample_batch(10)[2])
