@@ -19,12 +19,13 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from evokit_py.checkpoint import SolverCheckpointError, atomic_write_bytes, read_checkpoint, write_checkpoint
+from evokit_py.checkpoint import SolverCheckpointError, read_checkpoint, write_checkpoint
 from evokit_py.config import ESConfig, config_from_yaml_text, default_config, load_config
 from evokit_py.noise import NoiseSource, NoiseTable, SamplingInfo
 from evokit_py.policy import OnnxPolicy
 from evokit_py.rollout import OBS_CLIP, ActionMap, NoiseSpec, ObsStats, make_env, make_policy
 from evokit_py.solvers import Solver, make_solver
+from parl_lite.io.atomic import write_bytes_atomically
 
 __all__ = ["ESAgent"]
 
@@ -178,7 +179,7 @@ class ESAgent:
         model = self._policy.to_onnx(params, self.obs_stats.mean() if normalise else None,
                                      self.obs_stats.std() if normalise else None)
         self._generation = -1  # to_onnx changed the policy's parameters
-        atomic_write_bytes(path, model.SerializeToString())
+        write_bytes_atomically(path, model.SerializeToString())
 
     def save_solver(self, path: "str | Path", extra: Optional[dict] = None) -> None:
         """Write parameters, solver and optimizer state, noise seed, generation and observation

@@ -16,7 +16,9 @@ from typing import Dict, Optional, Tuple
 import h5py
 import numpy as np
 
-__all__ = ["SolverCheckpointError", "write_checkpoint", "read_checkpoint", "atomic_write_bytes"]
+from parl_lite.io.atomic import write_hdf5_atomically
+
+__all__ = ["SolverCheckpointError", "write_checkpoint", "read_checkpoint"]
 
 FORMAT = "evokit_py.solver"
 FORMAT_VERSION = 1
@@ -26,44 +28,21 @@ class SolverCheckpointError(ValueError):
     """A solver checkpoint is missing, corrupted or does not fit."""
 
 
-def _atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        write(temporary)
-        with open(temporary, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    descriptor = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def atomic_write_bytes(path: "str | os.PathLike", data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically."""
-    _atomic(Path(path), lambda temporary: Path(temporary).write_bytes(data))
-
-
 def write_checkpoint(path: "str | os.PathLike", *, solver_type: str, config_yaml: str, noise_seed: int,
                      params: np.ndarray, solver_state: Dict[str, np.ndarray],
                      obs_stats: Dict[str, np.ndarray], extra: Optional[Dict[str, np.ndarray]] = None) -> None:
     """Write a solver checkpoint to ``path`` atomically (see the module docstring for the layout)."""
-    def write(temporary):
-        with h5py.File(temporary, "w") as file:
-            file.attrs.update(format=FORMAT, format_version=FORMAT_VERSION, solver_type=solver_type,
-                              config=config_yaml, noise_seed=noise_seed,
-                              generation=int(solver_state["generation"]))
-            file.create_dataset("params", data=params)
-            for group, values in (("solver", solver_state), ("obs_stats", obs_stats), ("extra", extra or {})):
-                file.create_group(group)
-                for key, value in values.items():
-                    file.create_dataset(f"{group}/{key}", data=value)
-    _atomic(Path(path), write)
+    def write(file: h5py.File) -> None:
+        file.attrs.update(format=FORMAT, format_version=FORMAT_VERSION, solver_type=solver_type,
+                          config=config_yaml, noise_seed=noise_seed,
+                          generation=int(solver_state["generation"]))
+        file.create_dataset("params", data=params)
+        for group, values in (("solver", solver_state), ("obs_stats", obs_stats), ("extra", extra or {})):
+            file.create_group(group)
+            for key, value in values.items():
+                file.create_dataset(f"{group}/{key}", data=value)
+
+    write_hdf5_atomically(path, write)
 
 
 def read_checkpoint(path: "str | os.PathLike") -> Tuple[dict, Dict[str, Dict[str, np.ndarray]]]:

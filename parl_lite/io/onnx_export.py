@@ -32,6 +32,7 @@ import paddle
 from paddle.static import InputSpec
 
 from parl_lite.io import pir_to_onnx
+from parl_lite.io.atomic import write_bytes_atomically
 
 __all__ = ["OnnxExportError", "export_onnx", "BACKENDS"]
 
@@ -92,7 +93,7 @@ def export_onnx(
     with _evaluation_mode(model):
         proto = _export(model, specs, output_names, opset_version, backend, verify, timeout, label)
     try:
-        _write_atomically(path, proto.SerializeToString())
+        write_bytes_atomically(path, proto.SerializeToString())
     except OSError as error:
         raise OnnxExportError(f"{label}: cannot write {path}: {error}") from error
     return path
@@ -396,20 +397,3 @@ def _sample(rng: np.random.Generator, spec: InputSpec) -> np.ndarray:
     return rng.integers(0, 2, shape).astype(dtype)  # valid for bool, and for ints used as indices
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
