@@ -57,7 +57,9 @@ class ContinuousAgent(parl_lite.Agent):
         noise = self.rng.normal(0.0, self.exploration_noise, self.act_dim)
         return np.clip(self.predict(obs) + noise, -1.0, 1.0).astype(np.float32)
 
-    def learn(self, obs, action, reward, next_obs, terminated) -> float:
+    def learn(self, obs, action, reward, next_obs, terminated) -> paddle.Tensor:
+        """One update from a replay batch (numpy, as ``ReplayMemory.sample_batch`` returns it);
+        returns the critic loss."""
         critic_loss, _ = self.alg.learn(
             paddle.to_tensor(obs), paddle.to_tensor(action),
             paddle.to_tensor(reward[:, None]), paddle.to_tensor(next_obs),
@@ -73,7 +75,7 @@ def make_parser(description: str, defaults: dict) -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--env", default="Pendulum-v1")
     parser.add_argument("--total-steps", type=int, default=30_000, help="environment steps at most")
-    parser.add_argument("--learning-starts", type=int, default=1000, help="uniform random steps before learning")
+    parser.add_argument("--learning-starts", type=int, default=500, help="uniform random steps before learning")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--hidden", type=int, default=64, help="units of each of the two hidden layers")
     parser.add_argument("--gamma", type=float, default=0.99)
@@ -112,8 +114,9 @@ def main(name: str, args: argparse.Namespace,
     ``args.eval_every`` steps, stop at ``args.target``, save the agent, print one JSON summary.
 
     Returns:
-        the summary: algorithm, seed, steps, training seconds (evaluations excluded), last
-        evaluation mean, whether the target was reached, updates per second.
+        the summary: algorithm, seed, steps, training wall-clock and CPU seconds (evaluations
+        excluded; CPU time is the fairer figure on a shared machine), last evaluation mean,
+        whether the target was reached, updates per second (wall-clock).
     """
     paddle.seed(args.seed)
     env, eval_env = gym.make(args.env), gym.make(args.env)
@@ -123,11 +126,11 @@ def main(name: str, args: argparse.Namespace,
     memory = ReplayMemory(args.total_steps, obs_dim, act_dim, seed=args.seed)
     rng = np.random.default_rng(args.seed)
 
-    eval_seconds, update_seconds, updates = 0.0, 0.0, 0
+    eval_seconds, eval_cpu_seconds, update_seconds, updates = 0.0, 0.0, 0.0, 0
     returns: List[float] = []
     episode_return, eval_return, solved, step = 0.0, float("nan"), False, 0
     obs, _ = env.reset(seed=args.seed)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     for step in range(1, args.total_steps + 1):
         if step <= args.learning_starts:
             action = rng.uniform(-1.0, 1.0, act_dim).astype(np.float32)
@@ -148,9 +151,10 @@ def main(name: str, args: argparse.Namespace,
             updates += 1
 
         if step % args.eval_every == 0:
-            eval_started = time.perf_counter()
+            eval_started, eval_cpu_started = time.perf_counter(), time.process_time()
             eval_return = evaluate(eval_env, agent, args.eval_episodes, seed=10_000_000 + args.seed * 1000)
             eval_seconds += time.perf_counter() - eval_started
+            eval_cpu_seconds += time.process_time() - eval_cpu_started
             solved = eval_return >= args.target
         if step % args.log_every == 0 or solved:
             train_seconds = time.perf_counter() - started - eval_seconds
@@ -162,11 +166,13 @@ def main(name: str, args: argparse.Namespace,
         if solved:
             break
     train_seconds = time.perf_counter() - started - eval_seconds
+    train_cpu_seconds = time.process_time() - cpu_started - eval_cpu_seconds
 
     save_path = args.save or f"{name.lower()}_pendulum.h5"
     agent.save(save_path)
     summary = {"algorithm": name, "env": args.env, "seed": args.seed, "steps": step,
-               "train_seconds": round(train_seconds, 1), "eval_return": round(eval_return, 1),
+               "train_seconds": round(train_seconds, 1),
+               "train_cpu_seconds": round(train_cpu_seconds, 1), "eval_return": round(eval_return, 1),
                "solved": bool(solved), "updates_per_second": round(updates / update_seconds, 1) if updates else None,
                "checkpoint": save_path}
     print(json.dumps(summary), flush=True)

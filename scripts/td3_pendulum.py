@@ -15,7 +15,7 @@ import parl_lite
 from parl_lite.algorithms import TD3
 from continuous_control import ContinuousAgent, main, make_parser, mlp
 
-HYPERPARAMETERS = dict(total_steps=30_000, learning_starts=1000, batch_size=256, hidden=64, gamma=0.99,
+HYPERPARAMETERS = dict(total_steps=30_000, learning_starts=500, batch_size=256, hidden=64, gamma=0.99,
                        tau=0.005, actor_lr=1e-3, critic_lr=1e-3, exploration_noise=0.1,
                        policy_noise=0.2, noise_clip=0.5, policy_freq=2)
 

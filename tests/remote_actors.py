@@ -1,4 +1,5 @@
 """Plain classes the remote tests turn into actors (importable by the worker processes too)."""
+import logging
 import os
 import sys
 import time
@@ -37,6 +38,7 @@ class Counter:
     def shout(self, text: str) -> None:
         print(text)
         print(f"to stderr: {text}", file=sys.stderr)
+        logging.getLogger("remote_actors").warning("logged: %s", text)
 
     def fail(self, message: str) -> None:
         raise ValueError(message)

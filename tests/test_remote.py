@@ -25,6 +25,7 @@ AsyncCounter = remote_class(Counter, wait=False)
 @pytest.fixture
 def pool():
     """A fresh local pool; afterwards no worker, zygote or segment of it may be left."""
+    parl_lite.shutdown()  # a pool another test module left running (pools are reused, like Ray's)
     backend = parl_lite.connect(num_workers=2)
     yield backend
     pids = [worker["pid"] for worker in backend.status()["workers"]] + [backend.status()["zygote_pid"]]
@@ -239,6 +240,7 @@ def test_remote_output_reaches_the_caller_with_a_prefix(pool, capsys):
     pid = actor.pid()
     assert f"(Counter pid={pid}) hello from the actor\n" in captured.out
     assert f"(Counter pid={pid}) to stderr: hello from the actor\n" in captured.err
+    assert f"(Counter pid={pid}) logged: hello from the actor\n" in captured.err
 
 
 def test_workers_limit_threads_and_do_not_import_paddle(pool):

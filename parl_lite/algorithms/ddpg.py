@@ -11,7 +11,7 @@ Actions live in [-1, 1] (``policy`` ends in tanh); the agent scales them to the 
 adds the exploration noise.
 """
 import copy
-from typing import Tuple
+from typing import Optional, Tuple
 
 import paddle
 import paddle.nn.functional as F
@@ -89,6 +89,6 @@ class DDPG(Algorithm):
         self.actor_optimizer.step()
         return actor_loss
 
-    def sync_target(self, decay: float = None) -> None:
+    def sync_target(self, decay: Optional[float] = None) -> None:
         """``target = decay * target + (1 - decay) * model``; ``decay`` defaults to ``1 - tau``."""
         self.model.sync_weights_to(self.target_model, decay=1.0 - self.tau if decay is None else decay)

@@ -107,6 +107,6 @@ class TD3(Algorithm):
         self.actor_optimizer.step()
         return actor_loss
 
-    def sync_target(self, decay: float = None) -> None:
+    def sync_target(self, decay: Optional[float] = None) -> None:
         """``target = decay * target + (1 - decay) * model``; ``decay`` defaults to ``1 - tau``."""
         self.model.sync_weights_to(self.target_model, decay=1.0 - self.tau if decay is None else decay)

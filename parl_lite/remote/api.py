@@ -118,10 +118,10 @@ class ActorHandle:
             # not cached on the handle: the method refers to the handle, and a cycle would keep
             # the actor alive after the user's last reference to it is gone
             return RemoteMethod(self, self._channel, name, self._wait)
-        return self._channel.get_attribute(name).result()
+        return self._channel.result(self._channel.get_attribute(name))
 
     def __setattr__(self, name: str, value: Any) -> None:
-        self._channel.set_attribute(name, value).result()
+        self._channel.result(self._channel.set_attribute(name, value))
 
     def close(self) -> None:
         """Stop the actor (after running its own ``close()``, if its class has one)."""
@@ -129,7 +129,7 @@ class ActorHandle:
         if channel is None:
             return
         if callable(getattr(self._remote_cls, "close", None)):
-            channel.call("close", (), {}).result()
+            channel.result(channel.call("close", (), {}))
         channel.close()
 
     def __del__(self) -> None:
@@ -167,7 +167,7 @@ class RemoteMethod:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         future = self._channel.call(self._name, args, kwargs)
-        return future.result() if self._wait else future
+        return self._channel.result(future) if self._wait else future
 
 
 def remote_class(cls: Optional[T] = None, *, wait: bool = True,

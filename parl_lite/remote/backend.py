@@ -45,6 +45,11 @@ class ActorChannel(ABC):
     def close(self) -> None:
         """Stop the actor once the calls already made have run, and free what hosts it."""
 
+    def result(self, future: Future) -> Any:
+        """Wait for a future of this channel and return its value; a backend may override this
+        to do the waiting in the calling thread (synchronous calls use it)."""
+        return future.result()
+
 
 class Backend(ABC):
     """Creates actors and owns the processes (or machines) they run on."""

@@ -1,0 +1,325 @@
+"""The ES configuration: EvoKit's fields in YAML, read into dataclasses and validated.
+
+Every error names the offending key path (``solver.optimizer.adam.beta1``): unknown keys, wrong
+types and out-of-range values are refused. Validation uses the dataclasses themselves (types from
+the annotations, ranges from field metadata), so the schema is written once, below.
+
+A minimal file::
+
+    env: {id: CartPole-v1}
+    solver:
+      type: BASIC_ES
+      population_size: 16
+      optimizer: {type: ADAM, base_lr: 0.05}
+      sampling: {gaussian_sampling: {std: 0.05, seed: 7}}
+    train: {generations: 50, target_return: 475}
+"""
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Literal, Optional, Union
+
+import yaml
+
+__all__ = ["ConfigError", "ESConfig", "load_config", "parse_config", "default_config", "config_from_yaml_text",
+           "resolve_config", "DEFAULT_CONFIG_YAML"]
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown, of the wrong type or out of range."""
+
+
+def _check(predicate: Callable[[Any], bool], requirement: str) -> dict:
+    return {"check": (predicate, requirement)}
+
+
+_POSITIVE = _check(lambda v: v > 0, "must be > 0")
+_NON_NEGATIVE = _check(lambda v: v >= 0, "must be >= 0")
+_UNIT_OPEN = _check(lambda v: 0 <= v < 1, "must be in [0, 1)")
+
+
+@dataclass
+class EnvConfig:
+    """The gymnasium environment a candidate is evaluated on."""
+    id: str = "CartPole-v1"
+    kwargs: Dict[str, Any] = field(default_factory=dict)
+    max_steps: Optional[int] = field(default=None, metadata=_POSITIVE)  # None: the env's own limit
+    episodes_per_candidate: int = field(default=1, metadata=_POSITIVE)
+    # every candidate of a generation starts from the same states (common random numbers)
+    common_episode_seeds: bool = True
+
+
+@dataclass
+class MLPConfig:
+    """A multilayer perceptron built into an ONNX graph (``hidden: []`` is a linear policy)."""
+    hidden: List[int] = field(default_factory=list)
+    activation: Literal["tanh", "relu"] = "tanh"
+    # "auto": none (argmax) for discrete actions, tanh (scaled to the bounds) for continuous ones
+    output_activation: Literal["auto", "none", "tanh", "softmax"] = "auto"
+    init_std: float = field(default=0.0, metadata=_NON_NEGATIVE)  # 0: all-zero initial weights
+
+    def __post_init__(self) -> None:
+        bad = [size for size in self.hidden if size <= 0]
+        if bad:
+            raise ConfigError(f"hidden: layer sizes must be > 0, got {self.hidden}")
+
+
+@dataclass
+class PolicyConfig:
+    """Either an ONNX file (its float weights become the parameters) or an MLP spec."""
+    onnx: Optional[str] = None
+    mlp: MLPConfig = field(default_factory=MLPConfig)
+
+
+@dataclass
+class MomentumConfig:
+    mu: float = field(default=0.9, metadata=_UNIT_OPEN)
+
+
+@dataclass
+class AdamConfig:
+    beta1: float = field(default=0.9, metadata=_UNIT_OPEN)
+    beta2: float = field(default=0.999, metadata=_UNIT_OPEN)
+    epsilon: float = field(default=1e-8, metadata=_POSITIVE)
+
+
+@dataclass
+class OptimizerConfig:
+    """EvoKit's optimizer block; used by BASIC_ES."""
+    type: Literal["SGD", "MOMENTUM", "ADAM"] = "ADAM"
+    base_lr: float = field(default=0.01, metadata=_POSITIVE)
+    momentum: MomentumConfig = field(default_factory=MomentumConfig)
+    adam: AdamConfig = field(default_factory=AdamConfig)
+
+
+@dataclass
+class GaussianSamplingConfig:
+    std: float = field(default=0.05, metadata=_POSITIVE)
+    cached: bool = True  # True: a shared noise table; False: noise regenerated from a per-sample seed
+    seed: int = field(default=1024, metadata=_NON_NEGATIVE)
+    cache_size: int = field(default=1_000_000, metadata=_POSITIVE)
+
+
+@dataclass
+class SamplingConfig:
+    type: Literal["GAUSSIAN_SAMPLING"] = "GAUSSIAN_SAMPLING"
+    gaussian_sampling: GaussianSamplingConfig = field(default_factory=GaussianSamplingConfig)
+
+
+@dataclass
+class CMAESConfig:
+    """CMA-ES: the initial step size is ``solver.sampling.gaussian_sampling.std``."""
+    mu: Optional[int] = field(default=None, metadata=_POSITIVE)  # None: population_size // 2
+
+
+@dataclass
+class GAConfig:
+    """GA: mutation std is ``solver.sampling.gaussian_sampling.std``."""
+    elite_count: int = field(default=1, metadata=_NON_NEGATIVE)
+    truncation: float = field(default=0.2, metadata=_check(lambda v: 0 < v <= 1, "must be in (0, 1]"))
+
+
+@dataclass
+class SolverConfig:
+    type: Literal["BASIC_ES", "CMA_ES", "GA"] = "BASIC_ES"
+    population_size: int = field(default=16, metadata=_check(lambda v: v >= 2, "must be >= 2"))
+    mirrored_sampling: bool = True  # BASIC_ES only
+    fitness_shaping: Literal["centered_rank", "none"] = "centered_rank"
+    weight_decay: float = field(default=0.0, metadata=_NON_NEGATIVE)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    cma_es: CMAESConfig = field(default_factory=CMAESConfig)
+    ga: GAConfig = field(default_factory=GAConfig)
+
+    def __post_init__(self) -> None:
+        if self.type == "BASIC_ES" and self.mirrored_sampling and self.population_size % 2:
+            raise ConfigError(f"population_size: must be even with mirrored_sampling, got {self.population_size}")
+        if self.type == "GA" and self.ga.elite_count >= self.population_size:
+            raise ConfigError(f"ga.elite_count: must be < population_size ({self.population_size}), "
+                              f"got {self.ga.elite_count}")
+
+
+@dataclass
+class TrainConfig:
+    generations: int = field(default=100, metadata=_POSITIVE)
+    target_return: Optional[float] = None  # stop when the evaluation mean reaches it
+    eval_every: int = field(default=1, metadata=_POSITIVE)
+    eval_episodes: int = field(default=5, metadata=_POSITIVE)
+    workers: int = field(default=2, metadata=_POSITIVE)
+    checkpoint_every: int = field(default=10, metadata=_POSITIVE)
+    checkpoint_dir: str = "runs/es/checkpoints"
+    log_dir: str = "runs/es"
+
+
+@dataclass
+class ESConfig:
+    """The whole configuration (see the module docstring)."""
+    seed: int = field(default=0, metadata=_NON_NEGATIVE)  # environment seeds and initial weights
+    env: EnvConfig = field(default_factory=EnvConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    solver: SolverConfig = field(default_factory=SolverConfig)
+    observation_normalization: bool = True
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+
+DEFAULT_CONFIG_YAML = """\
+# parl-lite es-train's built-in job: a linear policy on CartPole-v1, evaluated on the local pool.
+seed: 0
+env: {id: CartPole-v1, episodes_per_candidate: 1}
+policy: {mlp: {hidden: []}}
+solver:
+  type: BASIC_ES
+  population_size: 16
+  mirrored_sampling: true
+  fitness_shaping: centered_rank
+  optimizer: {type: SGD, base_lr: 0.05}
+  sampling: {type: GAUSSIAN_SAMPLING, gaussian_sampling: {std: 0.1, cached: true, seed: 7, cache_size: 1000000}}
+observation_normalization: true
+train:
+  generations: 100
+  target_return: 475
+  eval_episodes: 5
+  workers: 2
+  checkpoint_every: 10
+  checkpoint_dir: runs/es_cartpole/checkpoints
+  log_dir: runs/es_cartpole
+"""
+
+
+def load_config(path: "str | Path") -> ESConfig:
+    """Read and validate a YAML config file.
+
+    Raises:
+        ConfigError: the file is missing or not YAML, or a value is wrong (the message names the key).
+    """
+    return resolve_config(path)
+
+
+def parse_config(data: Optional[dict]) -> ESConfig:
+    """Validate a config given as a mapping (e.g. parsed YAML); missing keys take their defaults.
+
+    Raises:
+        ConfigError: naming the key path of the first problem found.
+    """
+    return _build(ESConfig, {} if data is None else data, "")
+
+
+def _build(cls: type, data: Any, path: str):
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path or 'config'}: expected a mapping, got {type(data).__name__} {data!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(map(str, data)) - set(fields))
+    if unknown:
+        raise ConfigError(f"{_join(path, unknown[0])}: unknown key (known keys here: {', '.join(fields)})")
+    values = {}
+    for name, value in data.items():
+        key = _join(path, name)
+        values[name] = _convert(hints[name], value, key)
+        check = fields[name].metadata.get("check")
+        if check is not None and values[name] is not None and not check[0](values[name]):
+            raise ConfigError(f"{key}: {check[1]}, got {value!r}")
+    try:
+        return cls(**values)
+    except ConfigError as error:
+        raise ConfigError(_join(path, str(error))) from None
+
+
+def _convert(hint: Any, value: Any, key: str) -> Any:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, key)
+    if origin is Union:  # Optional[X]
+        if value is None:
+            return None
+        return _convert(next(a for a in args if a is not type(None)), value, key)
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{key}: must be one of {', '.join(map(str, args))}, got {value!r}")
+        return value
+    if origin in (list, List):
+        if not isinstance(value, list):
+            raise ConfigError(f"{key}: expected a list, got {type(value).__name__} {value!r}")
+        return [_convert(args[0], item, f"{key}[{i}]") for i, item in enumerate(value)]
+    if origin in (dict, Dict):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a mapping, got {type(value).__name__} {value!r}")
+        return dict(value)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{key}: expected an integer, got {type(value).__name__} {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key}: expected a number, got {type(value).__name__} {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a string, got {type(value).__name__} {value!r}")
+        return value
+    if hint is Any:
+        return value
+    raise TypeError(f"config schema: unsupported annotation {hint!r} at {key}")
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else str(name)
+
+
+def default_config() -> ESConfig:
+    """The built-in CartPole-v1 job of ``parl-lite es-train`` without ``--config``."""
+    return parse_config(yaml.safe_load(DEFAULT_CONFIG_YAML))
+
+
+def resolve_config(path: "Optional[str | Path]", overrides: "tuple | list" = ()) -> ESConfig:
+    """The config at ``path`` (or the built-in default) with ``KEY=VALUE`` overrides applied;
+    values are parsed as YAML (``train.workers=1``, ``policy.mlp.hidden=[16]``).
+
+    Raises:
+        ConfigError: a bad file, override or value (naming the key).
+    """
+    if path is None:
+        data = yaml.safe_load(DEFAULT_CONFIG_YAML)
+    else:
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        try:
+            data = yaml.safe_load(path.read_text())
+            data = {} if data is None else data  # an empty file: every default
+        except yaml.YAMLError as error:
+            raise ConfigError(f"config file {path} is not valid YAML: {error}") from error
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path or 'config'}: expected a mapping at the top level, got {type(data).__name__}")
+    for override in overrides:
+        key, sep, text = override.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"override {override!r}: expected KEY=VALUE, e.g. train.workers=1")
+        node = data
+        parts = key.split(".")
+        for i, part in enumerate(parts[:-1]):
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"{'.'.join(parts[:i + 1])}: is not a mapping, cannot set {key}")
+        node[parts[-1]] = yaml.safe_load(text)
+    try:
+        return parse_config(data)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}" if path else str(error)) from None
+
+
+def config_from_yaml_text(text: str) -> ESConfig:
+    """Validate a config given as YAML text (e.g. the copy stored in a checkpoint)."""
+    return parse_config(yaml.safe_load(text))
+

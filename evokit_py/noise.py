@@ -1,0 +1,147 @@
+"""Gaussian noise for ES, addressed by small sampling infos so that only those cross processes.
+
+Cached sampling (OpenAI ES / PARL ES): one table of ``cache_size`` standard normal float32 values is
+built once from the seed and held in shared memory; a perturbation of dimension ``d`` is the slice
+``table[offset:offset + d]``. Uncached sampling regenerates the noise from a per-sample seed.
+
+Shared-memory ownership: exactly one process (the trainer) *creates* the table and *unlinks* it.
+Every other process attaches without registering the segment with its resource tracker: on Python
+< 3.13 a plain ``SharedMemory(name)`` registers it, and the tracker unlinks it when that reader
+exits, pulling the table from under everyone else.
+"""
+import sys
+import threading
+from dataclasses import dataclass
+from multiprocessing import resource_tracker, shared_memory
+from typing import List, Optional
+
+import numpy as np
+
+__all__ = ["SamplingInfo", "NoiseSource", "NoiseTable", "attach_shared_memory"]
+
+
+@dataclass(frozen=True)
+class SamplingInfo:
+    """Where a candidate's noise comes from: small enough to log and to send between processes.
+
+    Attributes:
+        seed: the noise table's seed (cached sampling) or the sample's own seed (uncached).
+        offset: start of the slice in the noise table (cached sampling; 0 otherwise).
+        sign: +1 or -1 (mirrored pairs share seed and offset); 0 means no noise (the parent itself).
+        parent: which of the solver's centres the noise is added to (GA parents; 0 otherwise).
+    """
+    seed: int
+    offset: int
+    sign: int
+    parent: int = 0
+
+    def to_list(self) -> List[int]:
+        return [self.seed, self.offset, self.sign, self.parent]
+
+    @classmethod
+    def from_list(cls, values) -> "SamplingInfo":
+        seed, offset, sign, parent = (int(v) for v in values)
+        return cls(seed, offset, sign, parent)
+
+
+_ATTACH_LOCK = threading.Lock()
+
+
+def attach_shared_memory(name: str) -> shared_memory.SharedMemory:
+    """Attach to an existing segment without letting this process's resource tracker own it."""
+    if sys.version_info >= (3, 13):
+        return shared_memory.SharedMemory(name=name, track=False)
+    with _ATTACH_LOCK:  # SharedMemory.__init__ calls resource_tracker.register by module attribute
+        register = resource_tracker.register
+        resource_tracker.register = lambda *args, **kwargs: None
+        try:
+            return shared_memory.SharedMemory(name=name)
+        finally:
+            resource_tracker.register = register
+
+
+class NoiseTable:
+    """A table of standard normal float32 values in shared memory.
+
+    Use :meth:`create` in the owner process (it must call :meth:`unlink` when done, or use it as a
+    context manager) and :meth:`attach` everywhere else (``close`` only).
+    """
+
+    def __init__(self, memory: shared_memory.SharedMemory, seed: int, size: int, owner: bool):
+        self._memory = memory
+        self.seed = seed
+        self.size = size
+        self.owner = owner
+        self.values = np.ndarray((size,), dtype=np.float32, buffer=memory.buf)
+
+    @property
+    def name(self) -> str:
+        return self._memory.name
+
+    @classmethod
+    def create(cls, seed: int, size: int) -> "NoiseTable":
+        """Build the table from ``seed`` (same seed, same values) in a new shared-memory segment."""
+        if size <= 0:
+            raise ValueError(f"cache_size must be > 0, got {size}")
+        memory = shared_memory.SharedMemory(create=True, size=size * 4)
+        table = cls(memory, seed, size, owner=True)
+        np.random.default_rng(seed).standard_normal(size, dtype=np.float32, out=table.values)
+        return table
+
+    @classmethod
+    def attach(cls, name: str, seed: int, size: int) -> "NoiseTable":
+        """Map the table another process created (read-only use, no ownership)."""
+        return cls(attach_shared_memory(name), seed, size, owner=False)
+
+    def close(self) -> None:
+        """Unmap this process's view (the segment stays for the other processes)."""
+        self.values = None
+        self._memory.close()
+
+    def unlink(self) -> None:
+        """Owner only: unmap and destroy the segment."""
+        if not self.owner:
+            raise RuntimeError(f"noise table {self.name} is attached, not owned: only its creator unlinks it")
+        self.close()
+        self._memory.unlink()
+
+    def __enter__(self) -> "NoiseTable":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.owner:
+            self.unlink()
+        else:
+            self.close()
+
+
+class NoiseSource:
+    """Turns sampling infos into noise vectors of dimension ``dim`` and draws new infos.
+
+    Args:
+        seed: the sampling seed (``solver.sampling.gaussian_sampling.seed``).
+        dim: number of parameters.
+        table: the noise table for cached sampling, ``None`` for uncached sampling.
+    """
+
+    def __init__(self, seed: int, dim: int, table: Optional[NoiseTable] = None):
+        if table is not None and table.size < dim:
+            raise ValueError(f"solver.sampling.gaussian_sampling.cache_size ({table.size}) must be at least "
+                             f"the number of parameters ({dim})")
+        self.seed = seed
+        self.dim = dim
+        self.table = table
+
+    def draw(self, rng: np.random.Generator, count: int) -> List[SamplingInfo]:
+        """``count`` new infos with sign +1 and parent 0."""
+        if self.table is not None:
+            offsets = rng.integers(0, self.table.size - self.dim + 1, size=count)
+            return [SamplingInfo(self.seed, int(o), 1) for o in offsets]
+        seeds = rng.integers(0, 2**31 - 1, size=count)
+        return [SamplingInfo(int(s), 0, 1) for s in seeds]
+
+    def get(self, info: SamplingInfo) -> np.ndarray:
+        """The unsigned standard normal vector of ``info`` (float32, read-only for table slices)."""
+        if self.table is not None:
+            return self.table.values[info.offset:info.offset + self.dim]
+        return np.random.default_rng(info.seed).standard_normal(self.dim, dtype=np.float32)

@@ -1,0 +1,184 @@
+"""An ONNX policy run by onnxruntime whose weights change per candidate without a new session.
+
+The weights are *graph inputs*, not initializers, so every ``run`` feeds the current parameters:
+one session serves every candidate. An ONNX file given by the user (e.g. exported from paddle, output
+``fetch_name_0``) is converted on load: its float initializers (tensors with at least one dimension)
+become inputs and together form the flat parameter vector, in file order. :meth:`OnnxPolicy.to_onnx`
+turns the inputs back into initializers holding chosen values, optionally behind an
+observation-normalisation prefix, for deployment.
+"""
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+__all__ = ["OnnxPolicy", "build_mlp", "session_options"]
+
+OPSET = 17
+
+
+def session_options() -> ort.SessionOptions:
+    """One intra-op and one inter-op thread, no spinning: workers share 2 cores with numpy."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return options
+
+
+def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str = "tanh",
+              output_activation: str = "none") -> onnx.ModelProto:
+    """An MLP ``obs -> [MatMul, Add, act] * len(hidden) -> MatMul, Add, output act`` whose weights
+    ``w0, b0, w1, b1, ...`` are graph inputs. Input ``obs`` is [batch, obs_dim] float32, output
+    ``action`` is [batch, act_dim].
+
+    Args:
+        activation: "tanh" or "relu" between layers.
+        output_activation: "none", "tanh" or "softmax".
+    """
+    ops = {"tanh": "Tanh", "relu": "Relu", "softmax": "Softmax"}
+    sizes = [obs_dim, *hidden, act_dim]
+    inputs = [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", obs_dim])]
+    nodes = []
+    x = "obs"
+    for layer, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        w, b = f"w{layer}", f"b{layer}"
+        inputs += [helper.make_tensor_value_info(w, TensorProto.FLOAT, [fan_in, fan_out]),
+                   helper.make_tensor_value_info(b, TensorProto.FLOAT, [fan_out])]
+        nodes += [helper.make_node("MatMul", [x, w], [f"mm{layer}"]),
+                  helper.make_node("Add", [f"mm{layer}", b], [f"z{layer}"])]
+        x = f"z{layer}"
+        act = activation if layer < len(sizes) - 2 else output_activation
+        if act != "none":
+            attributes = {"axis": -1} if act == "softmax" else {}
+            nodes.append(helper.make_node(ops[act], [x], [f"a{layer}"], **attributes))
+            x = f"a{layer}"
+    nodes.append(helper.make_node("Identity", [x], ["action"]))
+    output = helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", act_dim])
+    graph = helper.make_graph(nodes, "evokit_mlp", inputs, [output])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="evokit_py")
+    onnx.checker.check_model(model)
+    return model
+
+
+def _weights_to_inputs(model: onnx.ModelProto) -> Tuple[onnx.ModelProto, List[np.ndarray]]:
+    """Float initializers with >= 1 dimension become graph inputs; returns the model and their values."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+    keep, values = [], []
+    for tensor in graph.initializer:
+        if tensor.data_type == TensorProto.FLOAT and len(tensor.dims) >= 1:
+            values.append(numpy_helper.to_array(tensor).astype(np.float32))
+            graph.input.append(helper.make_tensor_value_info(tensor.name, TensorProto.FLOAT, list(tensor.dims)))
+        else:
+            keep.append(tensor)
+    del graph.initializer[:]
+    graph.initializer.extend(keep)
+    return model, values
+
+
+class OnnxPolicy:
+    """A policy graph whose float weights are inputs; parameters are one flat vector.
+
+    Args:
+        model: an ONNX model whose first input is the observation and whose other inputs are the
+            weights (as :func:`build_mlp` makes, or :meth:`from_file` converts).
+    """
+
+    def __init__(self, model: onnx.ModelProto):
+        self.model = model
+        self.session = ort.InferenceSession(model.SerializeToString(), session_options(),
+                                            providers=["CPUExecutionProvider"])
+        inputs = self.session.get_inputs()
+        self.obs_name = inputs[0].name
+        self.weight_names = [i.name for i in inputs[1:]]
+        self.weight_shapes = [tuple(i.shape) for i in inputs[1:]]
+        bad = [(n, s) for n, s in zip(self.weight_names, self.weight_shapes) if not all(isinstance(d, int) for d in s)]
+        if bad:
+            raise ValueError(f"policy weight inputs need static shapes, got {bad}")
+        self.output_name = self.session.get_outputs()[0].name
+        self.sizes = [int(np.prod(s)) for s in self.weight_shapes]
+        self.param_size = int(sum(self.sizes))
+        self._feed = {}
+        self.set_parameters(np.zeros(self.param_size, dtype=np.float32))
+
+    @classmethod
+    def from_file(cls, path: "str | Path") -> Tuple["OnnxPolicy", np.ndarray]:
+        """Load a user's ONNX file; returns the policy and its weights as the initial parameters.
+
+        Raises:
+            ValueError: the file is missing, not ONNX, or has no float weights.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise ValueError(f"policy.onnx: file {path} does not exist")
+        try:
+            model = onnx.load(str(path))
+        except Exception as error:  # onnx raises DecodeError and others for a bad file
+            raise ValueError(f"policy.onnx: {path} is not an ONNX model: {error}") from error
+        model, values = _weights_to_inputs(model)
+        if not values:
+            raise ValueError(f"policy.onnx: {path} has no float weights to optimise")
+        return cls(model), np.concatenate([v.ravel() for v in values])
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "OnnxPolicy":
+        return cls(onnx.ModelProto.FromString(data))
+
+    def to_bytes(self) -> bytes:
+        return self.model.SerializeToString()
+
+    def set_parameters(self, params: np.ndarray) -> None:
+        """Use ``params`` (flat, length ``param_size``) from the next call on; no session rebuild."""
+        params = np.asarray(params, dtype=np.float32)
+        if params.shape != (self.param_size,):
+            raise ValueError(f"parameters have shape {params.shape}, the policy has {self.param_size}")
+        chunks = np.split(params, np.cumsum(self.sizes)[:-1])
+        self._feed = {name: chunk.reshape(shape) for name, chunk, shape
+                      in zip(self.weight_names, chunks, self.weight_shapes)}
+
+    def get_parameters(self) -> np.ndarray:
+        """The parameters in use (flat float32 copy)."""
+        return np.concatenate([self._feed[name].ravel() for name in self.weight_names])
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        """Run the policy on a batch of observations ([batch, obs_dim] float32)."""
+        self._feed[self.obs_name] = obs
+        return self.session.run([self.output_name], self._feed)[0]
+
+    def to_onnx(self, params: np.ndarray, obs_mean: Optional[np.ndarray] = None,
+                obs_std: Optional[np.ndarray] = None) -> onnx.ModelProto:
+        """A standalone model: weights = ``params`` as initializers; with ``obs_mean``/``obs_std`` the
+        input is normalised and clipped to [-5, 5] first, as during training."""
+        self.set_parameters(params)
+        model = onnx.ModelProto.FromString(self.model.SerializeToString())
+        graph = model.graph
+        weights = set(self.weight_names)
+        kept_inputs = [i for i in graph.input if i.name not in weights]
+        del graph.input[:]
+        graph.input.extend(kept_inputs)
+        graph.initializer.extend(numpy_helper.from_array(np.ascontiguousarray(self._feed[n]), n)
+                                 for n in self.weight_names)
+        if obs_mean is not None:
+            raw = graph.input[0].name
+            internal = f"{raw}__normalised"
+            for node in graph.node:
+                node.input[:] = [internal if name == raw else name for name in node.input]
+            graph.initializer.extend([
+                numpy_helper.from_array(np.asarray(obs_mean, np.float32), "obs_mean"),
+                numpy_helper.from_array(np.asarray(obs_std, np.float32), "obs_std"),
+                numpy_helper.from_array(np.asarray(-5.0, np.float32), "clip_low"),
+                numpy_helper.from_array(np.asarray(5.0, np.float32), "clip_high")])
+            prefix = [helper.make_node("Sub", [raw, "obs_mean"], ["obs__centred"]),
+                      helper.make_node("Div", ["obs__centred", "obs_std"], ["obs__scaled"]),
+                      helper.make_node("Clip", ["obs__scaled", "clip_low", "clip_high"], [internal])]
+            nodes = prefix + list(graph.node)
+            del graph.node[:]
+            graph.node.extend(nodes)
+        onnx.checker.check_model(model)
+        return model

@@ -1,0 +1,195 @@
+"""Episodes of an ONNX policy in a gymnasium environment: what a sampling worker runs.
+
+Nothing here imports paddle. A :class:`Sampler` holds one environment, one ONNX session and a view of
+the noise table; it receives a basis (once per generation) and sampling infos, and returns returns
+plus observation sums for the normalisation statistics.
+"""
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from evokit_py.config import ESConfig
+from evokit_py.noise import NoiseSource, NoiseTable, SamplingInfo
+from evokit_py.policy import OnnxPolicy, build_mlp
+from evokit_py.solvers.base import Basis
+
+__all__ = ["ObsStats", "NoiseSpec", "Sampler", "make_env", "make_policy", "episode_seed", "candidate_seeds",
+           "ActionMap"]
+
+OBS_CLIP = 5.0
+
+
+def make_env(config: ESConfig) -> gym.Env:
+    """The environment of ``config.env`` (errors name ``env.id`` / ``env.kwargs``)."""
+    try:
+        return gym.make(config.env.id, **config.env.kwargs)
+    except gym.error.Error as error:
+        raise ValueError(f"env.id / env.kwargs: cannot make {config.env.id!r} with {config.env.kwargs}: {error}") from error
+    except TypeError as error:
+        raise ValueError(f"env.kwargs: {config.env.kwargs} do not fit {config.env.id!r}: {error}") from error
+
+
+def make_policy(config: ESConfig, env: gym.Env) -> "tuple[OnnxPolicy, np.ndarray]":
+    """The policy of ``config.policy`` for ``env`` and its initial parameters."""
+    if config.policy.onnx:
+        return OnnxPolicy.from_file(config.policy.onnx)
+    obs_space, act_space = env.observation_space, env.action_space
+    if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
+        raise ValueError(f"policy.mlp: needs a flat Box observation space, {config.env.id} has {obs_space}")
+    mlp = config.policy.mlp
+    if isinstance(act_space, gym.spaces.Discrete):
+        act_dim, output = int(act_space.n), ("none" if mlp.output_activation == "auto" else mlp.output_activation)
+    elif isinstance(act_space, gym.spaces.Box) and len(act_space.shape) == 1:
+        act_dim, output = int(act_space.shape[0]), ("tanh" if mlp.output_activation == "auto" else mlp.output_activation)
+    else:
+        raise ValueError(f"policy.mlp: action space {act_space} of {config.env.id} is not Discrete or a flat Box")
+    policy = OnnxPolicy(build_mlp(obs_space.shape[0], act_dim, mlp.hidden, mlp.activation, output))
+    rng = np.random.default_rng(config.seed)
+    x0 = np.zeros(policy.param_size)
+    if mlp.init_std > 0:
+        x0 = mlp.init_std * rng.standard_normal(policy.param_size)
+    return policy, x0
+
+
+class ActionMap:
+    """Policy output row -> environment action: argmax for Discrete; for Box, a tanh output in
+    [-1, 1] is scaled to finite bounds, anything else is clipped to them."""
+
+    def __init__(self, space: gym.Space, tanh_output: bool):
+        self.discrete = isinstance(space, gym.spaces.Discrete)
+        if not self.discrete:
+            self.low, self.high = space.low.astype(np.float32), space.high.astype(np.float32)
+            self.scale = tanh_output and bool(np.all(np.isfinite(self.low)) and np.all(np.isfinite(self.high)))
+
+    def __call__(self, output: np.ndarray):
+        if self.discrete:
+            return int(output.argmax())
+        if self.scale:
+            return self.low + (output + 1.0) * 0.5 * (self.high - self.low)
+        return np.clip(output, self.low, self.high)
+
+
+class ObsStats:
+    """Running sums of observations (count, sum, sum of squares) -> mean and std (OpenAI ES)."""
+
+    def __init__(self, dim: int):
+        self.count = 0.0
+        self.total = np.zeros(dim)
+        self.total_sq = np.zeros(dim)
+
+    def add(self, total: np.ndarray, total_sq: np.ndarray, count: float) -> None:
+        self.count += float(count)
+        self.total += total
+        self.total_sq += total_sq
+
+    def mean(self) -> np.ndarray:
+        return self.total / self.count if self.count else np.zeros_like(self.total)
+
+    def std(self) -> np.ndarray:
+        if self.count < 2:
+            return np.ones_like(self.total)
+        return np.sqrt(np.maximum(self.total_sq / self.count - self.mean() ** 2, 1e-2))
+
+    def state_dict(self) -> Dict[str, np.ndarray]:
+        return {"count": np.asarray(self.count), "sum": self.total.copy(), "sumsq": self.total_sq.copy()}
+
+    def load_state_dict(self, state: Dict[str, np.ndarray]) -> None:
+        self.count = float(state["count"])
+        self.total = np.array(state["sum"], dtype=np.float64)
+        self.total_sq = np.array(state["sumsq"], dtype=np.float64)
+
+
+def episode_seed(seed: int, generation: int, index: int, episode: int) -> int:
+    """The reset seed of one episode: independent of which worker runs it (resume reproduces it)."""
+    return int(np.random.SeedSequence([seed, generation, index, episode]).generate_state(1)[0])
+
+
+def candidate_seeds(config: ESConfig, generation: int, count: int) -> List[List[int]]:
+    """The reset seeds of ``count`` candidates' episodes in ``generation``. With
+    ``env.common_episode_seeds`` every candidate starts from the same states (common random numbers:
+    candidates are compared on equal terms); otherwise each candidate gets its own."""
+    episodes = range(config.env.episodes_per_candidate)
+    if config.env.common_episode_seeds:
+        shared = [episode_seed(config.seed, generation, 0, e) for e in episodes]
+        return [list(shared) for _ in range(count)]
+    return [[episode_seed(config.seed, generation, i, e) for e in episodes] for i in range(count)]
+
+
+@dataclass
+class NoiseSpec:
+    """How a worker finds the noise: the table's shared-memory name (cached) or just the seed."""
+    seed: int
+    dim: int
+    table_name: Optional[str] = None
+    table_size: int = 0
+
+
+class Sampler:
+    """One environment + one ONNX session + the noise: evaluates candidates given by sampling infos.
+
+    Args:
+        config: the ES config (env, max steps, episodes per candidate, normalisation).
+        policy_bytes: the serialized weights-as-inputs policy graph.
+        noise: where the noise table lives (attached, never owned, by the sampler).
+    """
+
+    def __init__(self, config: ESConfig, policy_bytes: bytes, noise: NoiseSpec):
+        self.config = config
+        self.env = make_env(config)
+        self.policy = OnnxPolicy.from_bytes(policy_bytes)
+        self._table = NoiseTable.attach(noise.table_name, noise.seed, noise.table_size) if noise.table_name else None
+        self.noise = NoiseSource(noise.seed, noise.dim, self._table)
+        tanh = config.policy.onnx is None and config.policy.mlp.output_activation in ("auto", "tanh")
+        self.action_map = ActionMap(self.env.action_space, tanh)
+        self.max_steps = config.env.max_steps or 10**9
+
+    def evaluate(self, basis: dict, obs_mean: Optional[np.ndarray], obs_std: Optional[np.ndarray],
+                 infos: Sequence[Sequence[int]], seeds: Sequence[Sequence[int]]) -> dict:
+        """Evaluate candidates: ``infos[i]`` (a :class:`SamplingInfo` as a list) for the episodes
+        reset with ``seeds[i]``.
+
+        Returns:
+            ``returns`` (mean return per candidate), ``steps`` (total), and ``obs_sum``,
+            ``obs_sumsq``, ``obs_count`` over every observation seen (for normalisation).
+        """
+        basis_obj = Basis.from_dict(basis)
+        returns = np.zeros(len(infos))
+        steps = 0
+        obs_dim = self.env.observation_space.shape[0]
+        obs_sum, obs_sumsq = np.zeros(obs_dim), np.zeros(obs_dim)
+        for i, (info, episode_seeds) in enumerate(zip(infos, seeds)):
+            self.policy.set_parameters(basis_obj.candidate(SamplingInfo.from_list(info), self.noise))
+            total = 0.0
+            for seed in episode_seeds:
+                episode_return, observations = self.run_episode(int(seed), obs_mean, obs_std)
+                total += episode_return
+                steps += len(observations)
+                obs_sum += observations.sum(axis=0)
+                obs_sumsq += np.square(observations).sum(axis=0)
+            returns[i] = total / len(episode_seeds)
+        return {"returns": returns, "steps": steps, "obs_sum": obs_sum, "obs_sumsq": obs_sumsq, "obs_count": steps}
+
+    def run_episode(self, seed: int, obs_mean: Optional[np.ndarray] = None,
+                    obs_std: Optional[np.ndarray] = None) -> "tuple[float, np.ndarray]":
+        """One episode with the current parameters; returns its return and the raw observations."""
+        obs, _ = self.env.reset(seed=seed)
+        observations: List[np.ndarray] = []
+        total = 0.0
+        policy, action_map, step = self.policy, self.action_map, self.env.step
+        for _ in range(self.max_steps):
+            observations.append(obs)
+            x = np.asarray(obs, dtype=np.float32)[None]
+            if obs_mean is not None:
+                x = np.clip((x - obs_mean) / obs_std, -OBS_CLIP, OBS_CLIP).astype(np.float32)
+            obs, reward, terminated, truncated, _ = step(action_map(policy(x)[0]))
+            total += float(reward)
+            if terminated or truncated:
+                break
+        return total, np.asarray(observations, dtype=np.float64)
+
+    def close(self) -> None:
+        self.env.close()
+        if self._table is not None:
+            self._table.close()

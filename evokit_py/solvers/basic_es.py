@@ -1,0 +1,55 @@
+"""Gaussian ES (Salimans et al. 2017, OpenAI ES): mirrored sampling, centered ranks, an optimizer.
+
+    eps_i ~ N(0, I),  candidates theta + std * (+-eps_i)
+    g = sum_i shaped_i * sign_i * eps_i / (n * std)      (ascent direction of the smoothed return)
+    theta <- optimizer.step(theta, -g + weight_decay * theta)
+"""
+from typing import List
+
+import numpy as np
+
+from evokit_py.config import SolverConfig
+from evokit_py.noise import NoiseSource, SamplingInfo
+from evokit_py.optimizers import make_optimizer
+from evokit_py.solvers.base import Basis, Solver, centered_rank
+
+__all__ = ["BasicES"]
+
+
+class BasicES(Solver):
+    """OpenAI-style Gaussian ES (``solver.type: BASIC_ES``)."""
+
+    def __init__(self, config: SolverConfig, x0: np.ndarray, noise: NoiseSource):
+        super().__init__(config, x0, noise)
+        self.theta = np.array(x0, dtype=np.float64)
+        self.optimizer = make_optimizer(config.optimizer, self.dim)
+
+    def ask(self) -> List[SamplingInfo]:
+        if not self.config.mirrored_sampling:
+            return self.noise.draw(self._rng(), self.population_size)
+        infos = []
+        for info in self.noise.draw(self._rng(), self.population_size // 2):
+            infos += [info, SamplingInfo(info.seed, info.offset, -1)]
+        return infos
+
+    def basis(self) -> Basis:
+        return Basis(self.theta[None].copy(), self.sigma)
+
+    def _tell(self, infos: List[SamplingInfo], fitness: np.ndarray) -> None:
+        shaped = centered_rank(fitness) if self.config.fitness_shaping == "centered_rank" else fitness
+        coefficients = shaped * np.array([info.sign for info in infos], dtype=np.float64)
+        eps = np.stack([self.noise.get(info) for info in infos]).astype(np.float64)
+        ascent = coefficients @ eps / (len(infos) * self.sigma)
+        self.theta = self.optimizer.step(self.theta, -ascent + self.config.weight_decay * self.theta)
+
+    def solution(self) -> np.ndarray:
+        return self.theta.copy()
+
+    def state_dict(self):
+        optimizer = {f"optimizer/{k}": v for k, v in self.optimizer.state_dict().items()}
+        return {**super().state_dict(), "theta": self.theta.copy(), **optimizer}
+
+    def load_state_dict(self, state):
+        super().load_state_dict(state)
+        self.theta = np.array(state["theta"], dtype=np.float64)
+        self.optimizer.load_state_dict({k.split("/", 1)[1]: v for k, v in state.items() if k.startswith("optimizer/")})

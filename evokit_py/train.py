@@ -1,0 +1,239 @@
+"""The ``parl-lite es-train`` loop: ask, evaluate in parallel, tell, log, checkpoint, export.
+
+Per generation: the solver asks for ``population_size`` sampling infos; the pool evaluates them
+(workers rebuild each candidate from the basis and the shared noise); the solver is told the mean
+returns; the observation statistics take in the generation's observations; every ``eval_every``
+generations the current solution is evaluated on ``eval_episodes`` episodes, and training stops when
+their mean reaches ``target_return``. Every random draw depends only on (seed, generation, index),
+so a run resumed from a checkpoint ends exactly where the uninterrupted run does.
+
+The first Ctrl-C finishes the current generation, writes a checkpoint and stops; a second one
+interrupts at once.
+"""
+import csv
+import math
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, List, Optional
+
+import numpy as np
+
+from evokit_py.agent import ESAgent
+from evokit_py.config import ESConfig
+from evokit_py.noise import SamplingInfo
+from evokit_py.pool import EvaluationPool
+from evokit_py.rollout import candidate_seeds, episode_seed
+from evokit_py.solvers.base import Basis
+
+__all__ = ["TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
+
+CHECKPOINT_NAME = "solver.h5"
+CSV_NAME = "progress.csv"
+ONNX_NAME = "policy.onnx"
+CSV_FIELDS = ["generation", "mean_return", "max_return", "min_return", "eval_return", "episodes", "steps",
+              "train_seconds", "episodes_per_second"]
+_EVAL_INDEX = 1 << 30  # episode-seed namespace of evaluation episodes
+
+
+@dataclass
+class TrainResult:
+    """What a training run reached.
+
+    Attributes:
+        generations: generations completed (counting those before a resume).
+        solved: whether the evaluation mean reached ``train.target_return``.
+        best_eval_return: best evaluation mean seen (``-inf`` if never evaluated).
+        train_seconds: wall-clock of ask/evaluate/tell, evaluations of the solution excluded.
+        total_seconds: wall-clock of the whole call, start-up and evaluations included.
+        episodes, steps: training episodes and environment steps (evaluations excluded).
+        interrupted: stopped by Ctrl-C (a checkpoint was written).
+        params: the best parameters (the exported ones).
+    """
+    generations: int
+    solved: bool
+    best_eval_return: float
+    train_seconds: float
+    total_seconds: float
+    episodes: int
+    steps: int
+    interrupted: bool
+    onnx_path: Optional[Path]
+    csv_path: Path
+    checkpoint_path: Path
+    params: np.ndarray = field(repr=False)
+
+
+@dataclass
+class _Progress:
+    """The running totals a checkpoint carries besides the solver."""
+    best_return: float
+    best_params: np.ndarray
+    train_seconds: float = 0.0
+    episodes: int = 0
+    steps: int = 0
+
+    def to_extra(self) -> dict:
+        return {"best_return": np.asarray(self.best_return), "best_params": self.best_params,
+                "train_seconds": np.asarray(self.train_seconds), "episodes": np.asarray(self.episodes),
+                "steps": np.asarray(self.steps)}
+
+    @classmethod
+    def from_extra(cls, extra: dict) -> "_Progress":
+        return cls(float(extra["best_return"]), np.asarray(extra["best_params"]), float(extra["train_seconds"]),
+                   int(extra["episodes"]), int(extra["steps"]))
+
+
+class _StopFlag:
+    """First SIGINT sets the flag; the second raises KeyboardInterrupt."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self):
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        except ValueError:  # not the main thread: no signal handling
+            self._previous = None
+        return self
+
+    def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def train(config: ESConfig, resume: bool = False, backend: str = "remote",
+          echo: Callable[[str], None] = print) -> TrainResult:
+    """Train with ES as ``config`` says (see the module docstring).
+
+    Args:
+        config: the validated config.
+        resume: continue from ``train.checkpoint_dir/solver.h5`` when it exists.
+        backend: ``"remote"`` (parl_lite actors, one per worker) or ``"inprocess"``.
+        echo: where progress lines go.
+
+    Returns:
+        A :class:`TrainResult`.
+    """
+    started = time.perf_counter()
+    hp = config.train
+    log_dir, checkpoint_path = Path(hp.log_dir), Path(hp.checkpoint_dir) / CHECKPOINT_NAME
+    log_dir.mkdir(parents=True, exist_ok=True)
+    csv_path = log_dir / CSV_NAME
+    agent = ESAgent(config)
+    agent.load_inference_model()
+    agent.init_solver()
+    solver = agent.solver
+    progress = _Progress(-math.inf, solver.solution())
+    rows: List[dict] = []
+    if resume and checkpoint_path.is_file():
+        progress = _Progress.from_extra(agent.load_solver(checkpoint_path))
+        rows = _read_rows(csv_path, solver.generation)
+        echo(f"resumed from {checkpoint_path} at generation {solver.generation}")
+    pool = None
+    solved = interrupted = False
+
+    try:
+        pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), hp.workers, backend)
+        echo(f"es-train: {config.env.id}, {config.solver.type}, {solver.dim} parameters, population "
+             f"{config.solver.population_size}, {hp.workers} worker(s) ({backend}), {_noise_text(agent)}, "
+             f"start-up {time.perf_counter() - started:.2f}s")
+        with _StopFlag() as stop, open(csv_path, "w", newline="") as csv_file:
+            writer = csv.DictWriter(csv_file, CSV_FIELDS)
+            writer.writeheader()
+            writer.writerows(rows)
+            while solver.generation < hp.generations and not solved:
+                tick = time.perf_counter()
+                generation = solver.generation
+                mean, std = _normalisation(agent)
+                infos = solver.ask()
+                seeds = candidate_seeds(config, generation, len(infos))
+                result = pool.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds)
+                agent.update(infos, result["returns"])
+                if config.observation_normalization:
+                    agent.obs_stats.add(result["obs_sum"], result["obs_sumsq"], result["obs_count"])
+                elapsed = time.perf_counter() - tick
+                progress.train_seconds += elapsed
+                progress.episodes += len(infos) * config.env.episodes_per_candidate
+                progress.steps += int(result["steps"])
+                eval_return = math.nan
+                if (generation + 1) % hp.eval_every == 0 or generation + 1 == hp.generations:
+                    eval_return = _evaluate_solution(agent, pool, generation)
+                    if eval_return > progress.best_return:
+                        progress.best_return, progress.best_params = eval_return, solver.solution()
+                    solved = hp.target_return is not None and eval_return >= hp.target_return
+                returns = result["returns"]
+                row = {"generation": generation + 1, "mean_return": float(returns.mean()),
+                       "max_return": float(returns.max()), "min_return": float(returns.min()),
+                       "eval_return": eval_return, "episodes": progress.episodes, "steps": progress.steps,
+                       "train_seconds": round(progress.train_seconds, 4),
+                       "episodes_per_second": round(len(infos) * config.env.episodes_per_candidate / elapsed, 1)}
+                writer.writerow(row)
+                csv_file.flush()
+                remaining = (hp.generations - generation - 1) * progress.train_seconds / solver.generation
+                echo(f"gen {generation + 1:4d}/{hp.generations}  mean {row['mean_return']:9.2f}  "
+                     f"best {row['max_return']:9.2f}  eval {eval_return:9.2f}  "
+                     f"{row['episodes_per_second']:7.1f} episodes/s  train {progress.train_seconds:6.2f}s  "
+                     f"ETA {'0.0' if solved else f'{remaining:.1f}'}s")
+                if solver.generation % hp.checkpoint_every == 0:
+                    agent.save_solver(checkpoint_path, extra=progress.to_extra())
+                if stop.requested:
+                    interrupted = True
+                    break
+        agent.save_solver(checkpoint_path, extra=progress.to_extra())
+    finally:
+        if pool is not None:
+            pool.close()
+        agent.close()
+    onnx_path = None
+    if not interrupted:
+        onnx_path = log_dir / ONNX_NAME
+        agent.save_inference_model(onnx_path, progress.best_params)
+    total = time.perf_counter() - started
+    status = "interrupted (checkpoint written)" if interrupted else ("solved" if solved else "generation budget spent")
+    echo(f"es-train {status}: generation {solver.generation}, best evaluation return {progress.best_return:.2f}, "
+         f"train {progress.train_seconds:.2f}s, total {total:.2f}s, {progress.episodes} episodes, "
+         f"{progress.steps} steps; "
+         f"checkpoint {checkpoint_path}, log {csv_path}" + (f", policy {onnx_path}" if onnx_path else ""))
+    return TrainResult(solver.generation, solved, progress.best_return, progress.train_seconds, total,
+                       progress.episodes, progress.steps, interrupted, onnx_path, csv_path, checkpoint_path,
+                       np.asarray(progress.best_params))
+
+
+def _noise_text(agent: ESAgent) -> str:
+    spec = agent.noise_spec()
+    if spec.table_name is None:
+        return "noise from per-sample seeds"
+    return f"noise table {spec.table_name} ({spec.table_size * 4 / 2**20:.1f} MB shared)"
+
+
+def _normalisation(agent: ESAgent):
+    if not agent.config.observation_normalization:
+        return None, None
+    return agent.obs_stats.mean().astype(np.float32), agent.obs_stats.std().astype(np.float32)
+
+
+def _evaluate_solution(agent: ESAgent, pool: EvaluationPool, generation: int) -> float:
+    """Mean return of the current solution over ``eval_episodes`` episodes (one job each)."""
+    config = agent.config
+    mean, std = _normalisation(agent)
+    count = config.train.eval_episodes
+    basis = Basis(agent.solver.solution()[None], 0.0)
+    infos = [SamplingInfo(0, 0, 0).to_list()] * count
+    seeds = [[episode_seed(config.seed, generation, _EVAL_INDEX + j, 0)] for j in range(count)]
+    return float(pool.evaluate(basis.to_dict(), mean, std, infos, seeds)["returns"].mean())
+
+
+def _read_rows(csv_path: Path, generation: int) -> List[dict]:
+    """The rows of an earlier run up to ``generation`` (a resumed run rewrites the rest)."""
+    if not csv_path.is_file():
+        return []
+    with open(csv_path, newline="") as handle:
+        return [row for row in csv.DictReader(handle) if int(row["generation"]) <= generation]

@@ -1,0 +1,146 @@
+"""``parl-lite export``: a checkpoint written by ``Agent.save`` -> an ONNX file.
+
+paddle is imported only when the command runs, so ``parl-lite --help`` stays fast.
+"""
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import click
+
+_DYNAMIC = {"none", "-1", "?"}
+
+
+def _parse_shape(ctx: click.Context, param: click.Parameter, values: Tuple[str, ...]) -> List[List[Optional[int]]]:
+    shapes = []
+    for text in values:
+        dims = []
+        for token in text.strip().strip("[]()").split(","):
+            token = token.strip()
+            if token.lower() in _DYNAMIC:
+                dims.append(None)
+            elif token.isdigit() and int(token) >= 1:
+                dims.append(int(token))
+            else:
+                raise click.BadParameter(f"{text!r}: each dimension must be a positive integer or None "
+                                         f"(dynamic), e.g. None,4 or None,3,84,84; got {token!r}", ctx, param)
+        shapes.append(dims)
+    return shapes
+
+
+def _parse_kwargs(ctx: click.Context, param: click.Parameter, text: str) -> Dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise click.BadParameter(f"not valid JSON ({error}): {text!r}", ctx, param) from error
+    if not isinstance(value, dict):
+        raise click.BadParameter(f"must be a JSON object such as '{{\"obs_dim\": 4}}', got {text!r}", ctx, param)
+    return value
+
+
+def _load_class(path: str, option: str) -> type:
+    """``package.module:ClassName`` (or ``package.module.ClassName``) -> the class."""
+    import paddle
+
+    if ":" in path:
+        candidates = [path.split(":", 1)]
+    else:  # package.module.Outer.Inner: the longest importable prefix is the module
+        parts = path.split(".")
+        candidates = [(".".join(parts[:i]), ".".join(parts[i:])) for i in range(len(parts) - 1, 0, -1)]
+    if not candidates or not all(candidates[0]):
+        raise click.BadParameter(f"{path!r} is not of the form package.module:ClassName", param_hint=option)
+    for module_name, qualname in candidates:
+        try:
+            value: Any = importlib.import_module(module_name)
+            break
+        except ImportError as error:
+            failure = error
+    else:
+        raise click.BadParameter(f"cannot import the module of {path!r}: {failure} (is it on the path? "
+                                 f"see --app-dir)", param_hint=option)
+    for part in qualname.split("."):
+        if not hasattr(value, part):
+            raise click.BadParameter(f"module {module_name!r} has no class {qualname!r}", param_hint=option)
+        value = getattr(value, part)
+    if not (isinstance(value, type) and issubclass(value, paddle.nn.Layer)):
+        raise click.BadParameter(f"{path!r} is not a paddle.nn.Layer class", param_hint=option)
+    return value
+
+
+def _stored_class(checkpoint_path: Path, role: str) -> str:
+    """The model class a checkpoint records for ``role``."""
+    import h5py
+
+    from parl_lite.io import checkpoint
+
+    try:
+        with h5py.File(checkpoint_path, "r") as file:
+            checkpoint._check_header(file, checkpoint_path)
+            roles = sorted(file.get("models", {}).keys())
+            if role not in roles:
+                raise checkpoint.CheckpointError(f"checkpoint {checkpoint_path} has no model role {role!r} "
+                                                 f"(it holds {roles}); choose one with --role")
+            return str(file["models"][role].attrs["class"])
+    except OSError as error:
+        raise checkpoint.CheckpointError(f"{checkpoint_path} is not a readable HDF5 checkpoint: {error}") from error
+
+
+@click.command("export")
+@click.argument("checkpoint_path", metavar="CHECKPOINT", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--input-shape", "input_shapes", required=True, multiple=True, callback=_parse_shape,
+              help="Shape of one float32 input of forward, comma-separated; None marks a dynamic "
+                   "dimension (e.g. None,4 or None,3,84,84). Repeat for each input.")
+@click.option("--output", "-o", "output", type=click.Path(dir_okay=False, path_type=Path),
+              help="ONNX file to write (default: CHECKPOINT with the suffix .onnx). Written atomically.")
+@click.option("--model-class", help="Class of the model, package.module:ClassName. Default: the class "
+                                    "recorded in the checkpoint for --role.")
+@click.option("--model-kwargs", default="{}", show_default=True, callback=_parse_kwargs,
+              help="Keyword arguments of the model class's constructor, as a JSON object.")
+@click.option("--role", default="model", show_default=True,
+              help="Which model of the checkpoint to export (an algorithm attribute: model, target_model, ...).")
+@click.option("--output-name", "output_names", multiple=True,
+              help="Name of an ONNX output, once per output of forward (default output_0, output_1, ...).")
+@click.option("--opset", default=17, show_default=True, type=click.IntRange(7, 21), help="ONNX opset version.")
+@click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "paddle2onnx", "onnx"]),
+              help="auto: parl_lite's own translation to ONNX (milliseconds, no paddle2onnx), else paddle2onnx; "
+                   "onnx: the own translation only; paddle2onnx: paddle2onnx only.")
+@click.option("--app-dir", default=".", show_default=True, type=click.Path(file_okay=False),
+              help="Folder put first on the Python path, to import the model class from.")
+def export_command(checkpoint_path: Path, input_shapes, output: Optional[Path], model_class: Optional[str],
+                   model_kwargs: Dict[str, Any], role: str, output_names: Tuple[str, ...], opset: int,
+                   backend: str, app_dir: str) -> None:
+    """Export a model from an HDF5 checkpoint (written by Agent.save) to ONNX.
+
+    Builds the model class with --model-kwargs, restores its weights from CHECKPOINT, exports its
+    forward in evaluation mode and checks the ONNX file against paddle in onnxruntime.
+
+    \b
+    Example:
+      parl-lite export pg_cartpole.h5 --model-class my_models:CartpoleModel \\
+          --model-kwargs '{"obs_dim": 4, "act_dim": 2}' --input-shape None,4 --output policy.onnx
+    """
+    from parl_lite.io import checkpoint
+    from parl_lite.io.onnx_export import OnnxExportError, export_onnx
+
+    app_dir = str(Path(app_dir).resolve())
+    if app_dir not in sys.path:
+        sys.path.insert(0, app_dir)
+    started = time.perf_counter()
+    try:
+        class_path = model_class or _stored_class(checkpoint_path, role)
+        cls = _load_class(class_path, "--model-class")
+        try:
+            model = cls(**model_kwargs)
+        except Exception as error:
+            raise click.ClickException(f"cannot build {class_path} with --model-kwargs {model_kwargs}: "
+                                       f"{type(error).__name__}: {error}") from error
+        checkpoint.load(checkpoint_path, models={role: model}, optimizers={})
+        output = output or checkpoint_path.with_suffix(".onnx")
+        export_onnx(model, output, input_shapes, output_names=output_names or None, opset_version=opset,
+                    backend=backend)
+    except (checkpoint.CheckpointError, OnnxExportError) as error:
+        raise click.ClickException(str(error)) from error
+    click.echo(f"wrote {output} ({class_path}, role {role!r}) in {time.perf_counter() - started:.1f} s")

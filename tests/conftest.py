@@ -1,0 +1,34 @@
+"""Session-wide checks shared by every test module."""
+import glob
+import os
+
+import pytest
+
+
+def _command_line(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _processes_with(*texts: str) -> list:
+    """Pids whose command line contains every one of ``texts``."""
+    pids = [int(path.split("/")[2]) for path in glob.glob("/proc/[0-9]*")]
+    return [pid for pid in pids if all(text in _command_line(pid) for text in texts)]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_of_ours_is_left_behind():
+    """After the whole session: no pool of this process is running, no zygote or worker of it is
+    alive, and no shared-memory segment of it remains in /dev/shm."""
+    yield
+    import parl_lite
+
+    parl_lite.shutdown()
+    prefix = f"parl_lite_{os.getpid()}_"
+    leftovers = glob.glob(f"/dev/shm/{prefix}*") + glob.glob(f"/dev/shm/sm_parl_lite_status_{os.getpid()}")
+    assert leftovers == [], f"shared memory left behind: {leftovers}"
+    stray = _processes_with("parl_lite.remote.zygote", prefix)  # workers are forks: same line
+    assert stray == [], f"zygote or worker processes left behind: {stray}"

@@ -1,0 +1,98 @@
+"""`parl-lite export`: a real checkpoint through the real command line to a real ONNX file."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime
+import paddle
+import pytest
+from click.testing import CliRunner
+
+from core_models import fixed_batch, make_agent
+from onnx_models import TwoHeadModel
+from parl_lite.algorithms import PolicyGradient
+from parl_lite.cli import main
+from parl_lite.core.agent import Agent
+
+TESTS = Path(__file__).parent
+ROOT = TESTS.parent
+
+
+def _cli(*args, cwd):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", "parl_lite.cli", "export", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=150, env=env)
+
+
+def _run(path, feeds):
+    onnx.checker.check_model(onnx.load(str(path)), full_check=True)
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session, session.run(None, feeds)
+
+
+@pytest.mark.timeout(180)
+def test_export_with_the_class_recorded_in_the_checkpoint(tmp_path):
+    agent = make_agent(5)
+    agent.learn(*fixed_batch(0))
+    agent.save(tmp_path / "pg.h5")
+    result = _cli("pg.h5", "--input-shape", "None,4", "--app-dir", TESTS, "-o", "policy.onnx", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "wrote policy.onnx (core_models.CartpoleModel, role 'model')" in result.stdout
+    obs = fixed_batch(8)[0]
+    _, (probs,) = _run(tmp_path / "policy.onnx", {"obs": obs})
+    np.testing.assert_allclose(probs, agent.predict(obs), rtol=0, atol=1e-5)
+
+
+@pytest.mark.timeout(180)
+def test_export_a_two_head_model_with_class_kwargs_and_output_names(tmp_path):
+    model = TwoHeadModel(obs_dim=6, act_dim=3, hidden=16)
+    Agent(PolicyGradient(model, lr=1e-3)).save(tmp_path / "ac.h5")
+    result = _cli("ac.h5", "--model-class", "onnx_models:TwoHeadModel",
+                  "--model-kwargs", json.dumps({"obs_dim": 6, "act_dim": 3, "hidden": 16}),
+                  "--input-shape", "None,6", "--output-name", "policy", "--output-name", "value",
+                  "--app-dir", TESTS, "--output", "ac.onnx", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    obs = np.random.default_rng(0).standard_normal((4, 6)).astype("float32")
+    session, (policy, value) = _run(tmp_path / "ac.onnx", {"obs": obs})
+    assert [o.name for o in session.get_outputs()] == ["policy", "value"]
+    model.eval()
+    expected_policy, expected_value = model(paddle.to_tensor(obs))
+    np.testing.assert_allclose(policy, expected_policy.numpy(), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(value, expected_value.numpy(), rtol=0, atol=1e-5)
+
+
+@pytest.fixture
+def checkpoint(tmp_path):
+    make_agent(0).save(tmp_path / "pg.h5")
+    return tmp_path / "pg.h5"
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--input-shape", "None,x"], "Invalid value for '--input-shape': 'None,x': each dimension must be"),
+    (["--input-shape", "None,4", "--model-class", "no_such_module:Model"],
+     "Invalid value for --model-class: cannot import the module of 'no_such_module:Model'"),
+    (["--input-shape", "None,4", "--model-class", "core_models:NoSuchModel"],
+     "module 'core_models' has no class 'NoSuchModel'"),
+    (["--input-shape", "None,4", "--model-class", "core_models:fixed_batch"], "is not a paddle.nn.Layer class"),
+    (["--input-shape", "None,4", "--model-kwargs", "[4]"], "Invalid value for '--model-kwargs': must be a JSON object"),
+    (["--input-shape", "None,4", "--model-kwargs", '{"obs_dim": 5}'],
+     "does not fit: model: parameter 'fc1.weight' has shape (4, 20), expected (5, 20)"),
+    (["--input-shape", "None,4", "--role", "target_model"], "has no model role 'target_model' (it holds ['model'])"),
+])
+def test_bad_arguments_get_clear_errors(checkpoint, extra, message):
+    result = CliRunner().invoke(main, ["export", str(checkpoint), "--app-dir", str(TESTS), *extra])
+    assert result.exit_code != 0
+    assert message in result.output
+    assert not checkpoint.with_suffix(".onnx").exists()
+
+
+def test_missing_and_non_checkpoint_files_are_named(tmp_path):
+    missing = CliRunner().invoke(main, ["export", str(tmp_path / "nope.h5"), "--input-shape", "None,4"])
+    assert missing.exit_code == 2 and "nope.h5' does not exist" in missing.output
+    (tmp_path / "notes.txt").write_text("not HDF5")
+    wrong = CliRunner().invoke(main, ["export", str(tmp_path / "notes.txt"), "--input-shape", "None,4"])
+    assert wrong.exit_code == 1 and "notes.txt is not a readable HDF5 checkpoint" in wrong.output

@@ -1,0 +1,61 @@
+"""evokit_py config: defaults, and errors that name the key path."""
+import pytest
+
+from evokit_py.config import ConfigError, default_config, load_config, parse_config, resolve_config
+
+
+def test_defaults_and_round_trip_through_yaml(tmp_path):
+    config = default_config()
+    assert config.env.id == "CartPole-v1" and config.solver.type == "BASIC_ES"
+    path = tmp_path / "es.yaml"
+    path.write_text(config.to_yaml())
+    assert load_config(path) == config
+
+
+@pytest.mark.parametrize("data, key", [
+    ({"solver": {"optimizer": {"adam": {"beta1": 1.5}}}}, "solver.optimizer.adam.beta1"),
+    ({"solver": {"optimizer": {"adam": {"beta1": "high"}}}}, "solver.optimizer.adam.beta1"),
+    ({"solver": {"optimizer": {"adam": {"gamma": 0.5}}}}, "solver.optimizer.adam.gamma"),
+    ({"solver": {"type": "PSO"}}, "solver.type"),
+    ({"solver": {"sampling": {"gaussian_sampling": {"std": -1}}}}, "solver.sampling.gaussian_sampling.std"),
+    ({"solver": {"sampling": {"gaussian_sampling": {"cached": "yes"}}}}, "solver.sampling.gaussian_sampling.cached"),
+    ({"solver": {"population_size": 7}}, "solver.population_size"),
+    ({"solver": {"type": "GA", "population_size": 4, "ga": {"elite_count": 4}}}, "solver.ga.elite_count"),
+    ({"train": {"workers": 0}}, "train.workers"),
+    ({"train": {"generations": True}}, "train.generations"),
+    ({"policy": {"mlp": {"hidden": [16, "x"]}}}, "policy.mlp.hidden[1]"),
+    ({"policy": {"mlp": {"hidden": [0]}}}, "policy.mlp.hidden"),
+    ({"env": {"kwargs": [1]}}, "env.kwargs"),
+    ({"evn": {}}, "evn"),
+    ({"env": 3}, "env"),
+])
+def test_bad_values_name_the_key(data, key):
+    with pytest.raises(ConfigError) as error:
+        parse_config(data)
+    assert str(error.value).startswith(key + ":"), str(error.value)
+
+
+def test_file_errors_name_the_file_and_key(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("solver:\n  optimizer: {adam: {beta1: 2}}\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml: solver.optimizer.adam.beta1: must be in \[0, 1\)"):
+        load_config(bad)
+    bad.write_text("- a list\n")
+    with pytest.raises(ConfigError, match="expected a mapping at the top level"):
+        load_config(bad)
+    bad.write_text("")
+    assert load_config(bad).solver.type == "BASIC_ES"  # an empty file: every default
+    bad.write_text("solver: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+
+
+def test_overrides_are_parsed_as_yaml_and_validated():
+    config = resolve_config(None, ["train.workers=1", "policy.mlp.hidden=[16, 16]", "solver.optimizer.type=SGD"])
+    assert config.train.workers == 1 and config.policy.mlp.hidden == [16, 16] and config.solver.optimizer.type == "SGD"
+    with pytest.raises(ConfigError, match="^train.workers: must be > 0"):
+        resolve_config(None, ["train.workers=-2"])
+    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
+        resolve_config(None, ["train.workers"])

@@ -1,0 +1,81 @@
+"""The ONNX policy: weights as inputs (no session rebuild), user files converted, export."""
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from evokit_py.policy import OnnxPolicy, build_mlp
+
+
+def _numpy_mlp(params, obs, sizes):
+    x, offset = obs, 0
+    for layer, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        w = params[offset:offset + fan_in * fan_out].reshape(fan_in, fan_out)
+        offset += fan_in * fan_out
+        b = params[offset:offset + fan_out]
+        offset += fan_out
+        x = x @ w + b
+        x = np.tanh(x) if layer < len(sizes) - 2 else np.exp(x) / np.exp(x).sum(-1, keepdims=True)
+    return x
+
+
+def test_mlp_matches_numpy_and_swaps_weights_without_a_new_session():
+    sizes = [4, 8, 8, 3]
+    policy = OnnxPolicy(build_mlp(4, 3, [8, 8], "tanh", "softmax"))
+    session = policy.session
+    assert policy.param_size == 4 * 8 + 8 + 8 * 8 + 8 + 8 * 3 + 3
+    obs = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    for seed in range(3):
+        params = np.random.default_rng(seed).standard_normal(policy.param_size).astype(np.float32)
+        policy.set_parameters(params)
+        assert np.allclose(policy(obs), _numpy_mlp(params, obs, sizes), atol=1e-5)
+    assert policy.session is session
+    with pytest.raises(ValueError, match="shape"):
+        policy.set_parameters(np.zeros(3))
+
+
+def _paddle_like_file(path):
+    """A graph shaped like paddle2onnx output: float initializers, an int shape constant, fetch_name_0."""
+    rng = np.random.default_rng(1)
+    w, b = rng.standard_normal((4, 2)).astype(np.float32), rng.standard_normal(2).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["obs", "linear_0.w_0"], ["mm"]),
+             helper.make_node("Add", ["mm", "linear_0.b_0"], ["z"]),
+             helper.make_node("Reshape", ["z", "shape"], ["fetch_name_0"])]
+    graph = helper.make_graph(
+        nodes, "paddle", [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [None, 4])],
+        [helper.make_tensor_value_info("fetch_name_0", TensorProto.FLOAT, [None, 2])],
+        [numpy_helper.from_array(w, "linear_0.w_0"), numpy_helper.from_array(b, "linear_0.b_0"),
+         numpy_helper.from_array(np.array([-1, 2], np.int64), "shape")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return w, b
+
+
+def test_user_onnx_file_float_initializers_become_parameters(tmp_path):
+    path = tmp_path / "paddle.onnx"
+    w, b = _paddle_like_file(path)
+    policy, x0 = OnnxPolicy.from_file(path)
+    assert policy.output_name == "fetch_name_0" and policy.weight_names == ["linear_0.w_0", "linear_0.b_0"]
+    assert np.array_equal(x0, np.concatenate([w.ravel(), b]))
+    obs = np.ones((1, 4), np.float32)
+    policy.set_parameters(x0)
+    assert np.allclose(policy(obs), obs @ w + b, atol=1e-6)
+    with pytest.raises(ValueError, match="does not exist"):
+        OnnxPolicy.from_file(tmp_path / "none.onnx")
+    (tmp_path / "junk.onnx").write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="not an ONNX model"):
+        OnnxPolicy.from_file(tmp_path / "junk.onnx")
+
+
+def test_export_folds_weights_and_normalisation_into_a_standalone_model(tmp_path):
+    policy = OnnxPolicy(build_mlp(3, 2, [4]))
+    params = np.random.default_rng(2).standard_normal(policy.param_size).astype(np.float32)
+    mean, std = np.array([1.0, -1.0, 0.5]), np.array([2.0, 0.5, 1.0])
+    path = tmp_path / "policy.onnx"
+    onnx.save(policy.to_onnx(params, mean, std), str(path))
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["obs"]
+    obs = np.array([[3.0, 0.0, 40.0]], np.float32)
+    policy.set_parameters(params)
+    expected = policy(np.clip((obs - mean) / std, -5, 5).astype(np.float32))
+    assert np.allclose(session.run(None, {"obs": obs})[0], expected, atol=1e-5)

@@ -1,0 +1,170 @@
+"""es-train end to end: the CLI on the pool, resume == uninterrupted, online/offline cycle."""
+import csv
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import parl_lite
+from evokit_py.checkpoint import read_checkpoint
+from evokit_py.config import resolve_config
+from evokit_py.train import train
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
+
+
+def _config(tmp_path, *overrides):
+    return resolve_config(None, [f"train.log_dir={tmp_path}/run", f"train.checkpoint_dir={tmp_path}/run/ck",
+                                 "train.target_return=null", "train.eval_every=2", "train.eval_episodes=2",
+                                 "env.max_steps=100", *overrides])
+
+
+@pytest.mark.timeout(120)
+def test_es_train_command_on_the_pool(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "parl_lite.cli", "es-train", "--set", f"train.log_dir={tmp_path}/run",
+         "--set", f"train.checkpoint_dir={tmp_path}/run/ck", "--set", "train.generations=3",
+         "--set", "env.max_steps=50", "--set", "train.workers=2"],
+        env=ENV, capture_output=True, text=True, timeout=100, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "2 worker(s) (remote)" in out.stdout and "gen    3/3" in out.stdout and "episodes/s" in out.stdout
+    table = re.search(r"noise table (\S+) ", out.stdout).group(1)
+    assert not Path("/dev/shm", table.lstrip("/")).exists()  # the owner unlinked the noise table
+    rows = list(csv.DictReader(open(tmp_path / "run" / "progress.csv")))
+    assert [int(r["generation"]) for r in rows] == [1, 2, 3]
+    assert all(0 < float(r["mean_return"]) <= 50 for r in rows)
+    attrs, groups = read_checkpoint(tmp_path / "run" / "ck" / "solver.h5")
+    assert int(attrs["generation"]) == 3
+    session = ort.InferenceSession(str(tmp_path / "run" / "policy.onnx"), providers=["CPUExecutionProvider"])
+    assert session.run(None, {"obs": np.zeros((1, 4), np.float32)})[0].shape == (1, 2)
+
+
+def test_es_train_command_reports_config_errors_with_the_key(tmp_path):
+    bad = tmp_path / "es.yaml"
+    bad.write_text("solver:\n  optimizer:\n    adam: {beta1: 3}\n")
+    out = subprocess.run([sys.executable, "-m", "parl_lite.cli", "es-train", "--config", str(bad)],
+                         env=ENV, capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "solver.optimizer.adam.beta1: must be in [0, 1)" in out.stderr
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("solver", ["BASIC_ES", "CMA_ES", "GA"])
+def test_resume_ends_where_the_uninterrupted_run_ends(tmp_path, solver):
+    overrides = [f"solver.type={solver}", "solver.population_size=8", "train.checkpoint_every=2"]
+    whole = train(_config(tmp_path / "whole", "train.generations=4", *overrides), backend="inprocess",
+                  echo=lambda line: None)
+    first = train(_config(tmp_path / "split", "train.generations=2", *overrides), backend="inprocess",
+                  echo=lambda line: None)
+    lines = []
+    rest = train(_config(tmp_path / "split", "train.generations=4", *overrides), resume=True, backend="inprocess",
+                 echo=lines.append)
+    assert first.generations == 2 and rest.generations == whole.generations == 4
+    assert lines[0].startswith("resumed from") and "generation 2" in lines[0]
+    _, whole_state = read_checkpoint(whole.checkpoint_path)
+    _, rest_state = read_checkpoint(rest.checkpoint_path)
+    assert np.array_equal(whole_state["params"]["params"], rest_state["params"]["params"])
+    for key, value in whole_state["solver"].items():
+        assert np.array_equal(value, rest_state["solver"][key]), key
+    assert np.array_equal(whole_state["obs_stats"]["sumsq"], rest_state["obs_stats"]["sumsq"])
+    assert (rest.episodes, rest.steps) == (whole.episodes, whole.steps)
+    whole_rows = list(csv.DictReader(open(whole.csv_path)))
+    rest_rows = list(csv.DictReader(open(rest.csv_path)))
+    assert [r["mean_return"] for r in rest_rows] == [r["mean_return"] for r in whole_rows]
+
+
+@pytest.mark.timeout(120)
+def test_results_do_not_depend_on_the_number_of_workers(tmp_path):
+    one = train(_config(tmp_path / "one", "train.generations=2", "train.workers=1"), backend="inprocess",
+                echo=lambda line: None)
+    try:
+        two = train(_config(tmp_path / "two", "train.generations=2", "train.workers=2"), echo=lambda line: None)
+    finally:
+        parl_lite.shutdown()  # leave no pool behind for the other tests of this process
+    assert np.array_equal(one.params, two.params)
+
+
+@pytest.mark.timeout(180)
+def test_online_sampling_offline_update_cycle_matches_the_trainer(tmp_path):
+    config_path = tmp_path / "es.yaml"
+    config = _config(tmp_path, "train.generations=3", "solver.population_size=8")
+    config_path.write_text(config.to_yaml())
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "es_online_offline.py"), "--config",
+                          str(config_path), "--cycles", "3", "--workdir", str(tmp_path / "offline")],
+                         env=ENV, capture_output=True, text=True, timeout=170)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("sampled generation") == 3 and "updated to generation 3" in out.stdout
+    log_lines = (tmp_path / "offline" / "samples.jsonl").read_text().splitlines()
+    assert len(log_lines) == 3 and '"infos"' in log_lines[0] and len(log_lines[0]) < 4000  # infos, not noise
+    trained = train(config, backend="inprocess", echo=lambda line: None)
+    _, offline = read_checkpoint(tmp_path / "offline" / "solver.h5")
+    _, online = read_checkpoint(trained.checkpoint_path)
+    assert np.array_equal(offline["params"]["params"], online["params"]["params"])
+    assert (tmp_path / "offline" / "policy.onnx").is_file()
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_writes_a_checkpoint_and_resume_finishes_the_run(tmp_path):
+    import signal
+    args = [sys.executable, "-m", "parl_lite.cli", "es-train", "--set", f"train.log_dir={tmp_path}/run",
+            "--set", f"train.checkpoint_dir={tmp_path}/run/ck", "--set", "train.generations=200",
+            "--set", "train.target_return=null", "--set", "train.checkpoint_every=1000", "--in-process"]
+    process = subprocess.Popen(args, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in process.stdout:
+            if line.startswith("gen    2/"):
+                process.send_signal(signal.SIGINT)
+                break
+        rest, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr
+    assert "interrupted (checkpoint written)" in rest
+    attrs, _ = read_checkpoint(tmp_path / "run" / "ck" / "solver.h5")
+    stopped_at = int(attrs["generation"])
+    assert 2 <= stopped_at < 200
+    resumed = subprocess.run(args[:-1] + ["--set", f"train.generations={stopped_at + 1}", "--resume", "--in-process"],
+                             env=ENV, capture_output=True, text=True, timeout=60)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed from" in resumed.stdout and f"gen {stopped_at + 1:4d}/" in resumed.stdout
+
+
+NO_PADDLE = """
+import sys
+import parl_lite
+from evokit_py.config import resolve_config
+from evokit_py.train import train
+
+@parl_lite.remote_class
+class Probe:
+    def paddle_loaded(self):
+        import evokit_py.rollout, evokit_py.pool, evokit_py.agent  # what a sampling worker imports
+        return "paddle" in sys.modules
+
+config = resolve_config(None, ["train.generations=1", "env.max_steps=20", "train.log_dir=" + sys.argv[1],
+                               "train.checkpoint_dir=" + sys.argv[1]])
+train(config, echo=lambda line: None)
+assert "paddle" not in sys.modules, "the trainer imported paddle"
+assert not Probe().paddle_loaded(), "a worker imported paddle"
+"""
+
+
+@pytest.mark.timeout(120)
+def test_sampling_never_imports_paddle(tmp_path):
+    out = subprocess.run([sys.executable, "-c", NO_PADDLE, str(tmp_path)], env=ENV, capture_output=True,
+                         text=True, timeout=100)
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", ["es_cartpole.yaml", "es_pendulum.yaml"])
+def test_shipped_configs_run(tmp_path, name):
+    config = resolve_config(ROOT / "scripts" / name, [f"train.log_dir={tmp_path}", f"train.checkpoint_dir={tmp_path}",
+                                                      "train.generations=1", "env.max_steps=20", "train.eval_episodes=1"])
+    result = train(config, backend="inprocess", echo=lambda line: None)
+    assert result.generations == 1 and result.onnx_path.is_file()
