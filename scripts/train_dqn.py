@@ -3,9 +3,10 @@
     python scripts/train_dqn.py --seed 1            # Double DQN (default)
     python scripts/train_dqn.py --seed 1 --no-double
 
-Hyperparameters follow RL-Zoo's DQN CartPole-v1 (one dict below): every ``train_every`` env steps
-the agent takes ``gradient_steps`` Adam steps on minibatches from the replay memory, and the
-target network is copied every ``target_every`` env steps. Epsilon decays linearly. Every
+Hyperparameters follow RL-Zoo's DQN CartPole-v1 (one dict below) except ``gradient_steps``: every
+``train_every`` (256) env steps the agent takes ``gradient_steps`` Adam steps on minibatches from the
+replay memory (64 here, RL-Zoo 128: the same 3 of 3 seeds solve in about as many env steps at half
+the compute), and the target network is copied every ``target_every`` env steps. Epsilon decays linearly. Every
 ``--eval-every`` env steps the greedy policy plays 10 episodes; training stops when their mean
 reaches ``--target`` or after ``--total-steps``, then the agent is saved to an HDF5 checkpoint.
 The last line is a JSON summary of the run.
@@ -28,7 +29,7 @@ from parl_lite.utils.summary import SummaryWriter
 
 ENV_ID = "CartPole-v1"
 HP = dict(lr=2.3e-3, gamma=0.99, batch_size=64, memory_size=100_000, learning_starts=1_000, train_every=256,
-          gradient_steps=128, target_every=256, epsilon_start=1.0, epsilon_end=0.04, epsilon_steps=8_000,
+          gradient_steps=64, target_every=256, epsilon_start=1.0, epsilon_end=0.04, epsilon_steps=8_000,
           hidden=256, total_steps=100_000, target=475.0, eval_every=4_096)
 
 

@@ -88,6 +88,9 @@ class PPO(ActorCriticAlgorithm):
     ) -> Dict[str, float]:
         """``epochs`` passes of minibatch Adam steps over one on-policy batch.
 
+        The policy at the start of the call is the "old" policy of the KL penalty and of the
+        reported ``kl``: call ``learn`` once per batch, with the weights that collected it.
+
         Args:
             obs: ``[N, ...]`` observations.
             actions: ``[N]`` (discrete) or ``[N, act_dim]`` (continuous) actions taken.
