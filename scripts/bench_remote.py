@@ -6,7 +6,8 @@ Prints one JSON line:
 - sync trivial call (median µs) and its ratio to a raw ``multiprocessing.Pipe`` round trip;
 - async calls per second on one actor (``wait=False`` futures);
 - a 64 MB float32 array as argument and return value, against pickling it through a pipe;
-- PARL's example, 5 actors each summing to 1e7 from 5 threads, against serial and plain threads;
+- PARL's example, 5 actors each summing to 1e7 from 5 threads, against serial and plain threads
+  (median of interleaved rounds);
 - creating 8 actors on a warm pool (ms per actor).
 """
 import argparse
@@ -56,13 +57,17 @@ def _pipe_echo_server(connection) -> None:
         connection.send(message)
 
 
-def _median_seconds(function: Callable[[], object], repeat: int) -> float:
+def _samples(function: Callable[[], object], repeat: int) -> List[float]:
     samples = []
     for _ in range(repeat):
         start = time.perf_counter()
         function()
         samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    return samples
+
+
+def _median_seconds(function: Callable[[], object], repeat: int) -> float:
+    return statistics.median(_samples(function, repeat))
 
 
 def _timed(function: Callable[[], object]) -> float:
@@ -83,6 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=3000, help="trivial calls timed for the latency figures")
     parser.add_argument("--array-repeats", type=int, default=5, help="64 MB round trips timed (median)")
+    parser.add_argument("--example-rounds", type=int, default=3, help="rounds of PARL's example (median)")
     args = parser.parse_args()
     figures = {}
 
@@ -105,17 +111,20 @@ def main() -> None:
         ours.recv()
 
     pipe_array()
-    figures["pipe_round_trip_us"] = _median_seconds(pipe_round_trip, args.calls) * 1e6
     figures["pipe_64mb_ms"] = _median_seconds(pipe_array, args.array_repeats) * 1e3
 
     parl_lite.connect()
     actor = RemoteWorker()
     for _ in range(200):
         actor.noop()
-    figures["sync_call_us"] = _median_seconds(actor.noop, args.calls) * 1e6
-    figures["pipe_round_trip_again_us"] = _median_seconds(pipe_round_trip, args.calls) * 1e6
-    pipe_us = min(figures["pipe_round_trip_us"], figures["pipe_round_trip_again_us"])
-    figures["sync_call_vs_pipe"] = figures["sync_call_us"] / pipe_us
+    # interleaved rounds, one median over all of each: wake-up latency of idle virtual cores drifts
+    pipe_samples, ours_samples = [], []
+    for _ in range(10):
+        pipe_samples += _samples(pipe_round_trip, args.calls // 10)
+        ours_samples += _samples(actor.noop, args.calls // 10)
+    figures["pipe_round_trip_us"] = statistics.median(pipe_samples) * 1e6
+    figures["sync_call_us"] = statistics.median(ours_samples) * 1e6
+    figures["sync_call_vs_pipe"] = figures["sync_call_us"] / figures["pipe_round_trip_us"]
 
     async_actor = AsyncWorker()
     parl_lite.get([async_actor.noop() for _ in range(500)])
@@ -129,11 +138,14 @@ def main() -> None:
     server.join()
 
     summing = [RemoteWorker() for _ in range(NUM_SUMMING_ACTORS)]
-    figures["parl_example_serial_s"] = _timed(lambda: [count_to(SUM_TO) for _ in range(NUM_SUMMING_ACTORS)])
-    figures["parl_example_threads_s"] = _timed(
-        lambda: _run_threads([lambda: count_to(SUM_TO)] * NUM_SUMMING_ACTORS))
-    figures["parl_example_actors_s"] = _timed(
-        lambda: _run_threads([lambda a=a: a.run(SUM_TO) for a in summing]))
+    rounds = {"serial": [], "threads": [], "actors": []}
+    for _ in range(args.example_rounds):  # interleaved, medians: one round is at the VM's mercy
+        rounds["serial"].append(_timed(lambda: [count_to(SUM_TO) for _ in range(NUM_SUMMING_ACTORS)]))
+        rounds["threads"].append(_timed(
+            lambda: _run_threads([lambda: count_to(SUM_TO)] * NUM_SUMMING_ACTORS)))
+        rounds["actors"].append(_timed(lambda: _run_threads([lambda a=a: a.run(SUM_TO) for a in summing])))
+    for name, seconds in rounds.items():
+        figures[f"parl_example_{name}_s"] = statistics.median(seconds)
     figures["parl_example_speedup_vs_serial"] = (figures["parl_example_serial_s"]
                                                  / figures["parl_example_actors_s"])
     for handle in [actor, async_actor, *summing]:

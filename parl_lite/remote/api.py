@@ -129,7 +129,7 @@ class ActorHandle:
         if channel is None:
             return
         if callable(getattr(self._remote_cls, "close", None)):
-            channel.result(channel.call("close", (), {}))
+            channel.call_sync("close", (), {})
         channel.close()
 
     def __del__(self) -> None:
@@ -166,8 +166,9 @@ class RemoteMethod:
         self._wait = wait
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        future = self._channel.call(self._name, args, kwargs)
-        return self._channel.result(future) if self._wait else future
+        if self._wait:
+            return self._channel.call_sync(self._name, args, kwargs)
+        return self._channel.call(self._name, args, kwargs)
 
 
 def remote_class(cls: Optional[T] = None, *, wait: bool = True,

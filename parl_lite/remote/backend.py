@@ -45,9 +45,13 @@ class ActorChannel(ABC):
     def close(self) -> None:
         """Stop the actor once the calls already made have run, and free what hosts it."""
 
+    def call_sync(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+        """Run ``actor.method(*args, **kwargs)`` and return its value (synchronous calls use it;
+        a backend may override it to wait in the calling thread)."""
+        return self.result(self.call(method, args, kwargs))
+
     def result(self, future: Future) -> Any:
-        """Wait for a future of this channel and return its value; a backend may override this
-        to do the waiting in the calling thread (synchronous calls use it)."""
+        """Wait for a future of this channel and return its value."""
         return future.result()
 
 

@@ -65,6 +65,12 @@ class WorkerProcess(ActorChannel):
         self._ids = itertools.count()
         self._lock = threading.Lock()  # sending, and the pending calls
         self._read_lock = threading.Lock()  # held by the one thread reading the connection
+        # The background reader sleeps on _wake unless replies are awaited that no synchronous
+        # caller is reading: each thread woken by a reply costs a wake-up of an idle core.
+        self._wake = threading.Condition(threading.Lock())
+        self._sync_readers = 0
+        self._parked = False  # the background reader sleeps on _wake
+        self._async_mode = False  # the last call was asynchronous: keep the background reading
         self._pending: Dict[int, Tuple[Future, str]] = {}  # call id -> (future, what was called)
         self._stop_reason: Optional[str] = None
         self._closing = False
@@ -89,6 +95,38 @@ class WorkerProcess(ActorChannel):
 
     def set_attribute(self, name: str, value: Any) -> Future:
         return self._submit(f"setting attribute {name!r}", protocol.SETATTR, name, value)
+
+    def call_sync(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+        """Run a method and wait for it, reading the reply in this thread (one wake-up per call,
+        as with a raw pipe) unless another thread is already reading this worker."""
+        with self._wake:
+            self._sync_readers += 1
+        reading = True
+        try:
+            future = self.call(method, args, kwargs)
+            while not future.done() and not self._dead:
+                if not self._read_lock.acquire(blocking=False):
+                    break
+                try:
+                    if not future.done() and not self._dead:
+                        self._read_one()
+                finally:
+                    self._read_lock.release()
+            if not future.done():
+                # another thread reads: stop counting as a reader so the background reader may
+                # take over once that thread has its own reply
+                self._leave_sync_readers()
+                reading = False
+            return future.result()
+        finally:
+            if reading:
+                self._leave_sync_readers()
+
+    def _leave_sync_readers(self) -> None:
+        with self._wake:
+            self._sync_readers -= 1
+            if self._pending and not self._sync_readers:  # replies still awaited: hand them over
+                self._wake.notify()
 
     def close(self) -> None:
         # may run in __del__, in any thread, even one holding self._lock: take no lock here and let
@@ -121,8 +159,15 @@ class WorkerProcess(ActorChannel):
                 self._send_releases()
                 self._connection.send_bytes(frame)
             except OSError:
-                pass  # the reader thread sees the connection drop and fails this call
+                pass  # a reader sees the connection drop and fails this call
+        self._async_mode = not self._sync_readers
+        if self._parked and self._async_mode:
+            self._wake_background()
         return future
+
+    def _wake_background(self) -> None:
+        with self._wake:
+            self._wake.notify()
 
     def flush_releases(self) -> None:
         """Tell the worker which of its segments no array here views any more."""
@@ -148,6 +193,7 @@ class WorkerProcess(ActorChannel):
                 self._connection.send_bytes(protocol.encode((protocol.STOP,), self._segments)[0])
             except OSError:
                 pass
+        self._wake_background()  # to see the connection close
 
     def kill(self, reason: str) -> None:
         """Kill the worker process now; pending calls fail with the error of ``reason``."""
@@ -158,6 +204,7 @@ class WorkerProcess(ActorChannel):
             os.kill(self.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        self._wake_background()
 
     def resident_mb(self) -> float:
         """Resident memory of the worker process in MB (0 once it is gone)."""
@@ -176,38 +223,40 @@ class WorkerProcess(ActorChannel):
             return ActorDiedError(f"{where}: the actor was closed")
         return ActorDiedError(f"{where}: the worker process exited")
 
-    def result(self, future: Future) -> Any:
-        """Wait for ``future``, reading the worker's replies in this thread when no one else is.
+    def check(self) -> None:
+        """Read what arrived while no one was reading (an idle actor's output, a dead worker's
+        end of file); called by the housekeeping thread."""
+        if not self._read_lock.acquire(blocking=False):
+            return
+        try:
+            while not self._dead and self._connection.poll(0):
+                self._read_one()
+        finally:
+            self._read_lock.release()
 
-        A synchronous call then costs one wake-up instead of two (the reader thread's, then ours).
-        Whoever holds the read lock dispatches every frame it reads, whichever call it answers; when
-        another thread holds it, that thread (or the background reader) resolves ``future``.
-        """
-        while not future.done():
-            if not self._read_lock.acquire(blocking=False):
-                break
-            try:
-                if not future.done() and not self._dead:
-                    self._read_one()
-            finally:
-                self._read_lock.release()
-        return future.result()
+    def _background_needed(self) -> bool:
+        # after an asynchronous call the background reader keeps reading (more are likely to
+        # follow, and parking between them would cost a wake-up each); synchronous calls park it
+        unattended = self._sync_readers == 0 and (bool(self._pending) or self._async_mode)
+        return self._dead or self._stop_reason is not None or unattended
 
     def _read(self) -> None:
-        """The background reader: dispatches what callers are not reading themselves."""
+        """The background reader: dispatches replies that no synchronous caller is reading."""
         connection = self._connection
         while True:
-            try:
-                connection.poll(None)
-            except OSError:
-                pass
+            with self._wake:
+                self._parked = True  # set before the predicate is checked: see _submit
+                self._wake.wait_for(self._background_needed)
+                self._parked = False
+            if self._dead:
+                break
+            connection.poll(None)
             with self._read_lock:
                 if self._dead:
                     break
-                if connection.poll(0) and not self._read_one():
-                    break
+                if connection.poll(0):
+                    self._read_one()
         connection.close()
-        self._pool._worker_exited(self)
 
     def _read_one(self) -> bool:
         """Read and dispatch one frame (the read lock is held); False once the worker is gone."""
@@ -263,6 +312,8 @@ class WorkerProcess(ActorChannel):
         remove_session_segments(f"{self._pool.session_prefix}w{self.pid}_")
         for future, what in pending:
             future.set_exception(self._death_error(what))
+        self._wake_background()  # it closes the connection and ends
+        self._pool._worker_exited(self)
 
 
 class LocalPool(Backend):
@@ -367,12 +418,14 @@ class LocalPool(Backend):
         return blob
 
     def _take_idle_worker(self) -> Optional[WorkerProcess]:
-        with self._lock:
-            while self._idle:
+        while True:
+            with self._lock:
+                if not self._idle:
+                    return None
                 worker = self._idle.pop()
-                if worker.alive:
-                    return worker
-        return None
+            worker.check()  # an idle worker's death is only seen when its connection is read
+            if worker.alive:
+                return worker
 
     def _fork_worker(self) -> WorkerProcess:
         ours, theirs = socket.socketpair()
@@ -430,8 +483,9 @@ class LocalPool(Backend):
                 pass
             self._enforce_memory_limits()
             with self._lock:
-                actors = list(self._actors.values())
-            for worker in actors:
+                workers = [*self._actors.values(), *self._idle]
+            for worker in workers:
+                worker.check()
                 worker.flush_releases()
             if time.monotonic() >= next_status:
                 self._status.publish(self.status())
