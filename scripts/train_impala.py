@@ -12,27 +12,18 @@ Every ``--eval-every`` env steps the greedy policy plays 10 episodes; training s
 mean reaches ``--target`` or after ``--total-steps``; the agent is saved to an HDF5 checkpoint.
 The last line is a JSON summary of the run.
 """
-import argparse
-import concurrent.futures
 import functools
-import json
-import time
 
 import numpy as np
 import paddle
 
+import async_learning
 import parl_lite
 from parl_lite.algorithms import IMPALA
-from parl_lite.utils.envs import evaluate
 from parl_lite.utils.models import MLPActorCritic
-from parl_lite.utils.rollout import RolloutWorker
-from parl_lite.utils.summary import SummaryWriter
 
-ENV_ID = "CartPole-v1"
 HP = dict(num_envs=8, unroll=10, gamma=0.99, lr=1e-3, value_coef=0.5, entropy_coef=0.0, max_grad_norm=0.5,
           clip_rho=1.0, clip_c=1.0, hidden=64, total_steps=500_000, target=475.0, eval_every=5_000)
-
-RemoteRolloutWorker = parl_lite.remote_class(RolloutWorker, wait=False)
 
 
 class ImpalaAgent(parl_lite.Agent):
@@ -49,69 +40,15 @@ class ImpalaAgent(parl_lite.Agent):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--actors", type=int, default=2, help="remote rollout actors")
-    parser.add_argument("--total-steps", type=int, default=HP["total_steps"], help="env steps at most")
-    parser.add_argument("--target", type=float, default=HP["target"], help="stop when the evaluation mean reaches this")
-    parser.add_argument("--eval-every", type=int, default=HP["eval_every"], help="env steps between evaluations")
-    parser.add_argument("--logdir", help="write TensorBoard events and scalars.csv here")
-    parser.add_argument("--save", default="impala.h5", help="checkpoint written at the end")
-    args = parser.parse_args()
-    if args.actors <= 0:
-        parser.error(f"--actors must be positive, got {args.actors}")
-
+    args = async_learning.make_parser(__doc__, HP, save="impala.h5").parse_args()
     paddle.seed(args.seed)
-    writer = SummaryWriter(args.logdir) if args.logdir else None
     model_fn = functools.partial(MLPActorCritic, 4, 2, HP["hidden"])
     algorithm = IMPALA(model_fn(), gamma=HP["gamma"], lr=HP["lr"], value_coef=HP["value_coef"],
                        entropy_coef=HP["entropy_coef"], max_grad_norm=HP["max_grad_norm"],
                        clip_rho_threshold=HP["clip_rho"], clip_pg_rho_threshold=HP["clip_rho"],
                        clip_c_threshold=HP["clip_c"])
-    agent = ImpalaAgent(algorithm)
-
-    started = time.perf_counter()
-    actors = [RemoteRolloutWorker(model_fn, ENV_ID, HP["num_envs"], seed=args.seed * 1000 + 100 * i)
-              for i in range(args.actors)]
-    weights = agent.get_weights()
-    pending = {actor.collect(weights, HP["unroll"]): actor for actor in actors}
-    steps, updates, last_eval, score, solved_at, recent, stats = 0, 0, 0, float("nan"), None, [], {}
-    train_seconds = 0.0
-    while steps < args.total_steps:
-        done, _ = parl_lite.wait(list(pending), return_when=concurrent.futures.FIRST_COMPLETED)
-        for future in done:
-            actor = pending.pop(future)
-            batch = future.result()
-            stats = agent.learn(batch)
-            updates += 1
-            steps += batch["rewards"].size
-            recent = (recent + batch["episode_returns"].tolist())[-20:]
-            pending[actor.collect(agent.get_weights(), HP["unroll"])] = actor
-
-        if steps - last_eval >= args.eval_every or steps >= args.total_steps:
-            train_seconds += time.perf_counter() - started
-            last_eval = steps
-            score = float(np.mean(evaluate(ENV_ID, agent.predict, episodes=10, seed=10_000 + 100 * args.seed)))
-            if writer:
-                writer.add_scalar("eval/return", score, steps)
-                writer.add_scalar("train/return", np.mean(recent) if recent else float("nan"), steps)
-            print(f"steps {steps:7d}  {steps / train_seconds:6.0f} steps/s  {updates / train_seconds:5.0f} updates/s  "
-                  f"train return {np.mean(recent) if recent else float('nan'):7.1f}  eval {score:7.1f}  "
-                  f"rho {stats.get('mean_rho', float('nan')):.3f}  {train_seconds:6.1f}s", flush=True)
-            started = time.perf_counter()
-            if score >= args.target:
-                solved_at = steps
-                break
-    parl_lite.get(list(pending))  # let in-flight rollouts finish before the actors stop
-    for actor in actors:
-        actor.close()
-    if writer:
-        writer.close()
-    agent.save(args.save)
-    print(json.dumps({"algo": "IMPALA", "env": ENV_ID, "seed": args.seed, "actors": args.actors, "steps": steps,
-                      "solved_at": solved_at, "train_seconds": round(train_seconds, 2), "eval_return": score,
-                      "checkpoint": args.save}), flush=True)
-    parl_lite.shutdown()
+    async_learning.main("IMPALA", args, ImpalaAgent(algorithm), model_fn, HP["num_envs"], HP["unroll"],
+                        describe=lambda stats: f"rho {stats.get('mean_rho', float('nan')):.3f}  ")
 
 
 if __name__ == "__main__":
