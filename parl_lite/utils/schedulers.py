@@ -8,7 +8,28 @@ from typing import Sequence, Tuple
 __all__ = ["LinearDecayScheduler", "PiecewiseScheduler"]
 
 
-class LinearDecayScheduler:
+class _Scheduler:
+    """The stepping shared by the schedules; subclasses define ``value_at``."""
+
+    steps: int
+
+    @property
+    def value(self) -> float:
+        return self.value_at(self.steps)
+
+    def step(self, n: int = 1) -> float:
+        """Advance by ``n`` steps and return the new value."""
+        if n < 0:
+            raise ValueError(f"n must be non-negative, got {n}")
+        self.steps += n
+        return self.value
+
+    def value_at(self, steps: int) -> float:
+        """The value after ``steps`` steps."""
+        raise NotImplementedError
+
+
+class LinearDecayScheduler(_Scheduler):
     """Linear interpolation from ``start_value`` at step 0 to ``end_value`` at ``max_steps``,
     constant afterwards.
 
@@ -29,19 +50,8 @@ class LinearDecayScheduler:
         fraction = min(max(steps, 0) / self.max_steps, 1.0)
         return self.start_value + fraction * (self.end_value - self.start_value)
 
-    @property
-    def value(self) -> float:
-        return self.value_at(self.steps)
 
-    def step(self, n: int = 1) -> float:
-        """Advance by ``n`` steps and return the new value."""
-        if n < 0:
-            raise ValueError(f"n must be non-negative, got {n}")
-        self.steps += n
-        return self.value
-
-
-class PiecewiseScheduler:
+class PiecewiseScheduler(_Scheduler):
     """Piecewise-constant schedule: ``[(0, 1e-3), (10_000, 5e-4)]`` gives 1e-3 on steps
     [0, 10000) and 5e-4 from step 10000 on (PARL's semantics).
 
@@ -68,14 +78,3 @@ class PiecewiseScheduler:
                 break
             current = value
         return current
-
-    @property
-    def value(self) -> float:
-        return self.value_at(self.steps)
-
-    def step(self, n: int = 1) -> float:
-        """Advance by ``n`` steps and return the new value."""
-        if n < 0:
-            raise ValueError(f"n must be non-negative, got {n}")
-        self.steps += n
-        return self.value
