@@ -1,10 +1,14 @@
 """Small pieces shared by the actor-critic algorithms."""
+import copy
 from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import Iterator, Optional, Sequence
 
 import paddle
 
-__all__ = ["frozen", "check_hyperparameter"]
+from parl_lite.core.algorithm import Algorithm
+from parl_lite.core.model import Model
+
+__all__ = ["frozen", "check_hyperparameter", "SoftTargetActorCritic"]
 
 
 @contextmanager
@@ -32,3 +36,25 @@ def check_hyperparameter(name: str, value: float, low: float, high: float, low_o
         interval = f"{'(' if low_open else '['}{low}, {high}]"
         raise ValueError(f"{name} must be in {interval}, got {value}")
     return float(value)
+
+
+class SoftTargetActorCritic(Algorithm):
+    """What DDPG, TD3 and SAC share: an actor and a critic in one model, each with its own Adam
+    optimizer, and a soft-updated deep copy of the model as ``target_model``.
+
+    The model exposes ``get_actor_params()`` and ``get_critic_params()``.
+    """
+
+    def __init__(self, model: Model, gamma: float, tau: float, actor_lr: float, critic_lr: float) -> None:
+        super().__init__(model)
+        self.gamma = check_hyperparameter("gamma", gamma, 0.0, 1.0)
+        self.tau = check_hyperparameter("tau", tau, 0.0, 1.0, low_open=True)
+        check_hyperparameter("actor_lr", actor_lr, 0.0, float("inf"), low_open=True)
+        check_hyperparameter("critic_lr", critic_lr, 0.0, float("inf"), low_open=True)
+        self.target_model = copy.deepcopy(model)
+        self.actor_optimizer = paddle.optimizer.Adam(actor_lr, parameters=model.get_actor_params())
+        self.critic_optimizer = paddle.optimizer.Adam(critic_lr, parameters=model.get_critic_params())
+
+    def sync_target(self, decay: Optional[float] = None) -> None:
+        """``target = decay * target + (1 - decay) * model``; ``decay`` defaults to ``1 - tau``."""
+        self.model.sync_weights_to(self.target_model, decay=1.0 - self.tau if decay is None else decay)

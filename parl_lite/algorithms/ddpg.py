@@ -10,20 +10,18 @@ Update on a batch ``(obs, action, reward, next_obs, terminal)``::
 Actions live in [-1, 1] (``policy`` ends in tanh); the agent scales them to the environment and
 adds the exploration noise.
 """
-import copy
-from typing import Optional, Tuple
+from typing import Tuple
 
 import paddle
 import paddle.nn.functional as F
 
-from parl_lite.algorithms.common import check_hyperparameter, frozen
-from parl_lite.core.algorithm import Algorithm
+from parl_lite.algorithms.common import SoftTargetActorCritic, frozen
 from parl_lite.core.model import Model
 
 __all__ = ["DDPG"]
 
 
-class DDPG(Algorithm):
+class DDPG(SoftTargetActorCritic):
     """Deep Deterministic Policy Gradient.
 
     The model has two roles and exposes their parameters:
@@ -40,14 +38,7 @@ class DDPG(Algorithm):
 
     def __init__(self, model: Model, gamma: float = 0.99, tau: float = 0.005,
                  actor_lr: float = 1e-3, critic_lr: float = 1e-3) -> None:
-        super().__init__(model)
-        self.gamma = check_hyperparameter("gamma", gamma, 0.0, 1.0)
-        self.tau = check_hyperparameter("tau", tau, 0.0, 1.0, low_open=True)
-        check_hyperparameter("actor_lr", actor_lr, 0.0, float("inf"), low_open=True)
-        check_hyperparameter("critic_lr", critic_lr, 0.0, float("inf"), low_open=True)
-        self.target_model = copy.deepcopy(model)
-        self.actor_optimizer = paddle.optimizer.Adam(actor_lr, parameters=model.get_actor_params())
-        self.critic_optimizer = paddle.optimizer.Adam(critic_lr, parameters=model.get_critic_params())
+        super().__init__(model, gamma, tau, actor_lr, critic_lr)
 
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
         """The deterministic action ``pi(obs)`` in [-1, 1]."""
@@ -88,7 +79,3 @@ class DDPG(Algorithm):
         actor_loss.backward()
         self.actor_optimizer.step()
         return actor_loss
-
-    def sync_target(self, decay: Optional[float] = None) -> None:
-        """``target = decay * target + (1 - decay) * model``; ``decay`` defaults to ``1 - tau``."""
-        self.model.sync_weights_to(self.target_model, decay=1.0 - self.tau if decay is None else decay)

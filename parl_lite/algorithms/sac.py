@@ -14,15 +14,13 @@ Update on a batch ``(obs, action, reward, next_obs, terminal)``, with ``alpha = 
 The policy is ``a = tanh(u)``, ``u ~ N(mean, exp(log_std))``; actions live in [-1, 1] and the
 agent scales them to the environment.
 """
-import copy
 import math
 from typing import Optional, Tuple
 
 import paddle
 import paddle.nn.functional as F
 
-from parl_lite.algorithms.common import check_hyperparameter, frozen
-from parl_lite.core.algorithm import Algorithm
+from parl_lite.algorithms.common import SoftTargetActorCritic, check_hyperparameter, frozen
 from parl_lite.core.model import Model
 
 __all__ = ["SAC", "EntropyTemperature"]
@@ -41,7 +39,7 @@ class EntropyTemperature(Model):
             default_initializer=paddle.nn.initializer.Constant(math.log(initial_alpha)))
 
 
-class SAC(Algorithm):
+class SAC(SoftTargetActorCritic):
     """Soft Actor-Critic.
 
     The model exposes ``policy(obs) -> (mean, log_std)`` (pre-squash, each ``[batch, act_dim]``),
@@ -62,14 +60,8 @@ class SAC(Algorithm):
     def __init__(self, model: Model, gamma: float = 0.99, tau: float = 0.005,
                  actor_lr: float = 3e-4, critic_lr: float = 3e-4, alpha: float = 1.0,
                  alpha_lr: Optional[float] = 3e-4, target_entropy: Optional[float] = None) -> None:
-        super().__init__(model)
-        self.gamma = check_hyperparameter("gamma", gamma, 0.0, 1.0)
-        self.tau = check_hyperparameter("tau", tau, 0.0, 1.0, low_open=True)
-        for name, value in (("actor_lr", actor_lr), ("critic_lr", critic_lr), ("alpha", alpha)):
-            check_hyperparameter(name, value, 0.0, float("inf"), low_open=True)
-        self.target_model = copy.deepcopy(model)
-        self.actor_optimizer = paddle.optimizer.Adam(actor_lr, parameters=model.get_actor_params())
-        self.critic_optimizer = paddle.optimizer.Adam(critic_lr, parameters=model.get_critic_params())
+        super().__init__(model, gamma, tau, actor_lr, critic_lr)
+        check_hyperparameter("alpha", alpha, 0.0, float("inf"), low_open=True)
         self.temperature = EntropyTemperature(alpha)
         self.alpha_optimizer = None
         if alpha_lr is not None:
@@ -115,7 +107,7 @@ class SAC(Algorithm):
         actor_loss, log_prob = self._learn_actor(obs, alpha)
         if self.alpha_optimizer is not None:
             self._learn_alpha(log_prob, action.shape[-1])
-        self.model.sync_weights_to(self.target_model, decay=1.0 - self.tau)
+        self.sync_target()
         return critic_loss, actor_loss
 
     def _learn_critic(self, obs, action, reward, next_obs, terminal, alpha) -> paddle.Tensor:

@@ -12,20 +12,18 @@ Update on a batch ``(obs, action, reward, next_obs, terminal)``::
     every policy_freq steps:
         actor loss = -mean(Q1(obs, pi(obs)));   target <- tau * model + (1 - tau) * target
 """
-import copy
 from typing import Optional, Tuple
 
 import paddle
 import paddle.nn.functional as F
 
-from parl_lite.algorithms.common import check_hyperparameter, frozen
-from parl_lite.core.algorithm import Algorithm
+from parl_lite.algorithms.common import SoftTargetActorCritic, check_hyperparameter, frozen
 from parl_lite.core.model import Model
 
 __all__ = ["TD3"]
 
 
-class TD3(Algorithm):
+class TD3(SoftTargetActorCritic):
     """Twin Delayed DDPG.
 
     The model exposes ``policy(obs) -> action`` in [-1, 1], ``value(obs, action) -> (Q1, Q2)``
@@ -45,19 +43,12 @@ class TD3(Algorithm):
     def __init__(self, model: Model, gamma: float = 0.99, tau: float = 0.005,
                  actor_lr: float = 1e-3, critic_lr: float = 1e-3, policy_noise: float = 0.2,
                  noise_clip: float = 0.5, policy_freq: int = 2) -> None:
-        super().__init__(model)
-        self.gamma = check_hyperparameter("gamma", gamma, 0.0, 1.0)
-        self.tau = check_hyperparameter("tau", tau, 0.0, 1.0, low_open=True)
-        check_hyperparameter("actor_lr", actor_lr, 0.0, float("inf"), low_open=True)
-        check_hyperparameter("critic_lr", critic_lr, 0.0, float("inf"), low_open=True)
+        super().__init__(model, gamma, tau, actor_lr, critic_lr)
         self.policy_noise = check_hyperparameter("policy_noise", policy_noise, 0.0, float("inf"))
         self.noise_clip = check_hyperparameter("noise_clip", noise_clip, 0.0, float("inf"))
         if not isinstance(policy_freq, int) or policy_freq < 1:
             raise ValueError(f"policy_freq must be a positive int, got {policy_freq!r}")
         self.policy_freq = policy_freq
-        self.target_model = copy.deepcopy(model)
-        self.actor_optimizer = paddle.optimizer.Adam(actor_lr, parameters=model.get_actor_params())
-        self.critic_optimizer = paddle.optimizer.Adam(critic_lr, parameters=model.get_critic_params())
         self.total_updates = 0
 
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
@@ -106,7 +97,3 @@ class TD3(Algorithm):
         actor_loss.backward()
         self.actor_optimizer.step()
         return actor_loss
-
-    def sync_target(self, decay: Optional[float] = None) -> None:
-        """``target = decay * target + (1 - decay) * model``; ``decay`` defaults to ``1 - tau``."""
-        self.model.sync_weights_to(self.target_model, decay=1.0 - self.tau if decay is None else decay)
