@@ -75,8 +75,7 @@ class WorkerProcess(ActorChannel):
         self._stop_reason: Optional[str] = None
         self._closing = False
         self._dead = False
-        self._reader = threading.Thread(target=self._read, name=f"parl_lite-worker-{pid}", daemon=True)
-        self._reader.start()
+        threading.Thread(target=self._read, name=f"parl_lite-worker-{pid}", daemon=True).start()
 
     @property
     def label(self) -> str:
@@ -181,7 +180,11 @@ class WorkerProcess(ActorChannel):
     def _send_releases(self) -> None:
         released = self._borrowed.take_released()
         if released:
-            self._connection.send_bytes(protocol.encode((protocol.RELEASE, released), self._segments)[0])
+            self._send((protocol.RELEASE, released))
+
+    def _send(self, message: Tuple[Any, ...]) -> None:
+        """Encode and send a small control message (``self._lock`` is held)."""
+        self._connection.send_bytes(protocol.encode(message, self._segments)[0])
 
     def stop(self, reason: str) -> None:
         """Ask the worker to exit after the calls already sent (idempotent)."""
@@ -190,7 +193,7 @@ class WorkerProcess(ActorChannel):
                 return
             self._stop_reason = reason
             try:
-                self._connection.send_bytes(protocol.encode((protocol.STOP,), self._segments)[0])
+                self._send((protocol.STOP,))
             except OSError:
                 pass
         self._wake_background()  # to see the connection close
@@ -229,10 +232,14 @@ class WorkerProcess(ActorChannel):
         if not self._read_lock.acquire(blocking=False):
             return
         try:
-            while not self._dead and self._connection.poll(0):
-                self._read_one()
+            self._read_available()
         finally:
             self._read_lock.release()
+
+    def _read_available(self) -> None:
+        """Dispatch every frame that has arrived (the read lock is held)."""
+        while not self._dead and self._connection.poll(0) and self._read_one():
+            pass
 
     def _background_needed(self) -> bool:
         # after an asynchronous call the background reader keeps reading (more are likely to
@@ -252,10 +259,7 @@ class WorkerProcess(ActorChannel):
                 break
             connection.poll(None)
             with self._read_lock:
-                if self._dead:
-                    break
-                if connection.poll(0):
-                    self._read_one()
+                self._read_available()
         connection.close()
 
     def _read_one(self) -> bool:
