@@ -17,7 +17,7 @@ import mmap
 import os
 import threading
 import weakref
-from typing import Deque, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["SHM_DIR", "SegmentPool", "Borrowed", "unlink_segment", "remove_session_segments",
            "session_segments"]
@@ -115,8 +115,8 @@ class Borrowed:
     """The receiver's side: maps segments and collects the names whose arrays are all gone."""
 
     def __init__(self) -> None:
-        # no lock: _on_unmapped may run inside any code of this process, which may hold that lock
-        self._mapped: Set[str] = set()
+        # a deque, not a locked list: _on_unmapped may run inside any code of this process, even
+        # code that would hold such a lock
         self._released: Deque[str] = collections.deque()
 
     def attach(self, name: str, layout: Layout) -> List[memoryview]:
@@ -126,7 +126,6 @@ class Borrowed:
             mapping = mmap.mmap(fd, os.fstat(fd).st_size)
         finally:
             os.close(fd)
-        self._mapped.add(name)
         # runs when the last array viewing the mapping is freed, in whatever thread frees it
         weakref.finalize(mapping, self._on_unmapped, name)
         view = memoryview(mapping)
@@ -139,12 +138,7 @@ class Borrowed:
             released.append(self._released.popleft())
         return released
 
-    def mapped(self) -> List[str]:
-        """Names still mapped here."""
-        return list(self._mapped)
-
     def _on_unmapped(self, name: str) -> None:
-        self._mapped.discard(name)
         self._released.append(name)
 
 
