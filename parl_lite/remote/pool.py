@@ -6,6 +6,7 @@ does not wait for a process to start; the pool may host any number of actors bey
 further process being forked from the zygote in a few milliseconds. A housekeeping thread refills the
 idle workers, returns the workers of released actors, enforces memory limits and publishes status.
 """
+import collections
 import itertools
 import json
 import os
@@ -19,11 +20,12 @@ import threading
 import time
 import uuid
 from multiprocessing.connection import Connection
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, List, Optional, Tuple
 
 import cloudpickle
 
 from parl_lite.remote import protocol
+from parl_lite.remote.actor_log import ActorLogs
 from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, SerializationError
 from parl_lite.remote.futures import Future
@@ -38,6 +40,7 @@ _STATUS_PERIOD = 0.5  # seconds between status updates
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                      "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+_ENDED_KEPT = 32  # ended actors still listed in the status (and their logs kept)
 
 # why a worker stopped serving
 _CLOSED = "closed"
@@ -58,6 +61,7 @@ class WorkerProcess(ActorChannel):
         self.actor_name: Optional[str] = None
         self.max_memory: Optional[float] = None
         self.calls_served = 0
+        self.last_error: Optional[str] = None  # the last exception an actor's method raised
         self._connection = connection
         self._pool = pool
         self._segments = SegmentPool(f"{pool.session_prefix}d{pid}_")  # what we send to the worker
@@ -84,6 +88,21 @@ class WorkerProcess(ActorChannel):
     @property
     def alive(self) -> bool:
         return not self._dead
+
+    @property
+    def state(self) -> str:
+        """``idle`` (no actor yet), ``starting`` (``__init__`` runs), ``alive``, ``closed`` or ``dead``."""
+        if self._dead:
+            return "closed" if self._stop_reason == _CLOSED or self._closing else "dead"
+        if self.actor_name is None:
+            return "idle"
+        return "alive" if self.calls_served else "starting"
+
+    def describe(self) -> Dict[str, Any]:
+        """This worker as the pool's status lists it."""
+        return {"pid": self.pid, "actor": self.actor_name, "alive": self.alive, "state": self.state,
+                "rss_mb": round(self.resident_mb(), 1), "max_memory_mb": self.max_memory,
+                "calls_served": self.calls_served, "last_error": self.last_error}
 
     # --- ActorChannel ---------------------------------------------------------------------------
     def call(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Future:
@@ -276,6 +295,7 @@ class WorkerProcess(ActorChannel):
             return True
         kind = message[0]
         if kind == protocol.OUTPUT:
+            self._pool.actor_logs.record(self.pid, message[2])
             self._print(message[1], message[2])
         elif kind == protocol.RELEASE:
             self._segments.release(message[1])
@@ -285,6 +305,7 @@ class WorkerProcess(ActorChannel):
             if kind == protocol.OK:
                 future.set_result(message[2])
             else:
+                self.last_error = f"{message[2].type_name}: {message[2].message}"
                 future.set_exception(message[2].to_exception(f"{self.actor_name}.{what}"))
         return True
 
@@ -344,6 +365,8 @@ class LocalPool(Backend):
         self._idle: List[WorkerProcess] = []
         self._actors: Dict[int, WorkerProcess] = {}  # pid -> worker hosting an actor
         self._class_blobs: Dict[type, bytes] = {}
+        self._ended: Deque[WorkerProcess] = collections.deque()  # actors that stopped, newest last
+        self.actor_logs = ActorLogs(os.getpid())
         self._chores: "queue.SimpleQueue[Optional[WorkerProcess]]" = queue.SimpleQueue()
         self._closed = False
         self._zygote, self._control = self._start_zygote()
@@ -373,17 +396,14 @@ class LocalPool(Backend):
     def status(self) -> Dict[str, Any]:
         with self._lock:
             workers = [*self._actors.values(), *self._idle]
+            ended = list(self._ended)
         return {
             "pid": os.getpid(),
             "started_at": self.started_at,
             "zygote_pid": self._zygote.pid,
             "idle_target": self.num_workers,
-            "workers": [
-                {"pid": worker.pid, "actor": worker.actor_name, "alive": worker.alive,
-                 "rss_mb": round(worker.resident_mb(), 1), "max_memory_mb": worker.max_memory,
-                 "calls_served": worker.calls_served}
-                for worker in workers
-            ],
+            "workers": [worker.describe() for worker in workers],
+            "ended": [worker.describe() for worker in ended],
         }
 
     def shutdown(self) -> None:
@@ -404,6 +424,7 @@ class LocalPool(Backend):
             self._zygote.wait()
         remove_session_segments(self.session_prefix)
         self._status.close()
+        self.actor_logs.close()
 
     # --- actors and workers ---------------------------------------------------------------------
     def release(self, worker: WorkerProcess) -> None:
@@ -451,6 +472,13 @@ class LocalPool(Backend):
             self._actors.pop(worker.pid, None)
             if worker in self._idle:
                 self._idle.remove(worker)
+            if worker.actor_name is not None:
+                self._ended.append(worker)
+                forgotten = self._ended.popleft() if len(self._ended) > _ENDED_KEPT else None
+            else:
+                forgotten = None
+        if forgotten is not None:
+            self.actor_logs.forget(forgotten.pid)
         if not self._closed:
             self._chores.put(None)  # keep the warm pool full
 
@@ -492,6 +520,7 @@ class LocalPool(Backend):
                 worker.check()
                 worker.flush_releases()
             if time.monotonic() >= next_status:
+                self.actor_logs.flush()
                 self._status.publish(self.status())
                 next_status = time.monotonic() + _STATUS_PERIOD
 
