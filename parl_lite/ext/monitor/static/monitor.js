@@ -62,6 +62,13 @@ function loadChart(points, cpus, now) {
   line.setAttribute("points", points.map(p => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" "));
   line.setAttribute("class", "load");
   svg.appendChild(line);
+  for (const p of points.slice(-1)) {  // the latest value, also visible while there is one point only
+    const dot = document.createElementNS(SVG, "circle");
+    dot.setAttribute("cx", x(p[0]).toFixed(1)); dot.setAttribute("cy", y(p[1]).toFixed(1));
+    dot.setAttribute("r", 2.5);
+    dot.setAttribute("class", "last");
+    svg.appendChild(dot);
+  }
   const td = el("td", null, "load-cell");
   td.appendChild(svg);
   const last = points.length ? points[points.length - 1][1] : null;
@@ -98,13 +105,18 @@ function drawClients(status) {
   document.getElementById("client-count").textContent = status.clients.length;
 }
 
+function ended(actor) {
+  return actor.state === "dead" || actor.state === "closed";
+}
+
 function drawActors(status) {
   if (selectedActor === null && status.actors.length) selectedActor = status.actors[0].id;
   const rows = status.actors.map(actor => {
     const state = el("td");
     state.appendChild(el("span", actor.state, "state state-" + actor.state));
     const tr = row([actor["class"], actor.node, actor.pid, state, el("td", actor.calls_served, "num"),
-                    el("td", num(actor.rss_mb, 1), "num"), el("td", actor.last_error || "", "error")]);
+                    el("td", ended(actor) ? "–" : num(actor.rss_mb, 1), "num"),
+                    el("td", actor.last_error || "", "error")]);
     tr.dataset.actor = actor.id;
     tr.dataset.state = actor.state;
     tr.title = "show the output of this actor";
@@ -113,7 +125,7 @@ function drawActors(status) {
     return tr;
   });
   document.querySelector("#actors tbody").replaceChildren(...rows);
-  const live = status.actors.filter(a => a.state === "alive" || a.state === "starting").length;
+  const live = status.actors.filter(a => !ended(a)).length;
   document.getElementById("actor-count").textContent =
     live === status.actors.length ? live : `${live} running, ${status.actors.length - live} ended`;
 }

@@ -1,0 +1,191 @@
+"""The web monitor's JSON API and its security, with a plain HTTP client against `parl-lite monitor`
+watching a real pool in another process."""
+import os
+import signal
+import urllib.error
+import urllib.parse
+import urllib.request
+import warnings
+
+import pytest
+
+from monitor_helpers import MonitorProcess, UserScript, actors_of, wait_until
+from parl_lite.ext.monitor.local import LocalPools
+from parl_lite.ext.monitor.server import MonitorServer
+from parl_lite.remote.actor_log import ActorLogs, read_actor_log, runtime_folder
+from remote_helpers import wait_for_exit
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def user_script(tmp_path):
+    script = UserScript(tmp_path)
+    yield script
+    script.quit()
+
+
+@pytest.fixture
+def monitor():
+    process = MonitorProcess()
+    yield process
+    process.stop()
+
+
+def _request(url, data=None, headers=None, method=None):
+    """(status, headers, body) of one request; HTTP errors are answers too."""
+    request = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(request, timeout=10) as response:
+            return response.status, response.headers, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read()
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def test_status_and_logs_of_a_pool_in_another_process(user_script, monitor):
+    pid = user_script.info["pid"]
+    status = wait_until(lambda: (lambda s: len(actors_of(s, pid)) == 3 and s)(monitor.get_json("/api/status")),
+                        what="the three actors in /api/status")
+    assert status["kind"] == "local" and status["address"] is None
+    node, = status["nodes"]
+    assert node["cpus_total"] == os.cpu_count() and 0 <= node["cpus_used"] <= node["cpus_total"]
+    assert 0 < node["mem_used_mb"] < node["mem_total_mb"] and node["alive"] and node["load"]
+    client, = [client for client in status["clients"] if client["pid"] == pid]
+    assert client["script"].endswith("user_script.py") and client["actors"] == 3
+    actors = {actor["pid"]: actor for actor in actors_of(status, pid)}
+    assert actors[user_script.info["talker"]]["class"] == "Talker"
+    for counter in user_script.info["counters"]:
+        assert actors[counter]["class"] == "Counter" and actors[counter]["state"] == "alive"
+        assert actors[counter]["calls_served"] == 2 and actors[counter]["rss_mb"] > 0
+
+    talker = user_script.actor_id(user_script.info["talker"])
+    user_script.send("say hello from the talker")
+    user_script.send("fail")
+    logs = wait_until(lambda: (lambda l: "hello from the talker" in l["lines"] and l)(
+        monitor.get_json(f"/api/logs/{talker}")), what="the printed line in /api/logs")
+    assert logs["actor"] == talker
+    errors = wait_until(lambda: [a["last_error"] for a in actors_of(monitor.get_json("/api/status"), pid)
+                                 if a["last_error"]], what="the last error")
+    assert errors == ["ValueError: the input was bad"]
+
+    # the log keeps the last 500 lines; the download is the same lines as a file
+    user_script.send("spam 600")
+    expected = [f"line {i}" for i in range(100, 600)]
+    wait_until(lambda: monitor.get_json(f"/api/logs/{talker}")["lines"] == expected, what="the last 500 lines")
+    status_code, headers, body = _request(f"{monitor.url}api/logs/{talker}?download=1")
+    assert status_code == 200 and headers["Content-Type"].startswith("text/plain")
+    assert "attachment" in headers["Content-Disposition"]
+    assert body.decode().splitlines() == expected
+
+    # a killed actor is listed as dead, with the others still alive
+    killed = user_script.info["counters"][0]
+    os.kill(killed, signal.SIGKILL)
+    states = wait_until(lambda: (lambda a: a[killed]["state"] == "dead" and a)(
+        {actor["pid"]: actor for actor in actors_of(monitor.get_json("/api/status"), pid)}),
+        what="the killed actor's state")
+    assert states[user_script.info["counters"][1]]["state"] == "alive"
+
+    # when the script ends its pool, its client leaves the monitor and its log folder is gone
+    user_script.quit()
+    wait_until(lambda: not any(c["pid"] == pid for c in monitor.get_json("/api/status")["clients"]),
+               what="the client to leave")
+    assert not os.path.exists(os.path.join(runtime_folder(), f"pool-{pid}"))
+
+
+def test_unknown_actor_writes_and_foreign_hosts_are_refused(monitor):
+    assert _request(f"{monitor.url}api/logs/1-2")[0] == 404
+    assert _request(f"{monitor.url}api/logs/..%2F..%2Fetc%2Fpasswd")[0] == 404
+    assert _request(f"{monitor.url}nothing")[0] == 404
+    assert _request(f"{monitor.url}static/../server.py")[0] == 404
+    assert _request(f"{monitor.url}api/status", data=b"x", method="POST")[0] == 405
+    # a page of another site reaching 127.0.0.1 through DNS rebinding names its own host
+    assert _request(f"{monitor.url}api/status", headers={"Host": "evil.example:80"})[0] == 421
+    status_code, headers, body = _request(monitor.url)
+    assert status_code == 200 and b"parl_lite monitor" in body
+    assert "script-src 'self'" in headers["Content-Security-Policy"]
+
+
+def test_off_loopback_the_token_is_asked_for():
+    with pytest.raises(ValueError, match="needs a token"):
+        MonitorServer(LocalPools(), host="0.0.0.0", port=0)
+    with MonitorServer(LocalPools(), host="127.0.0.2", port=0, token="s3cret-token") as server:
+        status_url = f"{server.url}api/status"
+        assert _request(status_url)[0] == 401
+        assert _request(status_url, headers={"Authorization": "Bearer wrong"})[0] == 401
+        assert _request(status_url, headers={"Authorization": "Bearer s3cret-token"})[0] == 200
+        status_code, _, body = _request(server.url)
+        assert status_code == 401 and b'name="token"' in body  # the login form
+
+        status_code, _, body = _request(f"{server.url}login", data=b"token=wrong")
+        assert status_code == 401 and b"not right" in body
+        status_code, headers, _ = _request(f"{server.url}login",
+                                           data=urllib.parse.urlencode({"token": "s3cret-token"}).encode())
+        assert status_code == 303 and headers["Location"] == "/"
+        cookie = headers["Set-Cookie"].split(";")[0]
+        assert "s3cret-token" not in cookie and "HttpOnly" in headers["Set-Cookie"]
+        assert _request(status_url, headers={"Cookie": cookie})[0] == 200
+        assert _request(status_url, headers={"Cookie": cookie + "x"})[0] == 401
+
+
+def test_the_command_prints_a_token_when_not_on_loopback():
+    process = MonitorProcess("--host", "127.0.0.2")
+    try:
+        assert process.token and len(process.token) >= 24
+        assert _request(f"{process.url}api/status")[0] == 401
+        assert _request(f"{process.url}api/status", headers={"Authorization": f"Bearer {process.token}"})[0] == 200
+    finally:
+        process.stop()
+    assert wait_for_exit(process.process.pid, timeout=5)
+
+
+def test_a_runtime_folder_planted_by_someone_else_is_not_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (tmp_path / "parl_lite").symlink_to(elsewhere)
+    with pytest.raises(PermissionError, match="not a private folder"):
+        runtime_folder(create=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        logs = ActorLogs(os.getpid())
+    assert logs.folder is None and "not kept for the monitor" in str(caught[0].message)
+    logs.record(123, "still kept in memory\n")
+    logs.flush()  # writes nothing, raises nothing
+    assert logs.lines(123) == ["still kept in memory"] and os.listdir(elsewhere) == []
+    with pytest.raises(PermissionError):
+        read_actor_log(os.getpid(), 123)
+
+    (tmp_path / "parl_lite").unlink()
+    (tmp_path / "parl_lite").mkdir(mode=0o755)  # a real folder, but open to others
+    os.chmod(tmp_path / "parl_lite", 0o755)
+    with pytest.raises(PermissionError):
+        runtime_folder()
+
+
+def test_actor_logs_are_private_files_in_a_private_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    logs = ActorLogs(os.getpid())
+    try:
+        logs.record(77, "one\ntwo\n")
+        logs.flush()
+        assert read_actor_log(os.getpid(), 77) == ["one", "two"]
+        folder = tmp_path / "parl_lite"
+        assert folder.stat().st_mode & 0o777 == 0o700
+        assert (folder / f"pool-{os.getpid()}").stat().st_mode & 0o777 == 0o700
+        assert (folder / f"pool-{os.getpid()}" / "77.log").stat().st_mode & 0o777 == 0o600
+        # a log replaced by a symlink (only root could, in a private folder) is not followed
+        target = tmp_path / "secret"
+        target.write_text("not a log\n")
+        os.unlink(folder / f"pool-{os.getpid()}" / "77.log")
+        os.symlink(target, folder / f"pool-{os.getpid()}" / "77.log")
+        with pytest.raises(OSError):
+            read_actor_log(os.getpid(), 77)
+    finally:
+        logs.close()
+    assert not (tmp_path / "parl_lite" / f"pool-{os.getpid()}").exists()

@@ -1,0 +1,81 @@
+"""The monitor page in a real headless Chromium (Debian's `chromium`), driven over the DevTools
+protocol: the tables fill, an actor's printed line appears, a killed actor turns dead, all without
+reloading the page; a screenshot is written."""
+import json
+import os
+import shutil
+import signal
+
+import pytest
+
+from devtools import Chromium, find_chromium
+from monitor_helpers import MonitorProcess, UserScript
+
+pytestmark = pytest.mark.timeout(120)
+
+CHROMIUM = find_chromium()
+if CHROMIUM is None and os.environ.get("CI"):
+    raise RuntimeError("CI must run the browser test: .ci/run installs Debian's chromium package")
+
+
+@pytest.fixture
+def browser(tmp_path):
+    if CHROMIUM is None:
+        pytest.skip("no Chromium on PATH (apt-get install chromium)")
+    with Chromium(CHROMIUM, width=1280, height=900) as chromium:
+        yield chromium
+
+
+def _rows(table: str, prefix: str = "") -> str:
+    attribute = {"actors": "data-actor", "clients": "data-client", "nodes": "data-node"}[table]
+    selector = f'{attribute}^=\"{prefix}\"' if prefix else attribute  # ^="" matches nothing
+    return f"document.querySelectorAll('#{table} tbody tr[{selector}]')"
+
+
+def test_the_page_shows_a_pool_live(tmp_path, browser):
+    script = UserScript(tmp_path)
+    monitor = MonitorProcess()
+    try:
+        pid = script.info["pid"]
+        browser.open(monitor.url)
+        browser.evaluate("window.notReloaded = true")
+
+        browser.wait_for(f"{_rows('actors', f'{pid}-')}.length === 3 && {_rows('clients', str(pid))}.length === 1")
+        assert browser.evaluate(f"{_rows('nodes')}.length") == 1
+        cells = browser.evaluate(f"[...{_rows('clients', str(pid))}[0].cells].map(c => c.textContent)")
+        assert cells[0].endswith("user_script.py") and cells[2] == str(pid) and cells[4] == "3"
+        classes = browser.evaluate(f"[...{_rows('actors', f'{pid}-')}].map(r => r.cells[0].textContent).sort()")
+        assert classes == ["Counter", "Counter", "Talker"]
+        assert browser.evaluate("document.querySelector('#nodes svg polyline') !== null")
+
+        # choose the talker, make it print: the line appears in the output panel
+        talker = script.actor_id(script.info["talker"])
+        browser.evaluate(f"document.querySelector('tr[data-actor=\"{talker}\"]').click()")
+        script.send("say a line printed by the actor")
+        browser.wait_for("document.getElementById('log').textContent.includes('a line printed by the actor')")
+        download = browser.evaluate("document.getElementById('log-download').getAttribute('href')")
+        assert download == f"/api/logs/{talker}?download=1"
+        script.send("fail")
+        browser.wait_for(f"document.querySelector('tr[data-actor=\"{talker}\"] td.error')"
+                         ".textContent === 'ValueError: the input was bad'")
+
+        # kill a counter: its row turns dead, the other actors stay alive
+        killed = script.actor_id(script.info["counters"][0])
+        os.kill(script.info["counters"][0], signal.SIGKILL)
+        browser.wait_for(f"document.querySelector('tr[data-actor=\"{killed}\"]').dataset.state === 'dead'")
+        states = browser.evaluate(f"[...{_rows('actors', f'{pid}-')}].map(r => r.dataset.state).sort()")
+        assert states == ["alive", "alive", "dead"]
+        assert browser.evaluate(f"document.querySelector('tr[data-actor=\"{killed}\"] .state').textContent") == "dead"
+        assert browser.evaluate("window.notReloaded") is True  # refreshed in place
+
+        screenshot = tmp_path / "monitor.png"
+        browser.screenshot(screenshot)
+        assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and screenshot.stat().st_size > 10_000
+        if os.environ.get("PARL_LITE_MONITOR_SCREENSHOT"):  # to refresh the README's picture
+            shutil.copy(screenshot, os.environ["PARL_LITE_MONITOR_SCREENSHOT"])
+        shown = json.loads(browser.evaluate("JSON.stringify([...document.querySelectorAll('#actors tbody tr')]"
+                                            ".map(r => r.dataset.actor))"))
+        assert killed in shown and talker in shown
+    finally:
+        monitor.stop()
+        script.quit()
