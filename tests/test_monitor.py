@@ -122,6 +122,7 @@ def test_off_loopback_the_token_is_asked_for():
         status_code, _, body = _request(server.url)
         assert status_code == 401 and b'name="token"' in body  # the login form
 
+        assert _request(f"{server.url}login", data=b"token=" + b"x" * 5000)[0] == 400
         status_code, _, body = _request(f"{server.url}login", data=b"token=wrong")
         assert status_code == 401 and b"not right" in body
         status_code, headers, _ = _request(f"{server.url}login",

@@ -28,6 +28,17 @@ class HostSampler:
         self._cpus_used = 0.0
         self._measure_cpus(time.time())  # the first request then gets the use since now
 
+    def start(self) -> "HostSampler":
+        """Keep sampling in a background thread, so the load history covers the time before the
+        first page was opened; returns self."""
+        def sample_forever() -> None:
+            while True:
+                self.node()
+                time.sleep(_LOAD_PERIOD)
+
+        threading.Thread(target=sample_forever, name="parl_lite-monitor-host", daemon=True).start()
+        return self
+
     def node(self) -> Dict[str, Any]:
         """The status entry of this machine (see the README's status format)."""
         now = time.time()

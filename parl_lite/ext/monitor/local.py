@@ -22,7 +22,7 @@ class LocalPools:
     """The status source of the pools running on this machine (see :class:`StatusSource`)."""
 
     def __init__(self) -> None:
-        self._host = HostSampler()
+        self._host = HostSampler().start()
 
     def status(self) -> Dict[str, Any]:
         node = self._host.node()

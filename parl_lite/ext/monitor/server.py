@@ -15,6 +15,7 @@ Tokens are compared in constant time.
 """
 import hashlib
 import hmac
+import http.cookies
 import json
 import socket
 import threading
@@ -22,7 +23,7 @@ import urllib.parse
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import Any, Dict, List, Optional, Protocol, Tuple
+from typing import Any, Dict, List, Optional, Protocol, Union
 
 __all__ = ["MonitorServer", "StatusSource", "LOOPBACK_HOSTS"]
 
@@ -61,7 +62,8 @@ class MonitorServer(ThreadingHTTPServer):
         source: where the status and the logs come from.
         host: address to bind (default 127.0.0.1).
         port: port to bind (0: any free port; see :attr:`url`).
-        token: the token a client must present; required unless ``host`` is a loopback name.
+        token: the token a client must present (the cluster's token, as text or its UTF-8 bytes);
+            required unless ``host`` is a loopback name.
 
     Raises:
         ValueError: ``host`` is not a loopback name and no token was given.
@@ -71,14 +73,14 @@ class MonitorServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, source: StatusSource, host: str = "127.0.0.1", port: int = 0,
-                 token: Optional[str] = None) -> None:
+                 token: Union[str, bytes, None] = None) -> None:
         if host not in LOOPBACK_HOSTS and not token:
             raise ValueError(f"the monitor bound to {host!r} (not 127.0.0.1) needs a token that clients "
                              "must present")
         self.source = source
-        self.token = token
-        self.session = (hmac.new(token.encode(), b"parl_lite monitor session", hashlib.sha256).hexdigest()
-                        if token else None)
+        self.token: Optional[bytes] = token.encode() if isinstance(token, str) else token or None
+        self.session = (hmac.new(self.token, b"parl_lite monitor session", hashlib.sha256).hexdigest().encode()
+                        if self.token else None)
         if ":" in host:
             self.address_family = socket.AF_INET6
         super().__init__((host, port), _Handler)
@@ -114,6 +116,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: MonitorServer
     server_version = "parl_lite-monitor"
     protocol_version = "HTTP/1.1"
+    timeout = 30  # seconds an idle or slow connection may hold its thread
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
         pass  # a page polling every 2 s would flood the terminal
@@ -148,16 +151,17 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(HTTPStatus.MISDIRECTED_REQUEST, {"error": "unexpected Host header"})
         if urllib.parse.urlsplit(self.path).path != "/login" or self.server.token is None:
             return self._send_json(HTTPStatus.METHOD_NOT_ALLOWED, {"error": "the monitor is read-only"})
-        length = int(self.headers.get("Content-Length") or 0)
-        if not 0 <= length <= _MAX_FORM_BYTES:
-            return self._send_json(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": "form too large"})
-        form = urllib.parse.parse_qs(self.rfile.read(length).decode(errors="replace"))
+        length = self.headers.get("Content-Length", "")
+        if not length.isdigit() or int(length) > _MAX_FORM_BYTES:
+            self.close_connection = True  # the body, if any, is not read
+            return self._send_json(HTTPStatus.BAD_REQUEST, {"error": f"a login form of at most {_MAX_FORM_BYTES} bytes"})
+        form = urllib.parse.parse_qs(self.rfile.read(int(length)).decode(errors="replace"))
         given = form.get("token", [""])[0]
-        if not hmac.compare_digest(given.encode(), self.server.token.encode()):
+        if not hmac.compare_digest(given.encode(), self.server.token):
             return self._send_static("login.html", HTTPStatus.UNAUTHORIZED, failed=True)
         self.send_response(HTTPStatus.SEE_OTHER)
         self.send_header("Location", "/")
-        self.send_header("Set-Cookie", f"{_COOKIE}={self.server.session}; HttpOnly; SameSite=Strict; Path=/")
+        self.send_header("Set-Cookie", f"{_COOKIE}={self.server.session.decode()}; HttpOnly; SameSite=Strict; Path=/")
         self.send_header("Content-Length", "0")
         self.end_headers()
 
@@ -185,10 +189,9 @@ class _Handler(BaseHTTPRequestHandler):
         if token is None:
             return True
         scheme, _, given = self.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode()):
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token):
             return True
-        return hmac.compare_digest(_cookie(self.headers.get("Cookie", ""), _COOKIE).encode(),
-                                   self.server.session.encode())
+        return hmac.compare_digest(_cookie(self.headers.get("Cookie", ""), _COOKIE).encode(), self.server.session)
 
     # --- responses ------------------------------------------------------------------------------
     def _send_static(self, name: str, status: HTTPStatus = HTTPStatus.OK, failed: bool = False) -> None:
@@ -215,6 +218,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _cookie(header: str, name: str) -> str:
-    """The value of cookie ``name`` in a ``Cookie`` header ('' if absent)."""
-    pairs: List[Tuple[str, str]] = [tuple(part.strip().partition("=")[::2]) for part in header.split(";")]
-    return next((value for key, value in pairs if key == name), "")
+    """The value of cookie ``name`` in a ``Cookie`` header ('' if absent or unreadable)."""
+    cookies = http.cookies.SimpleCookie()
+    try:
+        cookies.load(header)
+    except http.cookies.CookieError:
+        return ""
+    morsel = cookies.get(name)
+    return morsel.value if morsel is not None else ""
