@@ -96,7 +96,9 @@ function drawNodes(status) {
 
 function drawClients(status) {
   const rows = status.clients.map(client => {
-    const tr = row([el("td", client.script, "script"), client.host, client.pid, clock(client.started_at),
+    const script = el("td", client.script, "script");
+    script.title = client.script;
+    const tr = row([script, client.host, client.pid, clock(client.started_at),
                     el("td", client.actors, "num")]);
     tr.dataset.client = client.id;
     return tr;
@@ -114,9 +116,10 @@ function drawActors(status) {
   const rows = status.actors.map(actor => {
     const state = el("td");
     state.appendChild(el("span", actor.state, "state state-" + actor.state));
+    const error = el("td", actor.last_error || "", "error");
+    error.title = actor.last_error || "";
     const tr = row([actor["class"], actor.node, actor.pid, state, el("td", actor.calls_served, "num"),
-                    el("td", ended(actor) ? "–" : num(actor.rss_mb, 1), "num"),
-                    el("td", actor.last_error || "", "error")]);
+                    el("td", ended(actor) ? "–" : num(actor.rss_mb, 1), "num"), error]);
     tr.dataset.actor = actor.id;
     tr.dataset.state = actor.state;
     tr.title = "show the output of this actor";
