@@ -48,17 +48,28 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+def _status_when(monitor, condition, what):
+    """The first status from /api/status that satisfies ``condition``."""
+    def probe():
+        status = monitor.get_json("/api/status")
+        return status if condition(status) else None
+    return wait_until(probe, what=what)
+
+
+def _actors_by_pid(status, client_pid):
+    return {actor["pid"]: actor for actor in actors_of(status, client_pid)}
+
+
 def test_status_and_logs_of_a_pool_in_another_process(user_script, monitor):
     pid = user_script.info["pid"]
-    status = wait_until(lambda: (lambda s: len(actors_of(s, pid)) == 3 and s)(monitor.get_json("/api/status")),
-                        what="the three actors in /api/status")
+    status = _status_when(monitor, lambda s: len(actors_of(s, pid)) == 3, "the three actors in /api/status")
     assert status["kind"] == "local" and status["address"] is None
     node, = status["nodes"]
     assert node["cpus_total"] == os.cpu_count() and 0 <= node["cpus_used"] <= node["cpus_total"]
     assert 0 < node["mem_used_mb"] < node["mem_total_mb"] and node["alive"] and node["load"]
     client, = [client for client in status["clients"] if client["pid"] == pid]
     assert client["script"].endswith("user_script.py") and client["actors"] == 3
-    actors = {actor["pid"]: actor for actor in actors_of(status, pid)}
+    actors = _actors_by_pid(status, pid)
     assert actors[user_script.info["talker"]]["class"] == "Talker"
     for counter in user_script.info["counters"]:
         assert actors[counter]["class"] == "Counter" and actors[counter]["state"] == "alive"
@@ -67,11 +78,12 @@ def test_status_and_logs_of_a_pool_in_another_process(user_script, monitor):
     talker = user_script.actor_id(user_script.info["talker"])
     user_script.send("say hello from the talker")
     user_script.send("fail")
-    logs = wait_until(lambda: (lambda l: "hello from the talker" in l["lines"] and l)(
-        monitor.get_json(f"/api/logs/{talker}")), what="the printed line in /api/logs")
-    assert logs["actor"] == talker
-    errors = wait_until(lambda: [a["last_error"] for a in actors_of(monitor.get_json("/api/status"), pid)
-                                 if a["last_error"]], what="the last error")
+    wait_until(lambda: "hello from the talker" in monitor.get_json(f"/api/logs/{talker}")["lines"],
+               what="the printed line in /api/logs")
+    assert monitor.get_json(f"/api/logs/{talker}")["actor"] == talker
+    status = _status_when(monitor, lambda s: _actors_by_pid(s, pid)[user_script.info["talker"]]["last_error"],
+                          "the last error")
+    errors = [actor["last_error"] for actor in actors_of(status, pid) if actor["last_error"]]
     assert errors == ["ValueError: the input was bad"]
 
     # the log keeps the last 500 lines; the download is the same lines as a file
@@ -86,15 +98,13 @@ def test_status_and_logs_of_a_pool_in_another_process(user_script, monitor):
     # a killed actor is listed as dead, with the others still alive
     killed = user_script.info["counters"][0]
     os.kill(killed, signal.SIGKILL)
-    states = wait_until(lambda: (lambda a: a[killed]["state"] == "dead" and a)(
-        {actor["pid"]: actor for actor in actors_of(monitor.get_json("/api/status"), pid)}),
-        what="the killed actor's state")
-    assert states[user_script.info["counters"][1]]["state"] == "alive"
+    status = _status_when(monitor, lambda s: _actors_by_pid(s, pid)[killed]["state"] == "dead",
+                          "the killed actor's state")
+    assert _actors_by_pid(status, pid)[user_script.info["counters"][1]]["state"] == "alive"
 
     # when the script ends its pool, its client leaves the monitor and its log folder is gone
     user_script.quit()
-    wait_until(lambda: not any(c["pid"] == pid for c in monitor.get_json("/api/status")["clients"]),
-               what="the client to leave")
+    _status_when(monitor, lambda s: all(client["pid"] != pid for client in s["clients"]), "the client to leave")
     assert not os.path.exists(os.path.join(runtime_folder(), f"pool-{pid}"))
 
 
