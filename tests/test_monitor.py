@@ -2,6 +2,7 @@
 watching a real pool in another process."""
 import os
 import signal
+import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -13,6 +14,7 @@ from monitor_helpers import MonitorProcess, UserScript, actors_of, wait_until
 from parl_lite.ext.monitor.local import LocalPools
 from parl_lite.ext.monitor.server import MonitorServer
 from parl_lite.remote.actor_log import ActorLogs, read_actor_log, runtime_folder
+from parl_lite.remote.status import StatusBoard
 from remote_helpers import wait_for_exit
 
 pytestmark = pytest.mark.timeout(120)
@@ -119,6 +121,22 @@ def test_unknown_actor_writes_and_foreign_hosts_are_refused(monitor):
     status_code, headers, body = _request(monitor.url)
     assert status_code == 200 and b"parl_lite monitor" in body
     assert "script-src 'self'" in headers["Content-Security-Policy"]
+
+
+def test_a_planted_status_does_not_hide_the_real_pools(user_script, monitor):
+    # anyone can create names in /dev/shm: a status in the right format but not a pool's (here under
+    # the pid of a process of ours that runs no pool) is left out, and the real pool is still shown
+    bystander = subprocess.Popen(["sleep", "60"])
+    board = StatusBoard(bystander.pid)
+    try:
+        board.publish({"workers": "not a list", "started_at": "yesterday"})
+        status = _status_when(monitor, lambda s: len(actors_of(s, user_script.info["pid"])) == 3, "the real pool")
+        assert all(client["pid"] != bystander.pid for client in status["clients"])
+        assert _request(f"{monitor.url}api/logs/{bystander.pid}-1")[0] == 404
+    finally:
+        board.close()
+        bystander.kill()
+        bystander.wait()
 
 
 def test_off_loopback_the_token_is_asked_for():

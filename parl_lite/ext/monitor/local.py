@@ -29,21 +29,24 @@ class LocalPools:
         clients: List[Dict[str, Any]] = []
         actors: List[Dict[str, Any]] = []
         for owner in find_pools():
-            if not os.path.exists(f"/proc/{owner}"):
-                continue  # a pool whose process was killed before it could unlink its status
+            if not _runs_as_this_user(owner):
+                continue  # gone (killed before it could unlink its status), or another user's
             try:
                 pool = read_status(owner)
-            except (OSError, RuntimeError):
-                continue  # it shut down while we looked, or kept changing under us
-            client_actors = [self._actor(owner, worker, node["id"])
-                             for worker in pool["workers"] + pool.get("ended", [])
-                             if worker["actor"] is not None]
+                client_actors = [self._actor(owner, worker, node["id"])
+                                 for worker in pool["workers"] + pool.get("ended", [])
+                                 if worker["actor"] is not None]
+                client = {
+                    "id": str(owner), "script": _command_line(owner), "host": node["host"], "pid": owner,
+                    "started_at": float(pool["started_at"]),
+                    "actors": sum(actor["state"] in ("starting", "alive") for actor in client_actors),
+                }
+            except (OSError, RuntimeError, KeyError, TypeError, ValueError):
+                # it shut down while we looked, kept changing under us, or is not a pool's status
+                # (anyone can create names in /dev/shm): leave it out, show the others
+                continue
             actors.extend(client_actors)
-            clients.append({
-                "id": str(owner), "script": _command_line(owner), "host": node["host"], "pid": owner,
-                "started_at": pool["started_at"],
-                "actors": sum(actor["state"] in ("starting", "alive") for actor in client_actors),
-            })
+            clients.append(client)
         return {"kind": "local", "address": None, "generated_at": time.time(),
                 "nodes": [node], "clients": clients, "actors": actors}
 
@@ -58,14 +61,23 @@ class LocalPools:
 
     def logs(self, actor_id: str) -> List[str]:
         owner, worker = _parse_actor_id(actor_id)
+        if not _runs_as_this_user(owner):
+            raise KeyError(actor_id)
         try:
             pool = read_status(owner)
             if not any(entry["pid"] == worker and entry["actor"] is not None
                        for entry in pool["workers"] + pool.get("ended", [])):
                 raise KeyError(actor_id)
             return read_actor_log(owner, worker)
-        except (OSError, RuntimeError):
+        except (OSError, RuntimeError, TypeError, ValueError):  # see status(): not a pool we can read
             raise KeyError(actor_id) from None
+
+
+def _runs_as_this_user(pid: int) -> bool:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == os.getuid()
+    except OSError:
+        return False
 
 
 def _parse_actor_id(actor_id: str) -> Tuple[int, int]:

@@ -170,6 +170,8 @@ class _Handler(BaseHTTPRequestHandler):
             lines = self.server.source.logs(actor_id)
         except KeyError:
             return self._send_json(HTTPStatus.NOT_FOUND, {"error": f"no actor {actor_id!r}"})
+        except Exception as exc:  # as for the status: say what failed, keep serving
+            return self._send_json(HTTPStatus.SERVICE_UNAVAILABLE, {"error": f"{type(exc).__name__}: {exc}"})
         if not download:
             return self._send_json(HTTPStatus.OK, {"actor": actor_id, "lines": lines})
         filename = "".join(c if c.isalnum() or c in "-_." else "_" for c in actor_id) + ".log"
