@@ -53,7 +53,9 @@ def status(pid: "int | None", as_json: bool) -> None:
 @click.option("--token", envvar="PARL_LITE_MONITOR_TOKEN", default=None,
               help="Token asked for when not on 127.0.0.1 (default: a random one, printed). "
                    "Also read from $PARL_LITE_MONITOR_TOKEN.")
-def monitor(host: str, port: int, token: "str | None") -> None:
+@click.option("--pid", "pids", type=int, multiple=True,
+              help="Show only the pool of this process (repeatable; default: every pool of this user).")
+def monitor(host: str, port: int, token: "str | None", pids: "tuple[int, ...]") -> None:
     """Serve the web monitor of the local pools of this machine: the machine's CPUs, memory and load,
     each process that runs a pool, each actor (state, calls served, memory, last error) and its
     recent output. Read-only; Ctrl-C stops it."""
@@ -66,7 +68,7 @@ def monitor(host: str, port: int, token: "str | None") -> None:
         token = secrets.token_urlsafe(24)
         click.echo(f"monitor token (enter it in the page, or send 'Authorization: Bearer <token>'): {token}")
     try:
-        server = MonitorServer(LocalPools(), host=host, port=port, token=token)
+        server = MonitorServer(LocalPools(pids), host=host, port=port, token=token)
     except OSError as error:
         raise click.ClickException(f"cannot serve the monitor on {host}:{port}: {error}") from error
     click.echo(f"parl_lite monitor of the local pools: {server.url} (Ctrl-C stops it)")

@@ -110,6 +110,20 @@ def test_status_and_logs_of_a_pool_in_another_process(user_script, monitor):
     assert not os.path.exists(os.path.join(runtime_folder(), f"pool-{pid}"))
 
 
+def test_pid_shows_only_that_pool(user_script):
+    pid = user_script.info["pid"]
+    only_it, only_another = MonitorProcess("--pid", str(pid)), MonitorProcess("--pid", "1")
+    try:
+        status = _status_when(only_it, lambda s: len(s["actors"]) == 3, "the pool's three actors")
+        assert [client["pid"] for client in status["clients"]] == [pid]
+        assert only_another.get_json("/api/status")["clients"] == []
+        talker = user_script.actor_id(user_script.info["talker"])
+        assert _request(f"{only_another.url}api/logs/{talker}")[0] == 404
+    finally:
+        only_it.stop()
+        only_another.stop()
+
+
 def test_unknown_actor_writes_and_foreign_hosts_are_refused(monitor):
     assert _request(f"{monitor.url}api/logs/1-2")[0] == 404
     assert _request(f"{monitor.url}api/logs/..%2F..%2Fetc%2Fpasswd")[0] == 404

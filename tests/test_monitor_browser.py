@@ -34,14 +34,16 @@ def _rows(table: str, prefix: str = "") -> str:
 
 def test_the_page_shows_a_pool_live(tmp_path, browser):
     script = UserScript(tmp_path)
-    monitor = MonitorProcess()
+    monitor = MonitorProcess("--pid", str(script.info["pid"]))  # other pools may run on this machine
     try:
         pid = script.info["pid"]
         browser.open(monitor.url)
         browser.evaluate("window.notReloaded = true")
 
         browser.wait_for(f"{_rows('actors', f'{pid}-')}.length === 3 && {_rows('clients', str(pid))}.length === 1")
-        assert browser.evaluate(f"{_rows('nodes')}.length") == 1
+        counts = browser.evaluate("['#nodes', '#clients', '#actors'].map(t => document.querySelectorAll(t + ' tbody tr').length)")
+        assert counts == [1, 1, 3]
+        assert browser.evaluate("document.getElementById('actor-count').textContent") == "3"
         cells = browser.evaluate(f"[...{_rows('clients', str(pid))}[0].cells].map(c => c.textContent)")
         assert cells[0].endswith("user_script.py") and cells[2] == str(pid) and cells[4] == "3"
         classes = browser.evaluate(f"[...{_rows('actors', f'{pid}-')}].map(r => r.cells[0].textContent).sort()")

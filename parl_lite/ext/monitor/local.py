@@ -7,7 +7,7 @@ The machine is the one node, each process that owns a pool is a client, and an a
 """
 import os
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from parl_lite.ext.monitor.host import HostSampler
 from parl_lite.remote.actor_log import read_actor_log
@@ -19,9 +19,14 @@ _SCRIPT_CHARS = 200
 
 
 class LocalPools:
-    """The status source of the pools running on this machine (see :class:`StatusSource`)."""
+    """The status source of the pools running on this machine (see :class:`StatusSource`).
 
-    def __init__(self) -> None:
+    Args:
+        pids: show only the pools of these processes (default: every pool of this user).
+    """
+
+    def __init__(self, pids: Optional[Sequence[int]] = None) -> None:
+        self._pids = set(pids) if pids else None
         self._host = HostSampler().start()
 
     def status(self) -> Dict[str, Any]:
@@ -29,6 +34,8 @@ class LocalPools:
         clients: List[Dict[str, Any]] = []
         actors: List[Dict[str, Any]] = []
         for owner in find_pools():
+            if self._pids is not None and owner not in self._pids:
+                continue
             if not _runs_as_this_user(owner):
                 continue  # gone (killed before it could unlink its status), or another user's
             try:
@@ -61,7 +68,7 @@ class LocalPools:
 
     def logs(self, actor_id: str) -> List[str]:
         owner, worker = _parse_actor_id(actor_id)
-        if not _runs_as_this_user(owner):
+        if (self._pids is not None and owner not in self._pids) or not _runs_as_this_user(owner):
             raise KeyError(actor_id)
         try:
             pool = read_status(owner)
