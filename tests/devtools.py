@@ -6,6 +6,7 @@ page, wait until a condition on the page holds (awaited in the page on DOM mutat
 from here), read values, take a screenshot.
 """
 import base64
+import collections
 import json
 import os
 import select
@@ -62,6 +63,7 @@ class Chromium:
         os.close(to_browser_read)
         os.close(from_browser_write)
         self._buffer = b""
+        self._events: "collections.deque[Dict[str, Any]]" = collections.deque(maxlen=1000)
         self._next_id = 0
         self._session: Optional[str] = None
 
@@ -86,6 +88,20 @@ class Chromium:
                 if "error" in reply:
                     raise DevToolsError(f"{method}: {reply['error']}")
                 return reply["result"]
+            if "method" in reply:
+                self._events.append(reply)
+
+    def wait_for_event(self, method: str, timeout: float = 20) -> Dict[str, Any]:
+        """Wait for the next event ``method`` (e.g. ``Page.loadEventFired``) and return its params."""
+        deadline = time.monotonic() + timeout
+        while True:
+            while self._events:
+                event = self._events.popleft()
+                if event["method"] == method:
+                    return event.get("params", {})
+            message = self._receive(deadline, method)
+            if "method" in message:
+                self._events.append(message)
 
     def _receive(self, deadline: float, method: str) -> Dict[str, Any]:
         while b"\0" not in self._buffer:
@@ -105,12 +121,19 @@ class Chromium:
         target = self.command("Target.createTarget", {"url": "about:blank"}, session=False)["targetId"]
         self._session = self.command("Target.attachToTarget", {"targetId": target, "flatten": True},
                                      session=False)["sessionId"]
+        self.command("Page.enable")
         self.navigate(url)
 
     def navigate(self, url: str) -> None:
         """Load ``url`` in the open tab and wait for its load event."""
         self.command("Page.navigate", {"url": url})
         self.wait_for("document.readyState === 'complete'")
+
+    def submit(self, form_selector: str) -> None:
+        """Submit a form of the page and wait until the page it leads to has loaded."""
+        self._events.clear()
+        self.evaluate(f"setTimeout(() => document.querySelector({json.dumps(form_selector)}).submit(), 0)")
+        self.wait_for_event("Page.loadEventFired")
 
     def evaluate(self, expression: str, timeout: float = 20) -> Any:
         """The value of a JavaScript expression in the page (promises are awaited)."""

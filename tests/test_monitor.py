@@ -232,3 +232,19 @@ def test_actor_logs_are_private_files_in_a_private_folder(tmp_path, monkeypatch)
     finally:
         logs.close()
     assert not (tmp_path / "parl_lite" / f"pool-{os.getpid()}").exists()
+
+
+def test_folders_of_pools_whose_process_is_gone_are_removed(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = tmp_path / "parl_lite" / f"pool-{gone.pid}"
+    stale.mkdir(parents=True, mode=0o700)
+    os.chmod(tmp_path / "parl_lite", 0o700)
+    (stale / "5.log").write_text("from a pool killed before its shutdown\n")
+    logs = ActorLogs(os.getpid())
+    try:
+        assert not stale.exists() and os.path.isdir(logs.folder)
+    finally:
+        logs.close()
+

@@ -81,3 +81,21 @@ def test_the_page_shows_a_pool_live(tmp_path, browser):
     finally:
         monitor.stop()
         script.quit()
+
+
+def test_off_loopback_the_page_asks_for_the_token(tmp_path, browser):
+    script = UserScript(tmp_path)
+    monitor = MonitorProcess("--host", "127.0.0.2", "--pid", str(script.info["pid"]))
+    try:
+        browser.open(monitor.url)
+        assert browser.evaluate("document.querySelector('input[name=token]') !== null")
+        browser.evaluate("document.querySelector('input[name=token]').value = 'wrong'")
+        browser.submit("form")
+        assert browser.evaluate("document.body.textContent.includes('not right')")
+        browser.evaluate(f"document.querySelector('input[name=token]').value = {json.dumps(monitor.token)}")
+        browser.submit("form")
+        browser.wait_for("document.querySelectorAll('#actors tbody tr').length === 3")
+        assert browser.evaluate("document.cookie") == ""  # the session cookie is HttpOnly
+    finally:
+        monitor.stop()
+        script.quit()
