@@ -14,6 +14,8 @@ USER_SCRIPT = textwrap.dedent('''
 
     @parl_lite.remote_class
     class Talker:
+        def pid(self):
+            return os.getpid()
         def say(self, text):
             print(text)
             return text
@@ -29,15 +31,14 @@ USER_SCRIPT = textwrap.dedent('''
             self.count = 0
         def add(self):
             self.count += 1
-            return self.count
+            return os.getpid()
 
-    parl_lite.connect(num_workers=0)
+    # argument: the cluster's address; none: the local pool
+    parl_lite.connect(sys.argv[1]) if len(sys.argv) > 1 else parl_lite.connect(num_workers=0)
     talker = Talker()
     counters = [Counter(), Counter()]
-    for counter in counters:
-        counter.add()
-    print(json.dumps({"pid": os.getpid(), "talker": talker._channel.pid,
-                      "counters": [counter._channel.pid for counter in counters]}), flush=True)
+    print(json.dumps({"pid": os.getpid(), "talker": talker.pid(),
+                      "counters": [counter.add() for counter in counters]}), flush=True)
     for command in sys.stdin:
         verb, _, rest = command.strip().partition(" ")
         if verb == "say":
@@ -57,13 +58,20 @@ USER_SCRIPT = textwrap.dedent('''
 
 
 class UserScript:
-    """The user's script in a process of its own; ``info`` holds its pid and its actors' pids."""
+    """The user's script in a process of its own; ``info`` holds its pid and its actors' pids.
 
-    def __init__(self, folder) -> None:
+    Args:
+        folder: where the script is written and run.
+        address: a cluster's address to connect to (default: the local pool).
+        env: the script's environment (default: this process's).
+    """
+
+    def __init__(self, folder, address: Optional[str] = None, env: Optional[Dict[str, str]] = None) -> None:
         path = folder / "user_script.py"
         path.write_text(USER_SCRIPT)
-        self.process = subprocess.Popen([sys.executable, str(path)], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True, cwd=folder)
+        self.process = subprocess.Popen([sys.executable, str(path), *([address] if address else [])],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=folder,
+                                        env=env)
         self.info: Dict[str, Any] = json.loads(self.process.stdout.readline())
 
     def actor_id(self, worker_pid: int) -> str:

@@ -43,8 +43,10 @@ function bar(fraction, label) {
 }
 
 function loadChart(points, cpus, now) {
-  // one polyline of the 1-minute load over the last 10 minutes; the dashed line is the CPU count
-  const width = 220, height = 40, span = 600;
+  // one polyline of the 1-minute load over the history the source keeps (at least a minute wide);
+  // the dashed line is the CPU count
+  const width = 220, height = 40;
+  const span = Math.max(60, points.length ? now - points[0][0] : 0);
   const top = Math.max(cpus, ...points.map(p => p[1])) * 1.1 || 1;
   const x = t => ((t - (now - span)) / span) * width;
   const y = v => height - (v / top) * height;
@@ -53,6 +55,9 @@ function loadChart(points, cpus, now) {
   svg.setAttribute("width", width);
   svg.setAttribute("height", height);
   svg.setAttribute("class", "chart");
+  const title = document.createElementNS(SVG, "title");
+  title.textContent = `1-minute load average over the last ${Math.round(span / 60)} min (dashed: ${cpus} CPUs)`;
+  svg.appendChild(title);
   const limit = document.createElementNS(SVG, "line");
   limit.setAttribute("x1", 0); limit.setAttribute("x2", width);
   limit.setAttribute("y1", y(cpus)); limit.setAttribute("y2", y(cpus));
