@@ -1,12 +1,22 @@
 """A user's script that runs a pool of actors, and ``parl-lite monitor`` watching it, for the
 monitor's tests (API and browser)."""
 import json
+import os
 import subprocess
 import sys
 import textwrap
 import time
+import urllib.error
 import urllib.request
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import pytest
+
+from devtools import Chromium, find_chromium
+
+CHROMIUM = find_chromium()
+if CHROMIUM is None and os.environ.get("CI"):
+    raise RuntimeError("CI must run the browser tests: .ci/run installs Debian's chromium package")
 
 USER_SCRIPT = textwrap.dedent('''
     import json, os, sys
@@ -144,3 +154,36 @@ def wait_until(probe: Callable[[], Any], timeout: float = 15, what: str = "") ->
 def actors_of(status: Dict[str, Any], client_pid: int) -> List[Dict[str, Any]]:
     """The actors of one client (other pools may run on this machine at the same time)."""
     return [actor for actor in status["actors"] if actor["client"] == str(client_pid)]
+
+
+def request(url: str, data: Optional[bytes] = None, headers: Optional[Dict[str, str]] = None,
+            method: Optional[str] = None) -> Tuple[int, Any, bytes]:
+    """(status, headers, body) of one request, redirects not followed; HTTP errors are answers too."""
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(urllib.request.Request(url, data=data, headers=headers or {}, method=method),
+                         timeout=10) as response:
+            return response.status, response.headers, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read()
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+@pytest.fixture
+def browser():
+    """A headless Chromium with a fresh profile (skipped where there is none, outside CI)."""
+    if CHROMIUM is None:
+        pytest.skip("no Chromium on PATH (apt-get install chromium)")
+    with Chromium(CHROMIUM, width=1280, height=900) as chromium:
+        yield chromium
+
+
+def rows_js(table: str, prefix: str = "") -> str:
+    """JavaScript for the rows of a table of the page whose id starts with ``prefix``."""
+    attribute = {"actors": "data-actor", "clients": "data-client", "nodes": "data-node"}[table]
+    selector = f'{attribute}^=\"{prefix}\"' if prefix else attribute  # ^="" matches nothing
+    return f"document.querySelectorAll('#{table} tbody tr[{selector}]')"

@@ -3,14 +3,12 @@ watching a real pool in another process."""
 import os
 import signal
 import subprocess
-import urllib.error
 import urllib.parse
-import urllib.request
 import warnings
 
 import pytest
 
-from monitor_helpers import MonitorProcess, UserScript, actors_of, wait_until
+from monitor_helpers import MonitorProcess, UserScript, actors_of, request, wait_until
 from parl_lite.ext.monitor.local import LocalPools
 from parl_lite.ext.monitor.server import MonitorServer
 from parl_lite.remote.actor_log import ActorLogs, read_actor_log, runtime_folder
@@ -32,22 +30,6 @@ def monitor():
     process = MonitorProcess()
     yield process
     process.stop()
-
-
-def _request(url, data=None, headers=None, method=None):
-    """(status, headers, body) of one request; HTTP errors are answers too."""
-    request = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
-    opener = urllib.request.build_opener(_NoRedirect)
-    try:
-        with opener.open(request, timeout=10) as response:
-            return response.status, response.headers, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.headers, error.read()
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):
-        return None
 
 
 def _status_when(monitor, condition, what):
@@ -92,7 +74,7 @@ def test_status_and_logs_of_a_pool_in_another_process(user_script, monitor):
     user_script.send("spam 600")
     expected = [f"line {i}" for i in range(100, 600)]
     wait_until(lambda: monitor.get_json(f"/api/logs/{talker}")["lines"] == expected, what="the last 500 lines")
-    status_code, headers, body = _request(f"{monitor.url}api/logs/{talker}?download=1")
+    status_code, headers, body = request(f"{monitor.url}api/logs/{talker}?download=1")
     assert status_code == 200 and headers["Content-Type"].startswith("text/plain")
     assert "attachment" in headers["Content-Disposition"]
     assert body.decode().splitlines() == expected
@@ -118,21 +100,21 @@ def test_pid_shows_only_that_pool(user_script):
         assert [client["pid"] for client in status["clients"]] == [pid]
         assert only_another.get_json("/api/status")["clients"] == []
         talker = user_script.actor_id(user_script.info["talker"])
-        assert _request(f"{only_another.url}api/logs/{talker}")[0] == 404
+        assert request(f"{only_another.url}api/logs/{talker}")[0] == 404
     finally:
         only_it.stop()
         only_another.stop()
 
 
 def test_unknown_actor_writes_and_foreign_hosts_are_refused(monitor):
-    assert _request(f"{monitor.url}api/logs/1-2")[0] == 404
-    assert _request(f"{monitor.url}api/logs/..%2F..%2Fetc%2Fpasswd")[0] == 404
-    assert _request(f"{monitor.url}nothing")[0] == 404
-    assert _request(f"{monitor.url}static/../server.py")[0] == 404
-    assert _request(f"{monitor.url}api/status", data=b"x", method="POST")[0] == 405
+    assert request(f"{monitor.url}api/logs/1-2")[0] == 404
+    assert request(f"{monitor.url}api/logs/..%2F..%2Fetc%2Fpasswd")[0] == 404
+    assert request(f"{monitor.url}nothing")[0] == 404
+    assert request(f"{monitor.url}static/../server.py")[0] == 404
+    assert request(f"{monitor.url}api/status", data=b"x", method="POST")[0] == 405
     # a page of another site reaching 127.0.0.1 through DNS rebinding names its own host
-    assert _request(f"{monitor.url}api/status", headers={"Host": "evil.example:80"})[0] == 421
-    status_code, headers, body = _request(monitor.url)
+    assert request(f"{monitor.url}api/status", headers={"Host": "evil.example:80"})[0] == 421
+    status_code, headers, body = request(monitor.url)
     assert status_code == 200 and b"parl_lite monitor" in body
     assert "script-src 'self'" in headers["Content-Security-Policy"]
 
@@ -146,7 +128,7 @@ def test_a_planted_status_does_not_hide_the_real_pools(user_script, monitor):
         board.publish({"workers": "not a list", "started_at": "yesterday"})
         status = _status_when(monitor, lambda s: len(actors_of(s, user_script.info["pid"])) == 3, "the real pool")
         assert all(client["pid"] != bystander.pid for client in status["clients"])
-        assert _request(f"{monitor.url}api/logs/{bystander.pid}-1")[0] == 404
+        assert request(f"{monitor.url}api/logs/{bystander.pid}-1")[0] == 404
     finally:
         board.close()
         bystander.kill()
@@ -158,30 +140,30 @@ def test_off_loopback_the_token_is_asked_for():
         MonitorServer(LocalPools(), host="0.0.0.0", port=0)
     with MonitorServer(LocalPools(), host="127.0.0.2", port=0, token="s3cret-token") as server:
         status_url = f"{server.url}api/status"
-        assert _request(status_url)[0] == 401
-        assert _request(status_url, headers={"Authorization": "Bearer wrong"})[0] == 401
-        assert _request(status_url, headers={"Authorization": "Bearer s3cret-token"})[0] == 200
-        status_code, _, body = _request(server.url)
+        assert request(status_url)[0] == 401
+        assert request(status_url, headers={"Authorization": "Bearer wrong"})[0] == 401
+        assert request(status_url, headers={"Authorization": "Bearer s3cret-token"})[0] == 200
+        status_code, _, body = request(server.url)
         assert status_code == 401 and b'name="token"' in body  # the login form
 
-        assert _request(f"{server.url}login", data=b"token=" + b"x" * 5000)[0] == 400
-        status_code, _, body = _request(f"{server.url}login", data=b"token=wrong")
+        assert request(f"{server.url}login", data=b"token=" + b"x" * 5000)[0] == 400
+        status_code, _, body = request(f"{server.url}login", data=b"token=wrong")
         assert status_code == 401 and b"not right" in body
-        status_code, headers, _ = _request(f"{server.url}login",
+        status_code, headers, _ = request(f"{server.url}login",
                                            data=urllib.parse.urlencode({"token": "s3cret-token"}).encode())
         assert status_code == 303 and headers["Location"] == "/"
         cookie = headers["Set-Cookie"].split(";")[0]
         assert "s3cret-token" not in cookie and "HttpOnly" in headers["Set-Cookie"]
-        assert _request(status_url, headers={"Cookie": cookie})[0] == 200
-        assert _request(status_url, headers={"Cookie": cookie + "x"})[0] == 401
+        assert request(status_url, headers={"Cookie": cookie})[0] == 200
+        assert request(status_url, headers={"Cookie": cookie + "x"})[0] == 401
 
 
 def test_the_command_prints_a_token_when_not_on_loopback():
     process = MonitorProcess("--host", "127.0.0.2")
     try:
         assert process.token and len(process.token) >= 24
-        assert _request(f"{process.url}api/status")[0] == 401
-        assert _request(f"{process.url}api/status", headers={"Authorization": f"Bearer {process.token}"})[0] == 200
+        assert request(f"{process.url}api/status")[0] == 401
+        assert request(f"{process.url}api/status", headers={"Authorization": f"Bearer {process.token}"})[0] == 200
     finally:
         process.stop()
     assert wait_for_exit(process.process.pid, timeout=5)

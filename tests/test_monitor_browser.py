@@ -8,28 +8,9 @@ import signal
 
 import pytest
 
-from devtools import Chromium, find_chromium
-from monitor_helpers import MonitorProcess, UserScript
+from monitor_helpers import MonitorProcess, UserScript, browser, rows_js  # noqa: F401 (browser: a fixture)
 
 pytestmark = pytest.mark.timeout(120)
-
-CHROMIUM = find_chromium()
-if CHROMIUM is None and os.environ.get("CI"):
-    raise RuntimeError("CI must run the browser test: .ci/run installs Debian's chromium package")
-
-
-@pytest.fixture
-def browser(tmp_path):
-    if CHROMIUM is None:
-        pytest.skip("no Chromium on PATH (apt-get install chromium)")
-    with Chromium(CHROMIUM, width=1280, height=900) as chromium:
-        yield chromium
-
-
-def _rows(table: str, prefix: str = "") -> str:
-    attribute = {"actors": "data-actor", "clients": "data-client", "nodes": "data-node"}[table]
-    selector = f'{attribute}^=\"{prefix}\"' if prefix else attribute  # ^="" matches nothing
-    return f"document.querySelectorAll('#{table} tbody tr[{selector}]')"
 
 
 def test_the_page_shows_a_pool_live(tmp_path, browser):
@@ -40,13 +21,13 @@ def test_the_page_shows_a_pool_live(tmp_path, browser):
         browser.open(monitor.url)
         browser.evaluate("window.notReloaded = true")
 
-        browser.wait_for(f"{_rows('actors', f'{pid}-')}.length === 3 && {_rows('clients', str(pid))}.length === 1")
+        browser.wait_for(f"{rows_js('actors', f'{pid}-')}.length === 3 && {rows_js('clients', str(pid))}.length === 1")
         counts = browser.evaluate("['#nodes', '#clients', '#actors'].map(t => document.querySelectorAll(t + ' tbody tr').length)")
         assert counts == [1, 1, 3]
         assert browser.evaluate("document.getElementById('actor-count').textContent") == "3"
-        cells = browser.evaluate(f"[...{_rows('clients', str(pid))}[0].cells].map(c => c.textContent)")
+        cells = browser.evaluate(f"[...{rows_js('clients', str(pid))}[0].cells].map(c => c.textContent)")
         assert cells[0].endswith("user_script.py") and cells[2] == str(pid) and cells[4] == "3"
-        classes = browser.evaluate(f"[...{_rows('actors', f'{pid}-')}].map(r => r.cells[0].textContent).sort()")
+        classes = browser.evaluate(f"[...{rows_js('actors', f'{pid}-')}].map(r => r.cells[0].textContent).sort()")
         assert classes == ["Counter", "Counter", "Talker"]
         assert browser.evaluate("document.querySelector('#nodes svg polyline') !== null")
 
@@ -65,7 +46,7 @@ def test_the_page_shows_a_pool_live(tmp_path, browser):
         killed = script.actor_id(script.info["counters"][0])
         os.kill(script.info["counters"][0], signal.SIGKILL)
         browser.wait_for(f"document.querySelector('tr[data-actor=\"{killed}\"]').dataset.state === 'dead'")
-        states = browser.evaluate(f"[...{_rows('actors', f'{pid}-')}].map(r => r.dataset.state).sort()")
+        states = browser.evaluate(f"[...{rows_js('actors', f'{pid}-')}].map(r => r.dataset.state).sort()")
         assert states == ["alive", "alive", "dead"]
         assert browser.evaluate(f"document.querySelector('tr[data-actor=\"{killed}\"] .state').textContent") == "dead"
         assert browser.evaluate("window.notReloaded") is True  # refreshed in place
