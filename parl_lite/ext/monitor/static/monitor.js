@@ -83,8 +83,11 @@ function loadChart(points, cpus, now) {
 
 function drawNodes(status) {
   const rows = status.nodes.map(node => {
+    const host = el("td", node.host);
+    if (node.id !== node.host) host.appendChild(el("span", " " + node.id, "muted"));
+    if (!node.alive) host.appendChild(el("span", " lost", "error"));
     const tr = row([
-      el("td", node.host + (node.alive ? "" : " (lost)")),
+      host,
       bar(node.cpus_used / node.cpus_total,
           `${num(node.cpus_used, 1)} used / ${num(node.cpus_total - node.cpus_used, 1)} free`),
       bar(node.mem_used_mb / node.mem_total_mb,
