@@ -230,3 +230,19 @@ def test_folders_of_pools_whose_process_is_gone_are_removed(tmp_path, monkeypatc
     finally:
         logs.close()
 
+
+
+def test_a_log_is_bounded_in_lines_and_in_size(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    logs = ActorLogs(os.getpid())
+    try:
+        logs.record(9, "".join(f"short {i}\n" for i in range(600)))
+        assert logs.lines(9) == [f"short {i}" for i in range(100, 600)]
+        logs.record(9, ("x" * 3000 + "\n") * 300)  # each line cut at 2,000 characters
+        kept = logs.lines(9)
+        assert set(kept) == {"x" * 2000} and len(kept) == 256 * 1024 // 2001
+        logs.flush()
+        assert os.path.getsize(os.path.join(logs.folder, "9.log")) <= 256 * 1024
+        assert read_actor_log(os.getpid(), 9) == kept
+    finally:
+        logs.close()

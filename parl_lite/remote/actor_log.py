@@ -19,7 +19,8 @@ from typing import Deque, Dict, List, Optional, Set
 __all__ = ["MAX_LINES", "ActorLogs", "runtime_folder", "read_actor_log"]
 
 MAX_LINES = 500
-_MAX_LINE_CHARS = 4000  # a line longer than this is cut (one huge print must not fill the folder)
+_MAX_LINE_CHARS = 2000  # a line longer than this is cut
+_MAX_LOG_CHARS = 256 * 1024  # and older lines are dropped beyond this: a log is rewritten twice a second
 
 
 def runtime_folder(create: bool = False) -> Optional[str]:
@@ -82,6 +83,7 @@ class ActorLogs:
 
     def __init__(self, owner_pid: int) -> None:
         self._lines: Dict[int, Deque[str]] = {}
+        self._chars: Dict[int, int] = {}  # characters held per log, newlines included
         self._changed: Set[int] = set()
         self._lock = threading.Lock()
         self.folder: Optional[str] = None
@@ -100,10 +102,12 @@ class ActorLogs:
         """Add the (whole) lines of ``text`` to the log of the actor in ``worker_pid``."""
         lines = [line[:_MAX_LINE_CHARS] for line in text.splitlines()]
         with self._lock:
-            log = self._lines.get(worker_pid)
-            if log is None:
-                log = self._lines[worker_pid] = collections.deque(maxlen=MAX_LINES)
+            log = self._lines.setdefault(worker_pid, collections.deque())
+            chars = self._chars.get(worker_pid, 0) + sum(len(line) + 1 for line in lines)
             log.extend(lines)
+            while len(log) > MAX_LINES or chars > _MAX_LOG_CHARS:
+                chars -= len(log.popleft()) + 1
+            self._chars[worker_pid] = chars
             self._changed.add(worker_pid)
 
     def lines(self, worker_pid: int) -> List[str]:
@@ -115,6 +119,7 @@ class ActorLogs:
         """Drop the log of an actor that is no longer listed."""
         with self._lock:
             self._lines.pop(worker_pid, None)
+            self._chars.pop(worker_pid, None)
             self._changed.discard(worker_pid)
         if self.folder is not None:
             try:
@@ -172,5 +177,5 @@ def read_actor_log(owner_pid: int, worker_pid: int) -> List[str]:
     except FileNotFoundError:
         return []
     with os.fdopen(fd, "rb") as log:
-        data = log.read(MAX_LINES * (_MAX_LINE_CHARS + 1))
+        data = log.read(4 * _MAX_LOG_CHARS)  # UTF-8: at most 4 bytes a character
     return data.decode(errors="replace").splitlines()[-MAX_LINES:]
