@@ -41,7 +41,7 @@ class LocalPools:
             try:
                 pool = read_status(owner)
                 client_actors = [self._actor(owner, worker, node["id"])
-                                 for worker in pool["workers"] + pool.get("ended", [])
+                                 for worker in pool["workers"] + pool["ended"]
                                  if worker["actor"] is not None]
                 client = {
                     "id": str(owner), "script": _command_line(owner), "host": node["host"], "pid": owner,
@@ -61,9 +61,9 @@ class LocalPools:
     def _actor(owner: int, worker: Dict[str, Any], node_id: str) -> Dict[str, Any]:
         return {
             "id": f"{owner}-{worker['pid']}", "class": worker["actor"], "node": node_id,
-            "pid": worker["pid"], "state": worker.get("state", "alive" if worker["alive"] else "dead"),
+            "pid": worker["pid"], "state": worker["state"],
             "calls_served": worker["calls_served"], "rss_mb": worker["rss_mb"],
-            "last_error": worker.get("last_error"), "client": str(owner),
+            "last_error": worker["last_error"], "client": str(owner),
         }
 
     def logs(self, actor_id: str) -> List[str]:
@@ -73,7 +73,7 @@ class LocalPools:
         try:
             pool = read_status(owner)
             if not any(entry["pid"] == worker and entry["actor"] is not None
-                       for entry in pool["workers"] + pool.get("ended", [])):
+                       for entry in pool["workers"] + pool["ended"]):
                 raise KeyError(actor_id)
             return read_actor_log(owner, worker)
         except (OSError, RuntimeError, TypeError, ValueError):  # see status(): not a pool we can read
