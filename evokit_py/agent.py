@@ -19,7 +19,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from evokit_py.checkpoint import SolverCheckpointError, read_checkpoint, write_checkpoint
+from evokit_py.checkpoint import SolverCheckpointError, check_resume, read_checkpoint, write_checkpoint
 from evokit_py.config import ESConfig, config_from_yaml_text, default_config, load_config
 from evokit_py.noise import NoiseSource, NoiseTable, SamplingInfo
 from evokit_py.policy import OnnxPolicy
@@ -193,8 +193,9 @@ class ESAgent:
         """Restore what :meth:`save_solver` wrote; returns its ``extra`` datasets.
 
         Raises:
-            SolverCheckpointError: the file is unreadable or was written for another solver type,
-                noise seed or number of parameters.
+            SolverCheckpointError: the file is unreadable or corrupted, or was written with another
+                value of a key a resumed run must keep (see ``evokit_py.checkpoint.RESUME_FIXED_KEYS``)
+                or for another number of parameters.
         """
         attrs, groups = read_checkpoint(path)
         solver = self.solver
@@ -211,6 +212,7 @@ class ESAgent:
         if stored.solver.population_size != self.config.solver.population_size:
             raise SolverCheckpointError(f"{path}: solver.population_size was {stored.solver.population_size}, "
                                         f"the config says {self.config.solver.population_size}")
+        check_resume(path, attrs, self.config, groups["solver"], solver.state_dict())
         solver.load_state_dict(groups["solver"])
         self.obs_stats.load_state_dict(groups["obs_stats"])
         self._shared.pending = []

@@ -9,10 +9,16 @@ so a run resumed from a checkpoint ends exactly where the uninterrupted run does
 
 The first Ctrl-C finishes the current generation, writes a checkpoint and stops; a second one
 interrupts at once.
+
+Before the first generation the log and checkpoint folders are created and test-written, and a
+checkpoint to resume from is read and checked; a checkpoint write that fails later is reported and
+training goes on, so the trained policy is still exported.
 """
 import csv
 import math
+import os
 import signal
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,13 +27,15 @@ from typing import Callable, List, Optional
 import numpy as np
 
 from evokit_py.agent import ESAgent
-from evokit_py.config import ESConfig
+from evokit_py.checkpoint import SolverCheckpointError
+from evokit_py.config import ConfigError, ESConfig
+from parl_lite.io.datasets import DatasetError, check_finite, check_integer_range
 from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
 from evokit_py.rollout import candidate_seeds, episode_seed
 from evokit_py.solvers.base import Basis
 
-__all__ = ["TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
+__all__ = ["TrainError", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
 
 CHECKPOINT_NAME = "solver.h5"
 CSV_NAME = "progress.csv"
@@ -35,6 +43,10 @@ ONNX_NAME = "policy.onnx"
 CSV_FIELDS = ["generation", "mean_return", "max_return", "min_return", "eval_return", "episodes", "steps",
               "train_seconds", "episodes_per_second"]
 _EVAL_INDEX = 1 << 30  # episode-seed namespace of evaluation episodes
+
+
+class TrainError(ValueError):
+    """A run cannot start or continue; the message names the folder, file or key at fault."""
 
 
 @dataclass
@@ -50,6 +62,7 @@ class TrainResult:
         episodes, steps: training episodes and environment steps (evaluations excluded).
         interrupted: stopped by Ctrl-C (a checkpoint was written).
         params: the best parameters (the exported ones).
+        checkpoint_error: why the last checkpoint write failed (``None``: every write succeeded).
     """
     generations: int
     solved: bool
@@ -63,6 +76,7 @@ class TrainResult:
     csv_path: Path
     checkpoint_path: Path
     params: np.ndarray = field(repr=False)
+    checkpoint_error: Optional[str] = None
 
 
 @dataclass
@@ -80,9 +94,26 @@ class _Progress:
                 "steps": np.asarray(self.steps)}
 
     @classmethod
-    def from_extra(cls, extra: dict) -> "_Progress":
-        return cls(float(extra["best_return"]), np.asarray(extra["best_params"]), float(extra["train_seconds"]),
-                   int(extra["episodes"]), int(extra["steps"]))
+    def from_extra(cls, extra: dict, path: Path, dim: int) -> "_Progress":
+        """The totals stored by :meth:`to_extra`, checked (names the dataset at fault)."""
+        missing = [f"extra/{key}" for key in ("best_return", "best_params", "train_seconds", "episodes", "steps")
+                   if key not in extra]
+        if missing:
+            raise SolverCheckpointError(f"solver checkpoint {path} has no {', '.join(missing)}")
+        try:
+            best_params = np.asarray(extra["best_params"])
+            if best_params.shape != (dim,):
+                raise DatasetError(f"extra/best_params: shape {best_params.shape}, expected ({dim},)")
+            check_finite("extra/best_params", best_params)
+            best_return = float(extra["best_return"])
+            if math.isnan(best_return) or best_return == math.inf:  # -inf: never evaluated
+                raise DatasetError(f"extra/best_return: {best_return} is out of range")
+            check_finite("extra/train_seconds", extra["train_seconds"])
+            return cls(best_return, best_params, float(extra["train_seconds"]),
+                       check_integer_range("extra/episodes", extra["episodes"], (0, None)),
+                       check_integer_range("extra/steps", extra["steps"], (0, None)))
+        except (DatasetError, TypeError, ValueError) as error:
+            raise SolverCheckpointError(f"solver checkpoint {path}: {error}") from error
 
 
 class _StopFlag:
@@ -103,6 +134,8 @@ class _StopFlag:
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
+        # os.write, not print: a handler that prints while the main thread prints raises
+        os.write(2, b"es-train: stopping after this generation (Ctrl-C again to stop at once)\n")
 
     def __exit__(self, *exc):
         if self._previous is not None:
@@ -125,22 +158,29 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     started = time.perf_counter()
     hp = config.train
     log_dir, checkpoint_path = Path(hp.log_dir), Path(hp.checkpoint_dir) / CHECKPOINT_NAME
-    log_dir.mkdir(parents=True, exist_ok=True)
+    _check_writable_folder("train.log_dir", log_dir)
+    _check_writable_folder("train.checkpoint_dir", checkpoint_path.parent)
+    if checkpoint_path.is_dir():
+        raise TrainError(f"train.checkpoint_dir: {checkpoint_path} is a folder, not a checkpoint file; "
+                         f"move it away")
     csv_path = log_dir / CSV_NAME
     agent = ESAgent(config)
-    agent.load_inference_model()
-    agent.init_solver()
-    solver = agent.solver
-    progress = _Progress(-math.inf, solver.solution())
-    rows: List[dict] = []
-    if resume and checkpoint_path.is_file():
-        progress = _Progress.from_extra(agent.load_solver(checkpoint_path))
-        rows = _read_rows(csv_path, solver.generation)
-        echo(f"resumed from {checkpoint_path} at generation {solver.generation}")
     pool = None
     solved = interrupted = False
+    checkpoint_error = None
 
     try:
+        agent.load_inference_model()
+        agent.init_solver()
+        solver = agent.solver
+        progress = _Progress(-math.inf, solver.solution())
+        rows: List[dict] = []
+        if resume and checkpoint_path.exists():
+            progress = _Progress.from_extra(agent.load_solver(checkpoint_path), checkpoint_path, solver.dim)
+            rows = _read_rows(csv_path, solver.generation)
+            echo(f"resumed from {checkpoint_path} at generation {solver.generation}")
+        elif resume:
+            echo(f"no checkpoint at {checkpoint_path}: starting from generation 0")
         pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), hp.workers, backend)
         echo(f"es-train: {config.env.id}, {config.solver.type}, {solver.dim} parameters, population "
              f"{config.solver.population_size}, {hp.workers} worker(s) ({backend}), {_noise_text(agent)}, "
@@ -153,7 +193,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 tick = time.perf_counter()
                 generation = solver.generation
                 mean, std = _normalisation(agent)
-                infos = solver.ask()
+                infos = _ask(solver, config)
                 seeds = candidate_seeds(config, generation, len(infos))
                 result = pool.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds)
                 agent.update(infos, result["returns"])
@@ -183,11 +223,11 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                      f"{row['episodes_per_second']:7.1f} episodes/s  train {progress.train_seconds:6.2f}s  "
                      f"ETA {'0.0' if solved else f'{remaining:.1f}'}s")
                 if solver.generation % hp.checkpoint_every == 0:
-                    agent.save_solver(checkpoint_path, extra=progress.to_extra())
+                    checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo) or checkpoint_error
                 if stop.requested:
                     interrupted = True
                     break
-        agent.save_solver(checkpoint_path, extra=progress.to_extra())
+        checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo)
     finally:
         if pool is not None:
             pool.close()
@@ -197,14 +237,44 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
         onnx_path = log_dir / ONNX_NAME
         agent.save_inference_model(onnx_path, progress.best_params)
     total = time.perf_counter() - started
-    status = "interrupted (checkpoint written)" if interrupted else ("solved" if solved else "generation budget spent")
+    status = "interrupted" + (" (checkpoint written)" if checkpoint_error is None else "") if interrupted \
+        else ("solved" if solved else "generation budget spent")
     echo(f"es-train {status}: generation {solver.generation}, best evaluation return {progress.best_return:.2f}, "
          f"train {progress.train_seconds:.2f}s, total {total:.2f}s, {progress.episodes} episodes, "
          f"{progress.steps} steps; "
          f"checkpoint {checkpoint_path}, log {csv_path}" + (f", policy {onnx_path}" if onnx_path else ""))
     return TrainResult(solver.generation, solved, progress.best_return, progress.train_seconds, total,
                        progress.episodes, progress.steps, interrupted, onnx_path, csv_path, checkpoint_path,
-                       np.asarray(progress.best_params))
+                       np.asarray(progress.best_params), checkpoint_error)
+
+
+def _check_writable_folder(key: str, folder: Path) -> None:
+    """Create ``folder`` and write a file in it now, rather than fail after the work."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise TrainError(f"{key}: cannot write in {folder}: {error.strerror or error}") from error
+
+
+def _ask(solver, config: ESConfig) -> list:
+    try:
+        return solver.ask()
+    except MemoryError as error:
+        raise ConfigError(f"solver.population_size: a population of {config.solver.population_size} candidates "
+                          f"of {solver.dim} parameters cannot be allocated ({error})") from error
+
+
+def _save_checkpoint(agent: ESAgent, path: Path, progress: _Progress, echo: Callable[[str], None]) -> Optional[str]:
+    """Write a checkpoint; on failure say so and return why (training goes on)."""
+    try:
+        agent.save_solver(path, extra=progress.to_extra())
+    except OSError as error:
+        reason = f"cannot write checkpoint {path}: {error}"
+        echo(f"es-train: warning: {reason}; training goes on")
+        return reason
+    return None
 
 
 def _noise_text(agent: ESAgent) -> str:
@@ -235,5 +305,9 @@ def _read_rows(csv_path: Path, generation: int) -> List[dict]:
     """The rows of an earlier run up to ``generation`` (a resumed run rewrites the rest)."""
     if not csv_path.is_file():
         return []
-    with open(csv_path, newline="") as handle:
-        return [row for row in csv.DictReader(handle) if int(row["generation"]) <= generation]
+    try:
+        with open(csv_path, newline="", encoding="utf-8") as handle:
+            return [row for row in csv.DictReader(handle) if int(row["generation"]) <= generation]
+    except (KeyError, TypeError, ValueError, csv.Error) as error:
+        raise TrainError(f"{csv_path} is corrupt ({type(error).__name__}: {error}); move it away to resume "
+                         f"(the checkpoint holds the training state, the file only the log)") from error

@@ -269,14 +269,15 @@ def test_9_a_corrupt_progress_csv_is_named(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_9_a_failure_before_training_does_not_leak_the_noise_table(tmp_path):
-    _trained_checkpoint(tmp_path)
-    before = set(os.listdir("/dev/shm"))
-    out = subprocess.run([sys.executable, "-m", "parl_lite.cli", *_es_args(tmp_path, "train.generations=4", "seed=9"),
+    _trained_checkpoint(tmp_path, "solver.optimizer.type=SGD")
+    # the resume fails after the noise table was created; Python's resource tracker warns about
+    # (and removes) a segment its creator did not unlink
+    out = subprocess.run([sys.executable, "-m", "parl_lite.cli", *_es_args(tmp_path, "train.generations=4",
+                                                                           "solver.optimizer.type=ADAM"),
                           "--resume"], env=ENV, capture_output=True, text=True, timeout=100)
-    assert out.returncode == 1 and "seed" in out.stderr, out.stderr
+    assert out.returncode == 1 and "solver.optimizer.type" in out.stderr, out.stderr
     assert "leaked shared_memory" not in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
-    assert not {name for name in set(os.listdir("/dev/shm")) - before if name.startswith("psm_")}
 
 
 # ---------------------------------------------------------------- 10. stale temporaries of killed saves
