@@ -200,6 +200,7 @@ class ESAgent:
         attrs, groups = read_checkpoint(path)
         solver = self.solver
         stored = config_from_yaml_text(str(attrs["config"]))
+        check_resume(path, stored, self.config)
         if attrs["solver_type"] != self.config.solver.type:
             raise SolverCheckpointError(f"{path} holds a {attrs['solver_type']} solver, the config says "
                                         f"solver.type {self.config.solver.type}")
@@ -212,7 +213,6 @@ class ESAgent:
         if stored.solver.population_size != self.config.solver.population_size:
             raise SolverCheckpointError(f"{path}: solver.population_size was {stored.solver.population_size}, "
                                         f"the config says {self.config.solver.population_size}")
-        check_resume(path, attrs, self.config, groups["solver"], solver.state_dict())
         solver.load_state_dict(groups["solver"])
         self.obs_stats.load_state_dict(groups["obs_stats"])
         self._shared.pending = []

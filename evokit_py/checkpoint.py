@@ -28,18 +28,20 @@ from evokit_py.config import ConfigError, ESConfig, config_from_yaml_text
 from parl_lite.io.atomic import remove_stale_temporaries, write_hdf5_atomically
 from parl_lite.io.datasets import DatasetError, check_finite, check_integer_range, read_dataset, write_dataset
 
-__all__ = ["SolverCheckpointError", "write_checkpoint", "read_checkpoint", "check_resume", "RESUME_FIXED_KEYS"]
+__all__ = ["SolverCheckpointError", "write_checkpoint", "read_checkpoint", "check_resume", "check_trainer_extra",
+           "RESUME_FIXED_KEYS"]
 
 FORMAT = "evokit_py.solver"
 FORMAT_VERSION = 2
 _FIRST_CHECKSUMMED_VERSION = 2
 MAX_GENERATION = 2**31 - 1
 
-# config keys a resumed run must share with the checkpoint: they decide the parameters, the noise
-# and every random draw, so a change would silently continue a different experiment
-RESUME_FIXED_KEYS = ("seed", "env.id", "observation_normalization", "solver.type", "solver.population_size",
-                     "solver.mirrored_sampling", "solver.optimizer.type", "solver.sampling.gaussian_sampling.seed",
-                     "solver.sampling.gaussian_sampling.cached", "solver.sampling.gaussian_sampling.cache_size")
+# config keys a resumed run must share with the checkpoint: they decide the parameters, the noise,
+# every random draw and the layout of the solver state, so a change would silently continue another
+# experiment (ESAgent.load_solver checks solver.type, solver.population_size and the noise seed too)
+RESUME_FIXED_KEYS = ("seed", "env.id", "observation_normalization", "solver.mirrored_sampling",
+                     "solver.optimizer.type", "solver.sampling.gaussian_sampling.cached",
+                     "solver.sampling.gaussian_sampling.cache_size")
 
 
 class SolverCheckpointError(ValueError):
@@ -129,36 +131,55 @@ def _check_values(attrs: dict, groups: Dict[str, Dict[str, np.ndarray]]) -> None
         raise DatasetError("obs_stats/sumsq: holds negative values")
 
 
-def check_resume(path: "str | os.PathLike", attrs: dict, config: ESConfig, stored_state: Dict[str, np.ndarray],
-                 expected_state: Dict[str, np.ndarray]) -> None:
-    """Refuse to resume from a checkpoint that does not fit ``config``.
+def check_resume(path: "str | os.PathLike", stored: ESConfig, config: ESConfig) -> None:
+    """Refuse to resume with a config that changes one of :data:`RESUME_FIXED_KEYS`.
 
     Args:
         path: the checkpoint (for messages).
-        attrs: its attributes (from :func:`read_checkpoint`).
+        stored: the config the checkpoint was written with.
         config: the config of the resumed run.
-        stored_state: the checkpoint's solver state.
-        expected_state: the state of a solver built from ``config`` (its keys).
 
     Raises:
-        SolverCheckpointError: one of :data:`RESUME_FIXED_KEYS` differs, or the solver state has
-            other entries than ``config``'s solver (all named).
+        SolverCheckpointError: naming the first key that differs and both values.
     """
-    stored_values, values = config_from_yaml_text(str(attrs["config"])).to_dict(), config.to_dict()
+    stored_values, values = stored.to_dict(), config.to_dict()
     for key in RESUME_FIXED_KEYS:
         before, now = _lookup(stored_values, key), _lookup(values, key)
         if before != now:
             raise SolverCheckpointError(f"{key}: {path} was trained with {before!r}, the config says {now!r}; "
                                         f"a resumed run must keep it (start a new run in another checkpoint_dir)")
-    missing = sorted(set(expected_state) - set(stored_state))
-    unexpected = sorted(set(stored_state) - set(expected_state))
-    if missing or unexpected:
-        raise SolverCheckpointError(f"{path}: the solver state does not fit solver.type {config.solver.type} / "
-                                    f"solver.optimizer.type {config.solver.optimizer.type}: missing {missing}, "
-                                    f"unexpected {unexpected}")
 
 
 def _lookup(values: dict, dotted: str):
     for part in dotted.split("."):
         values = values[part]
     return values
+
+
+def check_trainer_extra(groups: Dict[str, Dict[str, np.ndarray]], path: "str | os.PathLike") -> None:
+    """Refuse a checkpoint whose trainer datasets (``extra/*`` of ``es-train``) are missing or out
+    of range: best parameters of the solution's shape, all finite, counts ``>= 0``, the best return
+    not NaN (``-inf`` until the first evaluation).
+
+    Args:
+        groups: what :func:`read_checkpoint` returned.
+        path: the checkpoint (for messages).
+    """
+    extra = groups["extra"]
+    missing = [f"extra/{key}" for key in ("best_return", "best_params", "train_seconds", "episodes", "steps")
+               if key not in extra]
+    if missing:
+        raise SolverCheckpointError(f"solver checkpoint {path} has no {', '.join(missing)}")
+    params_shape = groups["params"]["params"].shape
+    try:
+        if np.shape(extra["best_params"]) != params_shape:
+            raise DatasetError(f"extra/best_params: shape {np.shape(extra['best_params'])}, expected {params_shape}")
+        for key, value in extra.items():
+            if key != "best_return":
+                check_finite(f"extra/{key}", value)
+        if np.isnan(extra["best_return"]) or extra["best_return"] == np.inf:
+            raise DatasetError(f"extra/best_return: {float(extra['best_return'])} is out of range")
+        for key in ("episodes", "steps"):
+            check_integer_range(f"extra/{key}", extra[key], (0, None))
+    except DatasetError as error:
+        raise SolverCheckpointError(f"solver checkpoint {path}: {error}") from error

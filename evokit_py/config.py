@@ -285,37 +285,6 @@ def default_config() -> ESConfig:
     return parse_config(yaml.safe_load(DEFAULT_CONFIG_YAML))
 
 
-def _load_yaml(text: str, source: str) -> Any:
-    """Parse YAML ``text``, refusing a key given twice in one mapping (YAML itself keeps the last).
-
-    Raises:
-        ConfigError: not valid YAML, or a duplicate key (named by its key path); ``source`` says
-            where the text came from.
-    """
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        _refuse_duplicate_keys(root, "", source)
-        return yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{source} is not valid YAML: {error}") from error
-
-
-def _refuse_duplicate_keys(node: Optional[yaml.Node], path: str, source: str) -> None:
-    if isinstance(node, yaml.MappingNode):
-        lines: Dict[Any, int] = {}
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-            if key is not None and key in lines:
-                raise ConfigError(f"{_join(path, key)}: duplicate key in {source} (lines {lines[key] + 1} and "
-                                  f"{key_node.start_mark.line + 1})")
-            if key is not None:
-                lines[key] = key_node.start_mark.line
-            _refuse_duplicate_keys(value_node, _join(path, str(key)), source)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _refuse_duplicate_keys(item, f"{path}[{index}]", source)
-
-
 def resolve_config(path: "Optional[str | Path]", overrides: "tuple | list" = ()) -> ESConfig:
     """The config at ``path`` (or the built-in default) with ``KEY=VALUE`` overrides applied;
     values are parsed as YAML (``train.workers=1``, ``policy.mlp.hidden=[16]``).
@@ -357,4 +326,35 @@ def resolve_config(path: "Optional[str | Path]", overrides: "tuple | list" = ())
 def config_from_yaml_text(text: str) -> ESConfig:
     """Validate a config given as YAML text (e.g. the copy stored in a checkpoint)."""
     return parse_config(_load_yaml(text, "the config text"))
+
+
+def _load_yaml(text: str, source: str) -> Any:
+    """Parse YAML ``text``, refusing a key given twice in one mapping (YAML itself keeps the last).
+
+    Raises:
+        ConfigError: not valid YAML, or a duplicate key (named by its key path); ``source`` says
+            where the text came from.
+    """
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        _refuse_duplicate_keys(root, "", source)
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{source} is not valid YAML: {error}") from error
+
+
+def _refuse_duplicate_keys(node: Optional[yaml.Node], path: str, source: str) -> None:
+    if isinstance(node, yaml.MappingNode):
+        lines: Dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is not None and key in lines:
+                raise ConfigError(f"{_join(path, key)}: duplicate key in {source} (lines {lines[key] + 1} and "
+                                  f"{key_node.start_mark.line + 1})")
+            if key is not None:
+                lines[key] = key_node.start_mark.line
+            _refuse_duplicate_keys(value_node, _join(path, str(key)), source)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _refuse_duplicate_keys(item, f"{path}[{index}]", source)
 

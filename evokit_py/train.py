@@ -27,9 +27,8 @@ from typing import Callable, List, Optional
 import numpy as np
 
 from evokit_py.agent import ESAgent
-from evokit_py.checkpoint import SolverCheckpointError
+from evokit_py.checkpoint import check_trainer_extra, read_checkpoint
 from evokit_py.config import ConfigError, ESConfig
-from parl_lite.io.datasets import DatasetError, check_finite, check_integer_range
 from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
 from evokit_py.rollout import candidate_seeds, episode_seed
@@ -43,6 +42,7 @@ ONNX_NAME = "policy.onnx"
 CSV_FIELDS = ["generation", "mean_return", "max_return", "min_return", "eval_return", "episodes", "steps",
               "train_seconds", "episodes_per_second"]
 _EVAL_INDEX = 1 << 30  # episode-seed namespace of evaluation episodes
+_BYTES_PER_CANDIDATE = 1024  # sampling info, seeds and result of one candidate, in the trainer's memory
 
 
 class TrainError(ValueError):
@@ -62,7 +62,7 @@ class TrainResult:
         episodes, steps: training episodes and environment steps (evaluations excluded).
         interrupted: stopped by Ctrl-C (a checkpoint was written).
         params: the best parameters (the exported ones).
-        checkpoint_error: why the last checkpoint write failed (``None``: every write succeeded).
+        checkpoint_error: why the last checkpoint write failed (``None``: it succeeded).
     """
     generations: int
     solved: bool
@@ -94,26 +94,9 @@ class _Progress:
                 "steps": np.asarray(self.steps)}
 
     @classmethod
-    def from_extra(cls, extra: dict, path: Path, dim: int) -> "_Progress":
-        """The totals stored by :meth:`to_extra`, checked (names the dataset at fault)."""
-        missing = [f"extra/{key}" for key in ("best_return", "best_params", "train_seconds", "episodes", "steps")
-                   if key not in extra]
-        if missing:
-            raise SolverCheckpointError(f"solver checkpoint {path} has no {', '.join(missing)}")
-        try:
-            best_params = np.asarray(extra["best_params"])
-            if best_params.shape != (dim,):
-                raise DatasetError(f"extra/best_params: shape {best_params.shape}, expected ({dim},)")
-            check_finite("extra/best_params", best_params)
-            best_return = float(extra["best_return"])
-            if math.isnan(best_return) or best_return == math.inf:  # -inf: never evaluated
-                raise DatasetError(f"extra/best_return: {best_return} is out of range")
-            check_finite("extra/train_seconds", extra["train_seconds"])
-            return cls(best_return, best_params, float(extra["train_seconds"]),
-                       check_integer_range("extra/episodes", extra["episodes"], (0, None)),
-                       check_integer_range("extra/steps", extra["steps"], (0, None)))
-        except (DatasetError, TypeError, ValueError) as error:
-            raise SolverCheckpointError(f"solver checkpoint {path}: {error}") from error
+    def from_extra(cls, extra: dict) -> "_Progress":
+        return cls(float(extra["best_return"]), np.asarray(extra["best_params"]), float(extra["train_seconds"]),
+                   int(extra["episodes"]), int(extra["steps"]))
 
 
 class _StopFlag:
@@ -158,29 +141,23 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     started = time.perf_counter()
     hp = config.train
     log_dir, checkpoint_path = Path(hp.log_dir), Path(hp.checkpoint_dir) / CHECKPOINT_NAME
-    _check_writable_folder("train.log_dir", log_dir)
-    _check_writable_folder("train.checkpoint_dir", checkpoint_path.parent)
-    if checkpoint_path.is_dir():
-        raise TrainError(f"train.checkpoint_dir: {checkpoint_path} is a folder, not a checkpoint file; "
-                         f"move it away")
+    _check_before_training(config, log_dir, checkpoint_path, resume)
     csv_path = log_dir / CSV_NAME
+    checkpoint_error = None
     agent = ESAgent(config)
+    agent.load_inference_model()
+    agent.init_solver()
+    solver = agent.solver
+    progress = _Progress(-math.inf, solver.solution())
+    rows: List[dict] = []
+    if resume and checkpoint_path.is_file():
+        progress = _Progress.from_extra(agent.load_solver(checkpoint_path))
+        rows = _read_rows(csv_path, solver.generation)
+        echo(f"resumed from {checkpoint_path} at generation {solver.generation}")
     pool = None
     solved = interrupted = False
-    checkpoint_error = None
 
     try:
-        agent.load_inference_model()
-        agent.init_solver()
-        solver = agent.solver
-        progress = _Progress(-math.inf, solver.solution())
-        rows: List[dict] = []
-        if resume and checkpoint_path.exists():
-            progress = _Progress.from_extra(agent.load_solver(checkpoint_path), checkpoint_path, solver.dim)
-            rows = _read_rows(csv_path, solver.generation)
-            echo(f"resumed from {checkpoint_path} at generation {solver.generation}")
-        elif resume:
-            echo(f"no checkpoint at {checkpoint_path}: starting from generation 0")
         pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), hp.workers, backend)
         echo(f"es-train: {config.env.id}, {config.solver.type}, {solver.dim} parameters, population "
              f"{config.solver.population_size}, {hp.workers} worker(s) ({backend}), {_noise_text(agent)}, "
@@ -193,7 +170,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 tick = time.perf_counter()
                 generation = solver.generation
                 mean, std = _normalisation(agent)
-                infos = _ask(solver, config)
+                infos = solver.ask()
                 seeds = candidate_seeds(config, generation, len(infos))
                 result = pool.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds)
                 agent.update(infos, result["returns"])
@@ -223,7 +200,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                      f"{row['episodes_per_second']:7.1f} episodes/s  train {progress.train_seconds:6.2f}s  "
                      f"ETA {'0.0' if solved else f'{remaining:.1f}'}s")
                 if solver.generation % hp.checkpoint_every == 0:
-                    checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo) or checkpoint_error
+                    checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo)
                 if stop.requested:
                     interrupted = True
                     break
@@ -237,8 +214,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
         onnx_path = log_dir / ONNX_NAME
         agent.save_inference_model(onnx_path, progress.best_params)
     total = time.perf_counter() - started
-    status = "interrupted" + (" (checkpoint written)" if checkpoint_error is None else "") if interrupted \
-        else ("solved" if solved else "generation budget spent")
+    status = "interrupted (checkpoint written)" if interrupted else ("solved" if solved else "generation budget spent")
     echo(f"es-train {status}: generation {solver.generation}, best evaluation return {progress.best_return:.2f}, "
          f"train {progress.train_seconds:.2f}s, total {total:.2f}s, {progress.episodes} episodes, "
          f"{progress.steps} steps; "
@@ -248,26 +224,36 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                        np.asarray(progress.best_params), checkpoint_error)
 
 
-def _check_writable_folder(key: str, folder: Path) -> None:
-    """Create ``folder`` and write a file in it now, rather than fail after the work."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as error:
-        raise TrainError(f"{key}: cannot write in {folder}: {error.strerror or error}") from error
+def _check_before_training(config: ESConfig, log_dir: Path, checkpoint_path: Path, resume: bool) -> None:
+    """What would otherwise fail only after the work, or leave a half-started run: the folders are
+    created and test-written, the checkpoint path is not a folder, one generation fits in memory,
+    and a checkpoint to resume from is sound (checksums, values, the trainer's datasets).
+
+    Raises:
+        TrainError, ConfigError: naming the key and the folder or value.
+    """
+    for key, folder in (("train.log_dir", log_dir), ("train.checkpoint_dir", checkpoint_path.parent)):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as error:
+            raise TrainError(f"{key}: cannot write in {folder}: {error.strerror or error}") from error
+    if checkpoint_path.is_dir():
+        raise TrainError(f"train.checkpoint_dir: {checkpoint_path} is a folder, not a checkpoint file; move it away")
+    population = config.solver.population_size
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if population * _BYTES_PER_CANDIDATE > memory:
+        raise ConfigError(f"solver.population_size: a generation of {population} candidates needs about "
+                          f"{population * _BYTES_PER_CANDIDATE / 2**30:.0f} GiB, this machine has "
+                          f"{memory / 2**30:.0f} GiB")
+    if resume and checkpoint_path.is_file():
+        _, groups = read_checkpoint(checkpoint_path)
+        check_trainer_extra(groups, checkpoint_path)
 
 
-def _ask(solver, config: ESConfig) -> list:
-    try:
-        return solver.ask()
-    except MemoryError as error:
-        raise ConfigError(f"solver.population_size: a population of {config.solver.population_size} candidates "
-                          f"of {solver.dim} parameters cannot be allocated ({error})") from error
-
-
-def _save_checkpoint(agent: ESAgent, path: Path, progress: _Progress, echo: Callable[[str], None]) -> Optional[str]:
-    """Write a checkpoint; on failure say so and return why (training goes on)."""
+def _save_checkpoint(agent: ESAgent, path: Path, progress: "_Progress", echo: Callable[[str], None]) -> Optional[str]:
+    """Write a checkpoint; on failure say so and return why (training goes on: the policy is kept)."""
     try:
         agent.save_solver(path, extra=progress.to_extra())
     except OSError as error:

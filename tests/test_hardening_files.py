@@ -458,3 +458,14 @@ def test_15_a_second_ctrl_c_exits_with_130(tmp_path):
         process.kill()
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
+
+
+@pytest.mark.timeout(120)
+def test_8_old_solver_checkpoints_without_checksums_still_resume(tmp_path):
+    path = _trained_checkpoint(tmp_path)
+    with h5py.File(path, "r+") as file:  # what format_version 1 wrote
+        file.attrs["format_version"] = 1
+        del file.attrs["config_crc32"]
+        file.visititems(lambda name, item: item.attrs.__delitem__("crc32") if isinstance(item, h5py.Dataset) else None)
+    result = _es_cli(tmp_path, "train.generations=3", extra=["--resume"])
+    assert result.exit_code == 0 and "resumed from" in result.output and "gen    3/3" in result.output, result.output
