@@ -72,12 +72,12 @@ class NoiseTable:
 
     def __init__(self, memory: shared_memory.SharedMemory, seed: int, size: int, owner: bool):
         self._memory = memory
+        # the owner's guarantee: the segment goes with the table object, or with the process
+        self._unlink_at_exit = weakref.finalize(self, _unlink_segment, memory) if owner else None
         self.seed = seed
         self.size = size
         self.owner = owner
         self.values = np.ndarray((size,), dtype=np.float32, buffer=memory.buf)
-        # the owner's guarantee: the segment goes with the table object, or with the process
-        self._unlink_at_exit = weakref.finalize(self, _unlink_segment, memory) if owner else None
 
     @property
     def name(self) -> str:

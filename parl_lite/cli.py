@@ -61,7 +61,9 @@ def es_train(config_path, resume, overrides, in_process) -> None:
     try:
         config = resolve_config(config_path, overrides)
         result = train(config, resume=resume, backend="inprocess" if in_process else "remote", echo=click.echo)
-    except (ConfigError, ValueError, OSError) as error:
+    except (ConfigError, ValueError) as error:
+        raise click.ClickException(str(error)) from error
+    except OSError as error:  # a file the run writes (the policy, the log) could not be written
         raise click.ClickException(str(error)) from error
     except KeyboardInterrupt:  # the second Ctrl-C: stopped at once, like any interrupted command
         click.echo("es-train: interrupted at once (the last checkpoint is the one written before)", err=True)
