@@ -25,8 +25,9 @@ import h5py
 import numpy as np
 
 from evokit_py.config import ConfigError, ESConfig, config_from_yaml_text
-from parl_lite.io.atomic import remove_stale_temporaries, write_hdf5_atomically
-from parl_lite.io.datasets import DatasetError, check_finite, check_integer_range, read_dataset, write_dataset
+from parl_lite.io.atomic import write_hdf5_atomically
+from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_range, open_hdf5, read_dataset,
+                                   write_dataset)
 
 __all__ = ["SolverCheckpointError", "write_checkpoint", "read_checkpoint", "check_resume", "check_trainer_extra",
            "RESUME_FIXED_KEYS"]
@@ -76,13 +77,8 @@ def read_checkpoint(path: "str | os.PathLike") -> Tuple[dict, Dict[str, Dict[str
             a checksum that differs, or a value out of range (the message names the dataset).
     """
     path = Path(path)
-    if path.is_dir():
-        raise SolverCheckpointError(f"solver checkpoint {path} is a folder, not a checkpoint file")
-    if not path.is_file():
-        raise SolverCheckpointError(f"solver checkpoint {path} does not exist")
-    remove_stale_temporaries(path)
     try:
-        with h5py.File(path, "r") as file:
+        with open_hdf5(path, "solver checkpoint", SolverCheckpointError) as file:
             attrs = {key: file.attrs[key] for key in file.attrs}
             if attrs.get("format") != FORMAT:
                 raise SolverCheckpointError(f"{path} is HDF5 but not an evokit_py solver checkpoint")

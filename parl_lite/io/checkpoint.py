@@ -28,8 +28,9 @@ import numpy as np
 import paddle
 
 from parl_lite.core.model import Model, _weight_problems
-from parl_lite.io.atomic import remove_stale_temporaries, write_hdf5_atomically
-from parl_lite.io.datasets import DatasetError, check_finite, check_integer_range, read_dataset, write_dataset
+from parl_lite.io.atomic import write_hdf5_atomically
+from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_range, open_hdf5, read_dataset,
+                                   write_dataset)
 from parl_lite.version import __version__
 
 __all__ = ["CheckpointError", "save", "load", "FORMAT", "FORMAT_VERSION"]
@@ -113,21 +114,12 @@ def load(
 
 
 def open_checkpoint(path: Path) -> h5py.File:
-    """Open the checkpoint ``path`` for reading, after removing temporaries that killed savers
-    of it left behind.
+    """Open the checkpoint ``path`` for reading (see :func:`parl_lite.io.datasets.open_hdf5`).
 
     Raises:
         CheckpointError: ``path`` is missing, a folder, or not a readable HDF5 file.
     """
-    if path.is_dir():
-        raise CheckpointError(f"checkpoint {path} is a folder, not a checkpoint file")
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {path} does not exist")
-    remove_stale_temporaries(path)
-    try:
-        return h5py.File(path, "r")
-    except OSError as error:
-        raise CheckpointError(f"checkpoint {path} is truncated or corrupted: {error}") from error
+    return open_hdf5(path, "checkpoint", CheckpointError)
 
 
 def _write(file: h5py.File, models, optimizers, owner) -> None:

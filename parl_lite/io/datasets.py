@@ -1,4 +1,5 @@
-"""HDF5 datasets with a stored checksum, and value checks on read (no paddle import).
+"""HDF5 files of parl_lite and evokit_py: opening for reading, datasets with a stored checksum,
+value checks on read (no paddle import).
 
 Every dataset of a parl_lite or evokit_py checkpoint carries the CRC-32 of its bytes in the
 attribute ``crc32``; reading recomputes it, so a flipped bit anywhere in the stored values is found.
@@ -6,12 +7,15 @@ HDF5's fletcher32 filter would do the same for chunked datasets only, and scalar
 counters, step counts) cannot be chunked.
 """
 import zlib
-from typing import Optional, Tuple
+from pathlib import Path
+from typing import Optional, Tuple, Type
 
 import h5py
 import numpy as np
 
-__all__ = ["DatasetError", "CHECKSUM_ATTRIBUTE", "write_dataset", "read_dataset", "check_finite",
+from parl_lite.io.atomic import remove_stale_temporaries
+
+__all__ = ["DatasetError", "CHECKSUM_ATTRIBUTE", "open_hdf5", "write_dataset", "read_dataset", "check_finite",
            "check_integer_range"]
 
 CHECKSUM_ATTRIBUTE = "crc32"
@@ -20,6 +24,29 @@ CHECKSUM_ATTRIBUTE = "crc32"
 class DatasetError(ValueError):
     """A dataset's checksum does not match, its checksum is missing, or a value is out of range.
     The message starts with the dataset's name."""
+
+
+def open_hdf5(path: Path, what: str, error_type: Type[Exception]) -> h5py.File:
+    """Open the HDF5 file ``path`` for reading, after removing temporaries that killed writers of
+    it left behind.
+
+    Args:
+        path: the file.
+        what: what the file is, for messages ("checkpoint").
+        error_type: the exception to raise.
+
+    Raises:
+        error_type: ``path`` is missing, a folder, or not a readable HDF5 file.
+    """
+    if path.is_dir():
+        raise error_type(f"{what} {path} is a folder, not a {what} file")
+    if not path.is_file():
+        raise error_type(f"{what} {path} does not exist")
+    remove_stale_temporaries(path)
+    try:
+        return h5py.File(path, "r")
+    except OSError as error:
+        raise error_type(f"{what} {path} is truncated or corrupted: {error}") from error
 
 
 def _checksum(value: np.ndarray) -> int:
