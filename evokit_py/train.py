@@ -136,7 +136,12 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
         echo: where progress lines go.
 
     Returns:
-        A :class:`TrainResult`.
+        A :class:`TrainResult` (its ``checkpoint_error`` says why the last checkpoint write failed).
+
+    Raises:
+        TrainError, ConfigError, SolverCheckpointError: before the first generation, naming the
+            folder, key or file (see :func:`_check_before_training`); KeyboardInterrupt: a second
+            Ctrl-C.
     """
     started = time.perf_counter()
     hp = config.train
