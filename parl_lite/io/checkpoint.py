@@ -33,7 +33,7 @@ from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_ran
                                    write_dataset)
 from parl_lite.version import __version__
 
-__all__ = ["CheckpointError", "save", "load", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["CheckpointError", "save", "load", "open_checkpoint", "read_weights", "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "parl_lite.checkpoint"
 FORMAT_VERSION = 2
@@ -173,8 +173,14 @@ def _read(dataset: h5py.Dataset, version: int) -> np.ndarray:
     return value
 
 
-def read_weights(file: h5py.File, path: Path, role: str) -> Dict[str, np.ndarray]:
+def read_weights(file: h5py.File, path: Path, role: str, role_option: Optional[str] = None) -> Dict[str, np.ndarray]:
     """The checked weights of model ``role`` (checksums, finite values), without any model at hand.
+
+    Args:
+        file: the open checkpoint (see :func:`open_checkpoint`).
+        path: its path, for messages.
+        role: the model role, e.g. ``"model"``.
+        role_option: the command-line option that chooses the role, named when the role is missing.
 
     Raises:
         CheckpointError: the header is wrong, the role is missing, or a value is corrupted.
@@ -182,7 +188,8 @@ def read_weights(file: h5py.File, path: Path, role: str) -> Dict[str, np.ndarray
     version = _check_header(file, path)
     roles = sorted(file.get("models", {}).keys())
     if role not in roles:
-        raise CheckpointError(f"checkpoint {path} has no model role {role!r} (it holds {roles})")
+        hint = f"; choose one with {role_option}" if role_option else ""
+        raise CheckpointError(f"checkpoint {path} has no model role {role!r} (it holds {roles}){hint}")
     group = file["models"][role]
     try:
         return {name: _read(group[name], version) for name in group.keys()}

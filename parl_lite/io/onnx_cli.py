@@ -84,11 +84,7 @@ def _stored_class(checkpoint_path: Path, role: str) -> Optional[str]:
     from parl_lite.io import checkpoint
 
     with checkpoint.open_checkpoint(checkpoint_path) as file:
-        try:
-            checkpoint.read_weights(file, checkpoint_path, role)
-        except checkpoint.CheckpointError as error:
-            raise checkpoint.CheckpointError(f"{error}; choose a role with --role" if "no model role" in str(error)
-                                             else str(error)) from None
+        checkpoint.read_weights(file, checkpoint_path, role, role_option="--role")
         stored = file["models"][role].attrs.get("class")
     return None if stored is None else str(stored)
 
