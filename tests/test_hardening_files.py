@@ -341,6 +341,26 @@ def test_10_load_removes_temporaries_of_killed_savers_but_not_of_live_ones(tmp_p
     assert not stale.exists() and live.exists()
 
 
+def test_10_only_own_regular_files_of_dead_processes_are_removed(tmp_path):
+    make_agent(0).save(tmp_path / "a.h5")
+    dead_pids = []
+    for _ in range(3):  # processes that have exited
+        finished = subprocess.Popen(["true"])
+        finished.wait(timeout=30)
+        dead_pids.append(finished.pid)
+    own = tmp_path / f".a.h5.tmp-{dead_pids[0]}"
+    own.write_bytes(b"left by a killed save")
+    folder = tmp_path / f".a.h5.tmp-{dead_pids[1]}"  # not a regular file: never touched
+    folder.mkdir()
+    others = tmp_path / f".a.h5.tmp-{dead_pids[2]}"
+    others.write_bytes(b"another user's")
+    if os.getuid() == 0:
+        os.chown(others, 65534, 65534)
+    make_agent(1).restore(tmp_path / "a.h5")
+    assert not own.exists() and folder.is_dir()
+    assert others.exists() == (os.getuid() == 0)  # as root the file is another user's; else it is ours
+
+
 # ---------------------------------------------------------------- 11. optimizer state checked first
 
 
