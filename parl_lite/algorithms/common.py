@@ -1,14 +1,21 @@
 """Small pieces shared by the actor-critic algorithms."""
 import copy
 from contextlib import contextmanager
-from typing import Iterator, Optional, Sequence
+from typing import Dict, Iterator, Optional, Sequence, Tuple
 
 import paddle
 
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.model import Model
 
-__all__ = ["frozen", "check_hyperparameter", "SoftTargetActorCritic"]
+__all__ = ["frozen", "check_hyperparameter", "SoftTargetActorCritic", "transition_columns"]
+
+
+def transition_columns(batch: Dict[str, paddle.Tensor]) -> Tuple[paddle.Tensor, ...]:
+    """``(obs, action, reward, next_obs, terminated)`` of a replay batch, with ``reward`` and
+    ``terminated`` as float32 columns ``[batch, 1]`` (they may come as ``[batch]``)."""
+    column = lambda name: batch[name].astype("float32").reshape([-1, 1])
+    return batch["obs"], batch["action"], column("reward"), batch["next_obs"], column("terminated")
 
 
 @contextmanager

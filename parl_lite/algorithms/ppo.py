@@ -77,42 +77,27 @@ class PPO(ActorCriticAlgorithm):
         self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), epsilon=1e-5, grad_clip=clip)
 
     # ------------------------------------------------------------------ learning
-    def learn(
-        self,
-        obs: np.ndarray,
-        actions: np.ndarray,
-        log_probs: np.ndarray,
-        advantages: np.ndarray,
-        returns: np.ndarray,
-        values: np.ndarray,
-    ) -> Dict[str, float]:
+    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, float]:
         """``epochs`` passes of minibatch Adam steps over one on-policy batch.
 
         The policy at the start of the call is the "old" policy of the KL penalty and of the
         reported ``kl``: call ``learn`` once per batch, with the weights that collected it.
 
         Args:
-            obs: ``[N, ...]`` observations.
-            actions: ``[N]`` (discrete) or ``[N, act_dim]`` (continuous) actions taken.
-            log_probs: ``[N]`` log-probabilities of the actions when they were taken.
-            advantages: ``[N]`` advantage estimates (e.g. from :func:`parl_lite.utils.gae.gae`).
-            returns: ``[N]`` value targets.
-            values: ``[N]`` value estimates when the actions were taken.
+            batch: ``obs`` ``[N, ...]``; ``actions`` ``[N]`` (discrete) or ``[N, act_dim]``
+                (continuous); ``log_probs`` ``[N]``, of the actions when they were taken;
+                ``advantages`` ``[N]`` (e.g. from :func:`parl_lite.utils.gae.gae`); ``returns``
+                ``[N]`` value targets; ``values`` ``[N]``, the value estimates when the actions
+                were taken.
 
         Returns:
             Mean ``policy_loss``, ``value_loss``, ``entropy``, ``clip_fraction`` over the
             minibatches; ``kl``, the mean ``KL(old || new)`` over the batch after the update;
             ``kl_coef``, the penalty weight for the next call.
         """
-        n = len(obs)
-        batch = {
-            "obs": paddle.to_tensor(obs, dtype="float32"),
-            "actions": paddle.to_tensor(actions),
-            "log_probs": paddle.to_tensor(log_probs, dtype="float32"),
-            "advantages": paddle.to_tensor(advantages, dtype="float32"),
-            "returns": paddle.to_tensor(returns, dtype="float32"),
-            "values": paddle.to_tensor(values, dtype="float32"),
-        }
+        keys = ("obs", "actions", "log_probs", "advantages", "returns", "values")
+        batch = {key: batch[key] for key in keys}
+        n = batch["obs"].shape[0]
         with paddle.no_grad():
             old_dist = self.distribution(batch["obs"])
         stats = {"policy_loss": [], "value_loss": [], "entropy": [], "clip_fraction": []}

@@ -31,7 +31,9 @@ def _parse_shape(ctx: click.Context, param: click.Parameter, values: Tuple[str, 
     return shapes
 
 
-def _parse_kwargs(ctx: click.Context, param: click.Parameter, text: str) -> Dict[str, Any]:
+def _parse_kwargs(ctx: click.Context, param: click.Parameter, text: Optional[str]) -> Optional[Dict[str, Any]]:
+    if text is None:
+        return None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
@@ -70,8 +72,9 @@ def _load_class(path: str, option: str) -> type:
     return value
 
 
-def _stored_class(checkpoint_path: Path, role: str) -> str:
-    """The model class a checkpoint records for ``role``."""
+def _stored_class(checkpoint_path: Path, role: str) -> Tuple[str, Optional[Dict[str, Any]]]:
+    """The model class a checkpoint records for ``role``, and its constructor arguments (None if
+    the model did not record them)."""
     import h5py
 
     from parl_lite.io import checkpoint
@@ -83,7 +86,9 @@ def _stored_class(checkpoint_path: Path, role: str) -> str:
             if role not in roles:
                 raise checkpoint.CheckpointError(f"checkpoint {checkpoint_path} has no model role {role!r} "
                                                  f"(it holds {roles}); choose one with --role")
-            return str(file["models"][role].attrs["class"])
+            attrs = file["models"][role].attrs
+            stored_args = attrs.get("constructor_args")
+            return str(attrs["class"]), (json.loads(stored_args) if stored_args is not None else None)
     except OSError as error:
         raise checkpoint.CheckpointError(f"{checkpoint_path} is not a readable HDF5 checkpoint: {error}") from error
 
@@ -97,8 +102,9 @@ def _stored_class(checkpoint_path: Path, role: str) -> str:
               help="ONNX file to write (default: CHECKPOINT with the suffix .onnx). Written atomically.")
 @click.option("--model-class", help="Class of the model, package.module:ClassName. Default: the class "
                                     "recorded in the checkpoint for --role.")
-@click.option("--model-kwargs", default="{}", show_default=True, callback=_parse_kwargs,
-              help="Keyword arguments of the model class's constructor, as a JSON object.")
+@click.option("--model-kwargs", default=None, callback=_parse_kwargs,
+              help="Keyword arguments of the model class's constructor, as a JSON object. Default: the "
+                   "arguments recorded in the checkpoint (models record theirs), else none.")
 @click.option("--role", default="model", show_default=True,
               help="Which model of the checkpoint to export (an algorithm attribute: model, target_model, ...).")
 @click.option("--output-name", "output_names", multiple=True,
@@ -114,13 +120,15 @@ def export_command(checkpoint_path: Path, input_shapes, output: Optional[Path], 
                    backend: str, app_dir: str) -> None:
     """Export a model from an HDF5 checkpoint (written by Agent.save) to ONNX.
 
-    Builds the model class with --model-kwargs, restores its weights from CHECKPOINT, exports its
+    Builds the model class with --model-kwargs (default: the constructor arguments the checkpoint
+    recorded), restores its weights from CHECKPOINT, exports its
     forward in evaluation mode and checks the ONNX file against paddle in onnxruntime.
 
     \b
     Example:
-      parl-lite export pg_cartpole.h5 --model-class my_models:CartpoleModel \\
-          --model-kwargs '{"obs_dim": 4, "act_dim": 2}' --input-shape None,4 --output policy.onnx
+      parl-lite export ppo.h5 --input-shape None,4 --output policy.onnx
+      parl-lite export run.h5 --model-class my_models:CartpoleModel \\
+          --model-kwargs '{"obs_dim": 4, "act_dim": 2}' --input-shape None,4
     """
     from parl_lite.io import checkpoint
     from parl_lite.io.onnx_export import OnnxExportError, export_onnx
@@ -130,7 +138,10 @@ def export_command(checkpoint_path: Path, input_shapes, output: Optional[Path], 
         sys.path.insert(0, app_dir)
     started = time.perf_counter()
     try:
-        class_path = model_class or _stored_class(checkpoint_path, role)
+        stored_class, stored_args = _stored_class(checkpoint_path, role)
+        class_path = model_class or stored_class
+        if model_kwargs is None:
+            model_kwargs = stored_args if stored_args is not None and class_path == stored_class else {}
         cls = _load_class(class_path, "--model-class")
         try:
             model = cls(**model_kwargs)

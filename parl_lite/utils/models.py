@@ -6,7 +6,7 @@ import paddle.nn.functional as F
 
 from parl_lite.core.model import Model
 
-__all__ = ["orthogonal_linear", "MLPActorCritic", "MLPQNetwork"]
+__all__ = ["orthogonal_linear", "mlp", "MLPActorCritic", "MLPQNetwork"]
 
 
 def orthogonal_linear(in_dim: int, out_dim: int, gain: float) -> paddle.nn.Linear:
@@ -16,6 +16,15 @@ def orthogonal_linear(in_dim: int, out_dim: int, gain: float) -> paddle.nn.Linea
         in_dim, out_dim,
         weight_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Orthogonal(float(gain))),
         bias_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.0)))
+
+
+def mlp(in_dim: int, hidden: int, out_dim: int) -> paddle.nn.Sequential:
+    """Two hidden ReLU layers of ``hidden`` units (the continuous-control scripts' networks)."""
+    return paddle.nn.Sequential(
+        paddle.nn.Linear(in_dim, hidden), paddle.nn.ReLU(),
+        paddle.nn.Linear(hidden, hidden), paddle.nn.ReLU(),
+        paddle.nn.Linear(hidden, out_dim),
+    )
 
 
 class MLPActorCritic(Model):
