@@ -60,7 +60,7 @@ class Reporter:
             return
         done = steps - self.start_steps
         rate = done / train_seconds if train_seconds > 0 else float("nan")
-        eta = (self.total_steps - steps) / rate if rate > 0 else float("nan")
+        eta = max(self.total_steps - steps, 0) / rate if rate > 0 else float("nan")
         extra = "".join(f"  {key} {value:.4g}" for key, value in list(stats.items())[:3])
         print(f"{self.name} steps {steps:7d}/{self.total_steps}  {rate:6.0f} steps/s  ETA {_duration(eta)}  "
               f"train return {train_return:7.1f}  eval {score:7.1f}{extra}  train {train_seconds:6.1f}s", flush=True)
