@@ -227,7 +227,8 @@ class Trainer:
                 "train_cpu_seconds": self.train_cpu_seconds}
 
     def _resume(self, path: str) -> None:
-        self.agent.restore(path)
+        if not os.path.isfile(path):
+            raise checkpoint.CheckpointError(f"resume: checkpoint {path} does not exist")
         with h5py.File(path, "r") as file:
             if TRAINER_GROUP not in file:
                 raise checkpoint.CheckpointError(f"{path} has no training state (/{TRAINER_GROUP}): it was not "
@@ -235,6 +236,7 @@ class Trainer:
             state = dict(file[TRAINER_GROUP].attrs)
         if state.get("algo") != self.name:
             raise checkpoint.CheckpointError(f"{path} is a {state.get('algo')} run; this trainer runs {self.name}")
+        self.agent.restore(path)
         self.steps, self.updates = int(state["steps"]), int(state["updates"])
         self.last_eval_steps = int(state["last_eval_steps"])
         self.train_seconds, self.train_cpu_seconds = float(state["train_seconds"]), float(state["train_cpu_seconds"])
