@@ -11,11 +11,10 @@ from typing import Optional
 
 import paddle
 
-import parl_lite
 from parl_lite import train
 from parl_lite.algorithms import DDPG
 from parl_lite.train import arg
-from parl_lite.utils.models import mlp
+from parl_lite.utils.models import MLPActorQ
 
 
 @dataclasses.dataclass
@@ -36,31 +35,10 @@ class Args(train.TrainArgs):
                                                   "--checkpoint-every steps")
 
 
-class PendulumModel(parl_lite.Model):
-    """Actor ``policy(obs)`` in [-1, 1] and critic ``value(obs, action)``."""
-
-    def __init__(self, obs_dim: int, act_dim: int, hidden: int) -> None:
-        super().__init__()
-        self.actor = mlp(obs_dim, hidden, act_dim)
-        self.critic = mlp(obs_dim + act_dim, hidden, 1)
-
-    def policy(self, obs: paddle.Tensor) -> paddle.Tensor:
-        return paddle.tanh(self.actor(obs))
-
-    def value(self, obs: paddle.Tensor, action: paddle.Tensor) -> paddle.Tensor:
-        return self.critic(paddle.concat([obs, action], axis=-1))
-
-    def get_actor_params(self):
-        return self.actor.parameters()
-
-    def get_critic_params(self):
-        return self.critic.parameters()
-
-
 def main(args: Args) -> train.RunSummary:
     paddle.seed(args.seed)
     spaces = train.env_spaces(args.env)
-    ddpg = DDPG(PendulumModel(spaces.obs_dim, spaces.act_dim, args.hidden), gamma=args.gamma, tau=args.tau,
+    ddpg = DDPG(MLPActorQ(spaces.obs_dim, spaces.act_dim, args.hidden), gamma=args.gamma, tau=args.tau,
                 actor_lr=args.actor_lr, critic_lr=args.critic_lr)
     exploration = train.ContinuousExploration(spaces.act_dim, args.exploration_noise, args.learning_starts,
                                               seed=args.seed)

@@ -12,11 +12,10 @@ from typing import Optional
 
 import paddle
 
-import parl_lite
 from parl_lite import train
 from parl_lite.algorithms import SAC
 from parl_lite.train import arg
-from parl_lite.utils.models import mlp
+from parl_lite.utils.models import MLPActorQ
 
 
 @dataclasses.dataclass
@@ -38,35 +37,12 @@ class Args(train.TrainArgs):
                                                  "--checkpoint-every steps")
 
 
-class PendulumModel(parl_lite.Model):
-    """Gaussian actor ``policy(obs) -> (mean, log_std)`` and twin critics ``value -> (Q1, Q2)``."""
-
-    def __init__(self, obs_dim: int, act_dim: int, hidden: int) -> None:
-        super().__init__()
-        self.actor = mlp(obs_dim, hidden, 2 * act_dim)
-        self.critic1 = mlp(obs_dim + act_dim, hidden, 1)
-        self.critic2 = mlp(obs_dim + act_dim, hidden, 1)
-
-    def policy(self, obs: paddle.Tensor):
-        mean, log_std = self.actor(obs).chunk(2, axis=-1)
-        return mean, log_std
-
-    def value(self, obs: paddle.Tensor, action: paddle.Tensor):
-        obs_action = paddle.concat([obs, action], axis=-1)
-        return self.critic1(obs_action), self.critic2(obs_action)
-
-    def get_actor_params(self):
-        return self.actor.parameters()
-
-    def get_critic_params(self):
-        return self.critic1.parameters() + self.critic2.parameters()
-
-
 def main(args: Args) -> train.RunSummary:
     paddle.seed(args.seed)
     spaces = train.env_spaces(args.env)
-    sac = SAC(PendulumModel(spaces.obs_dim, spaces.act_dim, args.hidden), gamma=args.gamma, tau=args.tau,
-              actor_lr=args.actor_lr, critic_lr=args.critic_lr, alpha=args.alpha, alpha_lr=args.alpha_lr)
+    model = MLPActorQ(spaces.obs_dim, spaces.act_dim, args.hidden, twin_q=True, gaussian=True)
+    sac = SAC(model, gamma=args.gamma, tau=args.tau, actor_lr=args.actor_lr, critic_lr=args.critic_lr,
+              alpha=args.alpha, alpha_lr=args.alpha_lr)
     exploration = train.ContinuousExploration(spaces.act_dim, None, args.learning_starts, seed=args.seed)
     trainer = train.OffPolicyTrainer(sac, args.env, exploration=exploration, learning_starts=args.learning_starts,
                                      batch_size=args.batch_size, eval_seed=10_000_000 + 1000 * args.seed,

@@ -12,11 +12,10 @@ from typing import Optional
 
 import paddle
 
-import parl_lite
 from parl_lite import train
 from parl_lite.algorithms import TD3
 from parl_lite.train import arg
-from parl_lite.utils.models import mlp
+from parl_lite.utils.models import MLPActorQ
 
 
 @dataclasses.dataclass
@@ -40,33 +39,10 @@ class Args(train.TrainArgs):
                                                  "--checkpoint-every steps")
 
 
-class PendulumModel(parl_lite.Model):
-    """Actor ``policy(obs)`` in [-1, 1] and twin critics ``value(obs, action) -> (Q1, Q2)``."""
-
-    def __init__(self, obs_dim: int, act_dim: int, hidden: int) -> None:
-        super().__init__()
-        self.actor = mlp(obs_dim, hidden, act_dim)
-        self.critic1 = mlp(obs_dim + act_dim, hidden, 1)
-        self.critic2 = mlp(obs_dim + act_dim, hidden, 1)
-
-    def policy(self, obs: paddle.Tensor) -> paddle.Tensor:
-        return paddle.tanh(self.actor(obs))
-
-    def value(self, obs: paddle.Tensor, action: paddle.Tensor):
-        obs_action = paddle.concat([obs, action], axis=-1)
-        return self.critic1(obs_action), self.critic2(obs_action)
-
-    def get_actor_params(self):
-        return self.actor.parameters()
-
-    def get_critic_params(self):
-        return self.critic1.parameters() + self.critic2.parameters()
-
-
 def main(args: Args) -> train.RunSummary:
     paddle.seed(args.seed)
     spaces = train.env_spaces(args.env)
-    td3 = TD3(PendulumModel(spaces.obs_dim, spaces.act_dim, args.hidden), gamma=args.gamma, tau=args.tau,
+    td3 = TD3(MLPActorQ(spaces.obs_dim, spaces.act_dim, args.hidden, twin_q=True), gamma=args.gamma, tau=args.tau,
               actor_lr=args.actor_lr, critic_lr=args.critic_lr, policy_noise=args.policy_noise,
               noise_clip=args.noise_clip, policy_freq=args.policy_freq)
     exploration = train.ContinuousExploration(spaces.act_dim, args.exploration_noise, args.learning_starts,

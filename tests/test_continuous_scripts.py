@@ -10,10 +10,9 @@ import numpy as np
 import paddle
 import pytest
 
-import parl_lite
 from parl_lite import train
 from parl_lite.algorithms import SAC, TD3
-from parl_lite.utils.models import mlp
+from parl_lite.utils.models import MLPActorQ
 
 ROOT = Path(__file__).resolve().parents[1]
 SHORT = ["--total-steps", "300", "--learning-starts", "150", "--batch-size", "32", "--hidden", "16",
@@ -41,31 +40,9 @@ def test_script_trains_evaluates_and_saves(name, tmp_path):
         assert {"model", "target_model"} <= set(file["models"])
 
 
-class TwinQ(parl_lite.Model):
-    def __init__(self, gaussian: bool) -> None:
-        super().__init__()
-        self.gaussian = gaussian
-        self.actor = mlp(3, 16, 2 if gaussian else 1)
-        self.critic1, self.critic2 = mlp(4, 16, 1), mlp(4, 16, 1)
-
-    def policy(self, obs):
-        out = self.actor(obs)
-        return tuple(out.chunk(2, axis=-1)) if self.gaussian else paddle.tanh(out)
-
-    def value(self, obs, action):
-        obs_action = paddle.concat([obs, action], axis=-1)
-        return self.critic1(obs_action), self.critic2(obs_action)
-
-    def get_actor_params(self):
-        return self.actor.parameters()
-
-    def get_critic_params(self):
-        return self.critic1.parameters() + self.critic2.parameters()
-
-
 def _run(algorithm_cls, seed, target=None, save=None):
     paddle.seed(seed)
-    algorithm = algorithm_cls(TwinQ(gaussian=algorithm_cls is SAC))
+    algorithm = algorithm_cls(MLPActorQ(3, 1, 16, twin_q=True, gaussian=algorithm_cls is SAC))
     noise = None if algorithm_cls is SAC else 0.1
     trainer = train.OffPolicyTrainer(algorithm, "Pendulum-v1", exploration=train.ContinuousExploration(1, noise, 150, seed),
                                      learning_starts=150, batch_size=32, seed=seed, eval_every=150, eval_episodes=1,

@@ -131,8 +131,8 @@ def test_remote_actor_scripts_smoke(tmp_path, script, algo):
 
 @pytest.mark.timeout(180)
 def test_bench_algos_prints_one_json_line():
-    result = subprocess.run([sys.executable, str(SCRIPTS / "bench_algos.py"), "--seconds", "0.05"],
-                            capture_output=True, text=True, timeout=170, cwd=ROOT)
+    result = subprocess.run([sys.executable, str(SCRIPTS / "bench_algos.py"), "--mode", "throughput",
+                             "--seconds", "0.05"], capture_output=True, text=True, timeout=170, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 1
