@@ -78,14 +78,15 @@ def sb3_to_threshold(algo: str, seed: int) -> Dict:
 
         def __init__(self) -> None:
             super().__init__()
-            self.last_eval, self.eval_seconds, self.solved_at, self.score = 0, 0.0, None, float("nan")
+            self.last_eval, self.solved_at, self.score = 0, None, float("nan")
+            self.eval_seconds = self.eval_cpu_seconds = 0.0
             self.env = gym.make("CartPole-v1")
 
         def _on_step(self) -> bool:
             if self.num_timesteps - self.last_eval < eval_every:
                 return True
             self.last_eval = self.num_timesteps
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             totals = []
             for k in range(10):
                 obs, _ = self.env.reset(seed=10_000 + 100 * seed + k)
@@ -97,6 +98,7 @@ def sb3_to_threshold(algo: str, seed: int) -> Dict:
                 totals.append(total)
             self.score = float(np.mean(totals))
             self.eval_seconds += time.perf_counter() - started
+            self.eval_cpu_seconds += time.process_time() - cpu_started
             if self.score >= TARGET:
                 self.solved_at = self.num_timesteps
                 return False
@@ -106,7 +108,7 @@ def sb3_to_threshold(algo: str, seed: int) -> Dict:
     started, cpu_started = time.perf_counter(), time.process_time()
     model.learn(total_timesteps=budget, callback=callback)
     wall = time.perf_counter() - started - callback.eval_seconds
-    cpu = time.process_time() - cpu_started - callback.eval_seconds
+    cpu = time.process_time() - cpu_started - callback.eval_cpu_seconds
     return {"steps": callback.solved_at, "train_s": round(wall, 2), "cpu_s": round(cpu, 2),
             "eval_return": callback.score}
 
@@ -201,7 +203,7 @@ def throughput_mode(seconds: float) -> Dict:
 
         class Timer(train.Callback):
             def on_step(self, t) -> bool:  # warm-up: the first 5 updates (and starting the actors)
-                if t.updates == 5:
+                if t.updates >= 5 and "started" not in marks:
                     marks.update(started=time.perf_counter(), steps=t.steps, updates=t.updates)
                 return "started" not in marks or time.perf_counter() - marks["started"] < 2 * seconds
 
