@@ -44,7 +44,8 @@ def _run(algorithm_cls, seed, target=None, save=None):
     paddle.seed(seed)
     algorithm = algorithm_cls(MLPActorQ(3, 1, 16, twin_q=True, gaussian=algorithm_cls is SAC))
     noise = None if algorithm_cls is SAC else 0.1
-    trainer = train.OffPolicyTrainer(algorithm, "Pendulum-v1", exploration=train.ContinuousExploration(1, noise, 150, seed),
+    exploration = train.ContinuousExploration(1, noise, 150, seed)
+    trainer = train.OffPolicyTrainer(algorithm, "Pendulum-v1", exploration=exploration,
                                      learning_starts=150, batch_size=32, seed=seed, eval_every=150, eval_episodes=1,
                                      target=target, save=save)
     return trainer.learn(300, progress_bar=False), algorithm

@@ -1,5 +1,6 @@
 """Every training script end to end (short runs through the command line, one JSON summary schema),
 and exact repetition of seeded runs through the parl_lite.train API."""
+import csv
 import dataclasses
 import json
 import subprocess
@@ -75,7 +76,6 @@ def test_ppo_logs_and_seed_repeats_the_run_exactly(tmp_path):
             for label, seed in (("a", 4), ("b", 4), ("c", 5))}
     summary = runs["a"][0]
     assert summary.algo == "PPO" and summary.steps == 512 and summary.updates == 2 and summary.solved_at is None
-    import csv
     with open(tmp_path / "a" / "scalars.csv") as f:
         rows = [row for row in csv.DictReader(f) if row["tag"] == "eval/return"]
     assert [int(row["step"]) for row in rows] == [256, 512]
@@ -88,7 +88,8 @@ def test_ppo_logs_and_seed_repeats_the_run_exactly(tmp_path):
 def _dqn_run(tmp_path, label, seed):
     paddle.seed(seed)
     dqn = DQN(MLPQNetwork(4, 2, 256), gamma=0.99, lr=2.3e-3, double=True)
-    trainer = train.OffPolicyTrainer(dqn, "CartPole-v1", exploration=train.EpsilonGreedy(2, 1.0, 0.04, 8_000, seed=seed),
+    exploration = train.EpsilonGreedy(2, 1.0, 0.04, 8_000, seed=seed)
+    trainer = train.OffPolicyTrainer(dqn, "CartPole-v1", exploration=exploration,
                                      learning_starts=1_000, train_every=256, gradient_steps=64, batch_size=64,
                                      memory_size=100_000, target_every=256, seed=seed, eval_every=1100, target=1e9,
                                      save=str(tmp_path / f"{label}.h5"), name="DDQN")
@@ -116,7 +117,8 @@ def _read_h5(path):
     """Every model dataset of a checkpoint, by path."""
     weights = {}
     with h5py.File(path, "r") as f:
-        f["models"].visititems(lambda name, obj: weights.__setitem__(name, obj[()]) if isinstance(obj, h5py.Dataset) else None)
+        f["models"].visititems(lambda name, obj: weights.__setitem__(name, obj[()])
+                               if isinstance(obj, h5py.Dataset) else None)
     return weights
 
 

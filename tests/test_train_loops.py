@@ -2,7 +2,6 @@
 dataclass command line, and the Algorithm contract (numpy in, numpy out; tensors in, tensors out)."""
 import dataclasses
 import json
-import os
 import signal
 import subprocess
 import sys

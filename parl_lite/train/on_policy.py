@@ -13,7 +13,8 @@ from parl_lite.utils.schedulers import LinearDecayScheduler
 __all__ = ["OnPolicyTrainer", "advantage_batch"]
 
 
-def advantage_batch(agent: Agent, rollout: Dict[str, np.ndarray], gamma: float, gae_lambda: float) -> Dict[str, np.ndarray]:
+def advantage_batch(agent: Agent, rollout: Dict[str, np.ndarray], gamma: float,
+                    gae_lambda: float) -> Dict[str, np.ndarray]:
     """Flatten a ``[T, N]`` rollout into the batch PPO and A2C learn from.
 
     Values come from the agent's current value function (one forward over ``obs`` and
