@@ -31,6 +31,22 @@ def _parse_shape(ctx: click.Context, param: click.Parameter, values: Tuple[str, 
     return shapes
 
 
+def _constructor_kwargs(model_kwargs: Optional[Dict[str, Any]], model_class: Optional[str], checkpoint_path: Path,
+                        role: str) -> Dict[str, Any]:
+    """``--model-kwargs`` when given; else, unless ``--model-class`` names another class, the
+    constructor arguments the checkpoint recorded for ``role`` (models record theirs); else none."""
+    if model_kwargs is not None:
+        return model_kwargs
+    if model_class is None:
+        import h5py
+
+        with h5py.File(checkpoint_path, "r") as file:
+            recorded = file["models"][role].attrs.get("constructor_args")
+        if recorded is not None:
+            return json.loads(recorded)
+    return {}
+
+
 def _parse_kwargs(ctx: click.Context, param: click.Parameter, text: Optional[str]) -> Optional[Dict[str, Any]]:
     if text is None:
         return None
@@ -72,9 +88,8 @@ def _load_class(path: str, option: str) -> type:
     return value
 
 
-def _stored_class(checkpoint_path: Path, role: str) -> Tuple[str, Optional[Dict[str, Any]]]:
-    """The model class a checkpoint records for ``role``, and its constructor arguments (None if
-    the model did not record them)."""
+def _stored_class(checkpoint_path: Path, role: str) -> str:
+    """The model class a checkpoint records for ``role``."""
     import h5py
 
     from parl_lite.io import checkpoint
@@ -86,9 +101,7 @@ def _stored_class(checkpoint_path: Path, role: str) -> Tuple[str, Optional[Dict[
             if role not in roles:
                 raise checkpoint.CheckpointError(f"checkpoint {checkpoint_path} has no model role {role!r} "
                                                  f"(it holds {roles}); choose one with --role")
-            attrs = file["models"][role].attrs
-            stored_args = attrs.get("constructor_args")
-            return str(attrs["class"]), (json.loads(stored_args) if stored_args is not None else None)
+            return str(file["models"][role].attrs["class"])
     except OSError as error:
         raise checkpoint.CheckpointError(f"{checkpoint_path} is not a readable HDF5 checkpoint: {error}") from error
 
@@ -126,9 +139,8 @@ def export_command(checkpoint_path: Path, input_shapes, output: Optional[Path], 
 
     \b
     Example:
-      parl-lite export ppo.h5 --input-shape None,4 --output policy.onnx
-      parl-lite export run.h5 --model-class my_models:CartpoleModel \\
-          --model-kwargs '{"obs_dim": 4, "act_dim": 2}' --input-shape None,4
+      parl-lite export pg_cartpole.h5 --model-class my_models:CartpoleModel \\
+          --model-kwargs '{"obs_dim": 4, "act_dim": 2}' --input-shape None,4 --output policy.onnx
     """
     from parl_lite.io import checkpoint
     from parl_lite.io.onnx_export import OnnxExportError, export_onnx
@@ -138,12 +150,10 @@ def export_command(checkpoint_path: Path, input_shapes, output: Optional[Path], 
         sys.path.insert(0, app_dir)
     started = time.perf_counter()
     try:
-        stored_class, stored_args = _stored_class(checkpoint_path, role)
-        class_path = model_class or stored_class
-        if model_kwargs is None:
-            model_kwargs = stored_args if stored_args is not None and class_path == stored_class else {}
+        class_path = model_class or _stored_class(checkpoint_path, role)
         cls = _load_class(class_path, "--model-class")
         try:
+            model_kwargs = _constructor_kwargs(model_kwargs, model_class, checkpoint_path, role)
             model = cls(**model_kwargs)
         except Exception as error:
             raise click.ClickException(f"cannot build {class_path} with --model-kwargs {model_kwargs}: "
