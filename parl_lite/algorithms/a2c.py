@@ -9,6 +9,7 @@ from typing import Dict, Optional
 import paddle
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
+from parl_lite.algorithms.common import GlobalNormClip
 from parl_lite.core.model import Model
 
 __all__ = ["A2C"]
@@ -44,7 +45,7 @@ class A2C(ActorCriticAlgorithm):
             raise ValueError(f"lr must be positive, got {lr}")
         self.value_coef, self.entropy_coef = value_coef, entropy_coef
         self.normalize_advantages = normalize_advantages
-        clip = paddle.nn.ClipGradByGlobalNorm(max_grad_norm) if max_grad_norm else None
+        clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
         if optimizer == "rmsprop":
             # paddle adds epsilon inside the square root; 1e-10 there ~ torch's 1e-5 outside it
             self.optimizer = paddle.optimizer.RMSProp(learning_rate=lr, rho=0.99, epsilon=1e-10,

@@ -10,6 +10,7 @@ import paddle
 import paddle.nn.functional as F
 
 from parl_lite.core.algorithm import Algorithm
+from parl_lite.algorithms.common import GlobalNormClip
 from parl_lite.core.model import Model
 
 __all__ = ["DQN", "DDQN"]
@@ -39,7 +40,7 @@ class DQN(Algorithm):
         self.target_model.eval()
         for parameter in self.target_model.parameters():
             parameter.stop_gradient = True
-        clip = paddle.nn.ClipGradByGlobalNorm(max_grad_norm) if max_grad_norm else None
+        clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
         self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=model.parameters(), grad_clip=clip)
 
     def q_values(self, obs: paddle.Tensor) -> paddle.Tensor:

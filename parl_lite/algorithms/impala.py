@@ -16,6 +16,7 @@ import numpy as np
 import paddle
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
+from parl_lite.algorithms.common import GlobalNormClip
 from parl_lite.algorithms.vtrace import vtrace
 from parl_lite.core.model import Model
 
@@ -60,7 +61,7 @@ class IMPALA(ActorCriticAlgorithm):
         self.clip_rho_threshold = clip_rho_threshold
         self.clip_pg_rho_threshold = clip_pg_rho_threshold
         self.clip_c_threshold = clip_c_threshold
-        clip = paddle.nn.ClipGradByGlobalNorm(max_grad_norm) if max_grad_norm else None
+        clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
         self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), grad_clip=clip)
 
     def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:

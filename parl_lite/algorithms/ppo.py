@@ -11,6 +11,7 @@ import numpy as np
 import paddle
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
+from parl_lite.algorithms.common import GlobalNormClip
 from parl_lite.core.model import Model
 from parl_lite.utils.distributions import Distribution
 
@@ -73,7 +74,7 @@ class PPO(ActorCriticAlgorithm):
         self.kl_coef, self.kl_target = kl_coef, kl_target
         self.normalize_advantages = normalize_advantages
         self.rng = np.random.default_rng(seed)
-        clip = paddle.nn.ClipGradByGlobalNorm(max_grad_norm) if max_grad_norm else None
+        clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
         self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), epsilon=1e-5, grad_clip=clip)
 
     # ------------------------------------------------------------------ learning
