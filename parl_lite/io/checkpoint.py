@@ -5,6 +5,7 @@ Layout (``FORMAT_VERSION`` 2)::
     /                        attrs: format="parl_lite.checkpoint", format_version, parl_lite_version,
                                     model_class (class of the "model" role), owner_class
     /models/<role>/          attrs: class            (role = algorithm attribute: model, target_model)
+                                    constructor_args (JSON, when the model recorded them)
         <structured name>    one dataset per parameter or buffer, e.g. "fc1.weight", "bn._mean"
     /optimizers/<name>/      attrs: lr_scheduler (JSON, when the optimizer has one)
         <role>/<structured name>/<slot>   one dataset per accumulator, e.g. model/fc1.weight/moment1_0
@@ -134,6 +135,9 @@ def _write(file: h5py.File, models, optimizers, owner) -> None:
     for role, model in models.items():
         group = models_group.create_group(role)
         group.attrs["class"] = _qualified_name(type(model))
+        constructor_args = model.constructor_args()
+        if constructor_args is not None:
+            group.attrs["constructor_args"] = json.dumps(constructor_args)
         for name, value in model.get_weights().items():
             write_dataset(group, name, value)
     if not optimizers:

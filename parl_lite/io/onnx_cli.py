@@ -31,7 +31,25 @@ def _parse_shape(ctx: click.Context, param: click.Parameter, values: Tuple[str, 
     return shapes
 
 
-def _parse_kwargs(ctx: click.Context, param: click.Parameter, text: str) -> Dict[str, Any]:
+def _constructor_kwargs(model_kwargs: Optional[Dict[str, Any]], model_class: Optional[str], checkpoint_path: Path,
+                        role: str) -> Dict[str, Any]:
+    """``--model-kwargs`` when given; else, unless ``--model-class`` names another class, the
+    constructor arguments the checkpoint recorded for ``role`` (models record theirs); else none."""
+    if model_kwargs is not None:
+        return model_kwargs
+    if model_class is None:
+        import h5py
+
+        with h5py.File(checkpoint_path, "r") as file:
+            recorded = file["models"][role].attrs.get("constructor_args")
+        if recorded is not None:
+            return json.loads(recorded)
+    return {}
+
+
+def _parse_kwargs(ctx: click.Context, param: click.Parameter, text: Optional[str]) -> Optional[Dict[str, Any]]:
+    if text is None:
+        return None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
@@ -98,8 +116,9 @@ def _stored_class(checkpoint_path: Path, role: str) -> Optional[str]:
               help="ONNX file to write (default: CHECKPOINT with the suffix .onnx). Written atomically.")
 @click.option("--model-class", help="Class of the model, package.module:ClassName. Default: the class "
                                     "recorded in the checkpoint for --role.")
-@click.option("--model-kwargs", default="{}", show_default=True, callback=_parse_kwargs,
-              help="Keyword arguments of the model class's constructor, as a JSON object.")
+@click.option("--model-kwargs", default=None, callback=_parse_kwargs,
+              help="Keyword arguments of the model class's constructor, as a JSON object. Default: the "
+                   "arguments recorded in the checkpoint (models record theirs), else none.")
 @click.option("--role", default="model", show_default=True,
               help="Which model of the checkpoint to export (an algorithm attribute: model, target_model, ...).")
 @click.option("--output-name", "output_names", multiple=True,
@@ -115,7 +134,8 @@ def export_command(checkpoint_path: Path, input_shapes, output: Optional[Path], 
                    backend: str, app_dir: str) -> None:
     """Export a model from an HDF5 checkpoint (written by Agent.save) to ONNX.
 
-    Builds the model class with --model-kwargs, restores its weights from CHECKPOINT, exports its
+    Builds the model class with --model-kwargs (default: the constructor arguments the checkpoint
+    recorded), restores its weights from CHECKPOINT, exports its
     forward in evaluation mode and checks the ONNX file against paddle in onnxruntime.
 
     \b
@@ -144,6 +164,7 @@ def export_command(checkpoint_path: Path, input_shapes, output: Optional[Path], 
             raise click.ClickException(f"the class recorded in {checkpoint_path} for role {role!r}: {error}; "
                                        f"give the class with --model-class") from None
         try:
+            model_kwargs = _constructor_kwargs(model_kwargs, model_class, checkpoint_path, role)
             model = cls(**model_kwargs)
         except Exception as error:
             raise click.ClickException(f"cannot build {class_path} with --model-kwargs {model_kwargs}: "
