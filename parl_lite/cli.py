@@ -4,6 +4,7 @@ import json
 
 import click
 
+from parl_lite.ext.cluster import commands as cluster_commands
 from parl_lite.io.onnx_cli import export_command
 from parl_lite.version import __version__
 
@@ -17,9 +18,25 @@ def main() -> None:
 @main.command()
 @click.option("--pid", type=int, default=None, help="Show only the pool of this process.")
 @click.option("--json", "as_json", is_flag=True, help="Print the raw status as JSON.")
-def status(pid: "int | None", as_json: bool) -> None:
-    """Show the local pools running on this machine: workers, actors, memory, calls served."""
+@click.option("--address", default=None,
+              help="Also show the cluster at this host:port (default: the one this machine started).")
+@click.option("--token-file", type=click.Path(dir_okay=False), default=None, help="The cluster token.")
+def status(pid: "int | None", as_json: bool, address: "str | None", token_file: "str | None") -> None:
+    """Show the cluster this machine started (nodes, CPUs, memory, actors, clients) and the local
+    pools running on this machine: workers, actors, memory, calls served."""
+    from parl_lite.ext.cluster.commands import cluster_status, print_cluster_status
+    from parl_lite.ext.cluster.wire import ClusterError
     from parl_lite.remote.status import find_pools, read_status
+
+    if pid is None:
+        try:
+            cluster = cluster_status(address, token_file)
+        except (ClusterError, OSError) as error:
+            raise click.ClickException(str(error)) from error
+        if cluster is not None and as_json:
+            click.echo(json.dumps(cluster, indent=2))
+        elif cluster is not None:
+            print_cluster_status(cluster)
 
     pids = [pid] if pid is not None else find_pools()
     pools = []
@@ -68,6 +85,9 @@ def es_train(config_path, resume, overrides, in_process) -> None:
 
 
 main.add_command(export_command)
+main.add_command(cluster_commands.start)
+main.add_command(cluster_commands.connect)
+main.add_command(cluster_commands.stop)
 
 if __name__ == "__main__":
     main()

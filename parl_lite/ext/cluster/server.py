@@ -1,0 +1,76 @@
+"""A TCP server shared by the master and the node agent: authenticate, check versions, dispatch.
+
+Each accepted connection gets a thread that runs the handshake (a peer without the token is dropped
+after at most :data:`~parl_lite.ext.cluster.wire.HANDSHAKE_TIMEOUT` seconds, having had nothing of
+its bytes parsed), the version hello, and then the handler of the role the peer asked for.
+"""
+import logging
+import socket
+import threading
+from typing import Any, Callable, Dict
+
+from parl_lite.ext.cluster import wire
+
+__all__ = ["Server"]
+
+Handler = Callable[[wire.FramedSocket, Dict[str, Any]], None]
+logger = logging.getLogger("parl_lite.cluster")
+
+
+class Server:
+    """Listens on ``host:port`` (port 0: the OS picks) and dispatches authenticated connections.
+
+    Args:
+        host: the interface to bind (``127.0.0.1`` unless told otherwise).
+        port: the TCP port.
+        token: the shared secret.
+        handlers: role named in the peer's hello -> function run on the connection (it owns it).
+    """
+
+    def __init__(self, host: str, port: int, token: bytes, handlers: Dict[str, Handler]) -> None:
+        self._token = token
+        self._handlers = handlers
+        self._listener = socket.create_server((host, port), backlog=128)
+        self.port = self._listener.getsockname()[1]
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True, name="parl_lite-accept").start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                sock, peer = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(sock, f"{peer[0]}:{peer[1]}"), daemon=True).start()
+
+    def _serve(self, sock: socket.socket, peer: str) -> None:
+        try:
+            wire.server_handshake(sock, self._token)
+        except (OSError, wire.ClusterError) as exc:
+            logger.warning("dropped a connection from %s: %s", peer, exc)
+            sock.close()
+            return
+        framed = wire.FramedSocket(sock, peer)
+        try:
+            hello = wire.server_hello(framed)
+            handler = self._handlers.get(hello.get("role"))
+            if handler is None:
+                framed.send_json({"ok": False, "error": f"unknown role {hello.get('role')!r}"})
+                raise wire.ClusterError(f"unknown role {hello.get('role')!r}")
+        except (OSError, EOFError, ValueError, wire.ClusterError) as exc:
+            logger.warning("refused %s: %s", peer, exc)
+            framed.close()
+            return
+        try:
+            handler(framed, hello)
+        except (OSError, EOFError):
+            framed.close()
+
+    def close(self) -> None:
+        """Stop accepting connections."""
+        self._closed = True
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._listener.close()
