@@ -74,7 +74,8 @@ class ActorHost:
         """Take the client's socket, then serve the actor until the client stops it or leaves.
 
         Args:
-            handoff_path: the node's Unix socket that hands over client sockets.
+            handoff_path: the node's Unix socket that hands over client sockets (relative to the
+                node's working folder, which is this process's working folder until now).
             ticket: proves to the node which client socket is ours.
             work_folder: the client's shipped files; the actor's cwd and first ``sys.path`` entry.
             stats_path: where calls served and the last error are written for the node.

@@ -2,6 +2,7 @@
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from typing import Any, Dict, List, Optional
 import click
 
 from parl_lite.ext.cluster import local_state, wire
+from parl_lite.ext.cluster.node import PRIVATE_PREFIX
 
 __all__ = ["start", "connect", "stop", "cluster_status", "print_cluster_status"]
 
@@ -126,6 +128,10 @@ def stop() -> None:
             os.kill(entry["pid"], signal.SIGKILL)
             _wait_for_exit(entry["pid"], 5.0)
         click.echo(f"stopped the {entry['role']} at {entry['address']} (pid {entry['pid']})")
+    for entry in entries:  # a node that was SIGKILLed could not remove its private folder
+        if entry["role"] == "node" and not _is_ours(entry["pid"]):
+            for folder in Path(entry["cwd"]).glob(f"{PRIVATE_PREFIX}{entry['pid']}_*"):
+                shutil.rmtree(folder, ignore_errors=True)
     local_state.forget_processes([entry["pid"] for entry in entries])
     if not entries:
         click.echo("no cluster process was started from this machine")

@@ -80,8 +80,8 @@ class Master:
     def status(self) -> Dict[str, Any]:
         """The cluster as a JSON-able dict (nodes, clients, actors; see the README's monitor seam)."""
         with self._cond:
-            actors_per_client = collections.Counter(
-                actor["client"] for actor in self._actors.values() if actor["state"] in ("starting", "alive"))
+            actors_per_client = collections.Counter(  # placed actors, also those not yet reported
+                client for node in self._nodes.values() for client, _ in node.reservations.values())
             return {
                 "kind": "cluster", "address": self.address, "generated_at": time.time(),
                 "nodes": [{"id": node.id, "host": node.host, "address": node.address,
@@ -132,7 +132,7 @@ class Master:
             node.mem_total_mb = report["mem_total_mb"]
             node.load.append([time.time(), report["load1"]])
             live = set(report["reservations"])
-            node.seen |= live
+            node.seen |= live | set(report["released"])
             node.reservations = {key: value for key, value in node.reservations.items()
                                  if key in live or (key not in node.seen and now - value[1] < _RESERVATION_GRACE)}
             node.seen &= set(node.reservations)

@@ -36,9 +36,10 @@ from parl_lite.remote.backend import ActorOptions
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError
 from parl_lite.remote.pool import LocalPool, WorkerProcess
 
-__all__ = ["NodeAgent"]
+__all__ = ["NodeAgent", "PRIVATE_PREFIX"]
 
 REPORT_PERIOD = 0.5
+PRIVATE_PREFIX = ".parl_lite_node_"  # + pid + "_" + random: the node's private folder in its work dir
 _OUTPUT_LINES = 500
 logger = logging.getLogger("parl_lite.cluster")
 
@@ -97,8 +98,10 @@ class NodeAgent:
         self.cpus = cpus
         self.max_ship_mb = max_ship_mb
         self.hostname = socket.gethostname()
-        self.private = Path(tempfile.mkdtemp(prefix=".parl_lite_node_", dir=work_dir))  # mode 0700
-        self.handoff_path = str(self.private / "handoff.sock")
+        self.private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}_", dir=work_dir))  # 0700
+        # relative to the working folder, which the workers start in too: an absolute path may be
+        # over the 107 bytes a Unix socket address holds
+        self.handoff_path = os.path.relpath(self.private / "handoff.sock")
         self.stopped = threading.Event()
         self._lock = threading.Lock()
         self._actors: Dict[str, _Actor] = {}
@@ -245,7 +248,8 @@ class NodeAgent:
         with self._lock:
             self._actors.pop(actor.id, None)
             self._by_pid.pop(actor.channel.pid, None)
-            self._ended.append({"description": description, "output": actor.new_output})
+            self._ended.append({"description": description, "output": actor.new_output,
+                                "reservation": actor.reservation})
         try:
             actor.stats_path.unlink()
         except FileNotFoundError:
@@ -280,7 +284,8 @@ class NodeAgent:
             used, total = _memory_mb()
             report = {"type": "report", "mem_used_mb": used, "mem_total_mb": total, "load1": os.getloadavg()[0],
                       "actors": descriptions, "output": output,
-                      "reservations": [actor.reservation for actor in actors]}
+                      "reservations": [actor.reservation for actor in actors],
+                      "released": [record["reservation"] for record in ended]}
             try:
                 self._master.send_json(report)
             except OSError:
