@@ -68,7 +68,9 @@ def status(pid: "int | None", as_json: bool, address: "str | None", token_file: 
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a config value, e.g. --set train.workers=1 --set solver.optimizer.base_lr=0.05.")
 @click.option("--in-process", is_flag=True, help="Evaluate in this process instead of the worker pool (debugging).")
-def es_train(config_path, resume, overrides, in_process) -> None:
+@click.option("--address", default=None,
+              help="Evaluate on the parl_lite cluster at host:port (same as --set train.address=HOST:PORT).")
+def es_train(config_path, resume, overrides, in_process, address) -> None:
     """Train a policy with evolution strategies (evokit_py): candidates are evaluated in parallel on
     the local pool, progress is printed per generation, a checkpoint is written every
     train.checkpoint_every generations and on Ctrl-C, and the best policy is exported to ONNX."""
@@ -76,7 +78,7 @@ def es_train(config_path, resume, overrides, in_process) -> None:
     from evokit_py.train import train
 
     try:
-        config = resolve_config(config_path, overrides)
+        config = resolve_config(config_path, [*overrides, *([f"train.address={address}"] if address else [])])
         result = train(config, resume=resume, backend="inprocess" if in_process else "remote", echo=click.echo)
     except (ConfigError, ValueError) as error:
         raise click.ClickException(str(error)) from error

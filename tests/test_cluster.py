@@ -11,6 +11,7 @@ import sys
 import textwrap
 import time
 
+import numpy as np
 import pytest
 
 import parl_lite
@@ -279,3 +280,39 @@ def test_the_shipped_files_have_a_size_limit(cluster, tmp_path):
                           max_ship_mb=0.5)
     with pytest.raises(FileNotFoundError, match="no_such_file"):
         parl_lite.connect(cluster.address, token_file=cluster.token_file, distributed_files=["no_such_file*"])
+
+
+def test_a_sampler_rebuilds_the_noise_table_where_its_name_does_not_exist():
+    from evokit_py.noise import NoiseTable
+    from evokit_py.rollout import NoiseSpec, _noise_table
+
+    with NoiseTable.create(seed=7, size=10_000) as shared:
+        attached = _noise_table(NoiseSpec(7, 10, shared.name, 10_000))
+        rebuilt = _noise_table(NoiseSpec(7, 10, "psm_no_such_table", 10_000))  # another machine
+        assert attached.name == shared.name
+        np.testing.assert_array_equal(rebuilt.values, shared.values)
+        attached.close()
+        rebuilt.close()
+
+
+def _es_train(cluster: Cluster, run: str, *extra: str) -> subprocess.CompletedProcess:
+    return cluster.cli("es-train", "--set", f"train.log_dir={run}", "--set", f"train.checkpoint_dir={run}/ck",
+                       "--set", "train.generations=3", "--set", "env.max_steps=60", "--set", "train.workers=2",
+                       "--set", "train.target_return=null", *extra)
+
+
+def test_es_train_on_the_cluster_matches_the_local_pool(cluster, tmp_path):
+    from evokit_py.checkpoint import read_checkpoint
+
+    on_cluster = _es_train(cluster, str(tmp_path / "cluster"), "--address", cluster.address)
+    samplers = lambda: [a for a in cluster.status()["actors"] if a["class"] == "Sampler" and a["calls_served"] > 1]
+    assert _wait_until(lambda: len(samplers()) == 2, 3.0)  # the samplers ran on the nodes
+    assert {a["node"] for a in samplers()} == {n["id"] for n in cluster.status()["nodes"]}
+    local = _es_train(cluster, str(tmp_path / "local"))
+    assert "gen    3/3" in on_cluster.stdout and "gen    3/3" in local.stdout
+    progress = [[row.split(",")[:4] for row in (tmp_path / run / "progress.csv").read_text().splitlines()]
+                for run in ("cluster", "local")]
+    assert progress[0] == progress[1]
+    _, state_cluster = read_checkpoint(tmp_path / "cluster" / "ck" / "solver.h5")
+    _, state_local = read_checkpoint(tmp_path / "local" / "ck" / "solver.h5")
+    np.testing.assert_array_equal(state_cluster["params"]["params"], state_local["params"]["params"])

@@ -19,15 +19,13 @@ DEFAULT_LIMIT_MB = 64.0
 
 
 def _driver_folder() -> Optional[Path]:
+    """The folder of the script ``python path/to/script.py`` runs; None for ``python -m``, console
+    scripts (``parl-lite``, ``pytest``) and interactive sessions, which are not the user's folder."""
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
-    if not path:
+    if not path or not path.endswith(".py") or getattr(main, "__spec__", None) is not None:
         return None
-    folder = Path(path).resolve().parent
-    # pytest, ipython and `python -m tool` run from an installed package: nothing of the user's there
-    if "site-packages" in folder.parts or "dist-packages" in folder.parts:
-        return None
-    return folder
+    return Path(path).resolve().parent
 
 
 def collect_files(distributed_files: Sequence[str], limit_mb: float) -> Dict[str, bytes]:
