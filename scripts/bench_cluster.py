@@ -22,39 +22,19 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import Callable, List
 
 import numpy as np
 
 import parl_lite
+from bench_remote import SUM_TO, Worker, _run_threads, _samples, _timed, count_to
 
-SUM_TO = 10**7
-NUM_SUMMING_ACTORS = 5
 ARRAY_BYTES = 64 * 2**20
 SMALL_BYTES = 64  # about the size of a trivial call's frame
+NUM_SUMMING_ACTORS = 5
 
-
-def count_to(n: int) -> int:
-    total = 0
-    for i in range(n):
-        total += i
-    return total
-
-
-class Worker:
-    def noop(self) -> None:
-        return None
-
-    def echo(self, value):
-        return value
-
-    def run(self, n: int) -> int:
-        return count_to(n)
-
-
+# the workload of bench_remote.py (shipped to the nodes with this script's folder)
 RemoteWorker = parl_lite.remote_class(Worker)
 AsyncWorker = parl_lite.remote_class(Worker, wait=False)
 
@@ -104,29 +84,6 @@ class RawTcp:
     def close(self) -> None:
         self.sock.close()
         os.waitpid(self.pid, 0)
-
-
-def _samples(function: Callable[[], object], repeat: int) -> List[float]:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        samples.append(time.perf_counter() - start)
-    return samples
-
-
-def _timed(function: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    function()
-    return time.perf_counter() - start
-
-
-def _run_threads(targets: List[Callable[[], object]]) -> None:
-    threads = [threading.Thread(target=target) for target in targets]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
 
 
 def _cli(env: dict, cwd: Path, *arguments: str) -> str:

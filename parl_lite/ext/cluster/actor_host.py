@@ -6,7 +6,6 @@ Unix socket in the node's private folder), then builds the client's actor and se
 that socket directly: one hop between caller and actor, as with the local pool's pipe. The node
 still owns the process (memory limit, death, output) through the pool.
 """
-import io
 import json
 import os
 import socket
@@ -17,6 +16,7 @@ from typing import Any, Optional, TextIO
 from parl_lite.ext.cluster import wire
 from parl_lite.remote import protocol
 from parl_lite.remote.errors import RemoteFailure
+from parl_lite.remote.worker import _ForwardedStream, _run
 
 __all__ = ["ActorHost", "UNKNOWN_CALL"]
 
@@ -24,34 +24,17 @@ UNKNOWN_CALL = -1  # call id of an ERROR about a request that could not be unpic
 _STATS_PERIOD = 0.5
 
 
-class _TeeStream(io.TextIOBase):
-    """Sends whole lines to the client (OUTPUT messages, in order with the replies) and to the
-    node's pool (which keeps recent lines for the master)."""
+class _TeeChannel:
+    """Where an actor's output lines go: to the client (OUTPUT messages, in order with the replies)
+    and to the node's pool (which keeps recent lines for the master)."""
 
-    def __init__(self, host: "ActorHost", name: str, node_stream: TextIO) -> None:
+    def __init__(self, host: "ActorHost", node_stream: TextIO) -> None:
         self.host = host
-        self.name = name
         self.node_stream = node_stream
-        self.pending = ""
 
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        self.pending += text
-        if "\n" in self.pending:
-            complete, self.pending = self.pending.rsplit("\n", 1)
-            self._send(complete + "\n")
-        return len(text)
-
-    def flush(self) -> None:
-        if self.pending:
-            text, self.pending = self.pending, ""
-            self._send(text)
-
-    def _send(self, text: str) -> None:
-        self.host.send((protocol.OUTPUT, self.name, text))
-        self.node_stream.write(text)
+    def send(self, message: tuple) -> None:
+        self.host.send(message)
+        self.node_stream.write(message[2])
         self.node_stream.flush()
 
 
@@ -90,8 +73,8 @@ class ActorHost:
         self._framed = wire.FramedSocket(socket.socket(fileno=fds[0]), "the client")
         os.chdir(work_folder)
         sys.path.insert(0, work_folder)
-        sys.stdout = _TeeStream(self, "stdout", sys.stdout)
-        sys.stderr = _TeeStream(self, "stderr", sys.stderr)
+        sys.stdout = _ForwardedStream(_TeeChannel(self, sys.stdout), "stdout")
+        sys.stderr = _ForwardedStream(_TeeChannel(self, sys.stderr), "stderr")
         stop = threading.Event()
         writer = threading.Thread(target=self._write_stats, args=(stats_path, stop), daemon=True)
         writer.start()
@@ -151,17 +134,3 @@ class ActorHost:
                 written = stats
             if stopping:
                 return
-
-
-def _run(actor: Any, message: tuple) -> tuple:
-    """Carry out one request; return the (possibly new) actor and the request's value."""
-    kind = message[0]
-    if kind == protocol.CALL:
-        return actor, getattr(actor, message[2])(*message[3], **message[4])
-    if kind == protocol.GETATTR:
-        return actor, getattr(actor, message[2])
-    if kind == protocol.SETATTR:
-        return actor, setattr(actor, message[2], message[3])
-    if kind == protocol.CREATE:
-        return wire.decode(message[2], [])(*message[3], **message[4]), None
-    raise ValueError(f"unknown message kind {kind!r}")

@@ -152,8 +152,11 @@ class ClusterActor(ActorChannel):
 
     def _release_reading(self) -> None:
         self._read_lock.release()
-        with self._cond:
-            self._cond.notify_all()
+        # only threads that wait for the read lock need waking: a needless wake-up of the parked
+        # background reader would cost a context switch on every synchronous call
+        if self._waiters or self._async_pending:
+            with self._cond:
+                self._cond.notify_all()
 
     def _read_in_background(self) -> None:
         while True:

@@ -9,10 +9,8 @@ the node reports the actor gone. Everything is kept in memory; :meth:`Master.sta
 """
 import argparse
 import collections
-import json
 import logging
 import os
-import signal
 import threading
 import time
 import uuid
@@ -21,8 +19,7 @@ from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.local_state import load_token
-from parl_lite.ext.cluster.server import Server
-from parl_lite.io.atomic import write_atomically
+from parl_lite.ext.cluster.server import Server, run_until_stopped
 
 __all__ = ["Master", "NODE_TIMEOUT"]
 
@@ -230,13 +227,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s master %(levelname)s %(message)s")
     master = Master(args.host, args.port, load_token(args.token_file))
-    stop = threading.Event()
-    for number in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(number, lambda *_: stop.set())
-    write_atomically(args.ready_file, lambda path: path.write_text(
-        json.dumps({"pid": os.getpid(), "address": master.address})))
     logger.info("master listening on %s", master.address)
-    stop.wait()
+    run_until_stopped(args.ready_file, {"pid": os.getpid(), "address": master.address}, threading.Event())
     master.close()
 
 

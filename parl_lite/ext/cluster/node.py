@@ -11,27 +11,23 @@ when the client leaves), the hand-over socket and the actors' statistics. When t
 the node stops its actors and exits (it does not retry: restart it with ``parl-lite connect``).
 """
 import argparse
-import collections
 import json
 import logging
 import os
 import secrets
 import shutil
-import signal
 import socket
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
-from typing import Any, Deque, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.actor_host import ActorHost
 from parl_lite.ext.cluster.local_state import load_token
-from parl_lite.ext.cluster.server import Server
+from parl_lite.ext.cluster.server import Server, run_until_stopped
 from parl_lite.ext.cluster.shipping import DEFAULT_LIMIT_MB, write_files
-from parl_lite.io.atomic import write_atomically
 from parl_lite.remote.backend import ActorOptions
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError
 from parl_lite.remote.pool import LocalPool, WorkerProcess
@@ -340,12 +336,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     cwd = os.getcwd()
     sys.path[:] = [entry for entry in sys.path if entry not in ("", cwd)]  # actors see shipped files only
     agent = NodeAgent(args.address, load_token(args.token_file), args.cpus, args.host, args.port, cwd)
-    for number in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(number, lambda *_: agent.stopped.set())
-    write_atomically(args.ready_file, lambda path: path.write_text(
-        json.dumps({"pid": os.getpid(), "address": agent.address, "node_id": agent.node_id})))
     logger.info("node %s serving %d CPU(s) on %s", agent.node_id, args.cpus, agent.address)
-    agent.stopped.wait()
+    run_until_stopped(args.ready_file, {"pid": os.getpid(), "address": agent.address, "node_id": agent.node_id},
+                      agent.stopped)
     agent.close()
 
 

@@ -4,14 +4,17 @@ Each accepted connection gets a thread that runs the handshake (a peer without t
 after at most :data:`~parl_lite.ext.cluster.wire.HANDSHAKE_TIMEOUT` seconds, having had nothing of
 its bytes parsed), the version hello, and then the handler of the role the peer asked for.
 """
+import json
 import logging
+import signal
 import socket
 import threading
 from typing import Any, Callable, Dict
 
 from parl_lite.ext.cluster import wire
+from parl_lite.io.atomic import write_atomically
 
-__all__ = ["Server"]
+__all__ = ["Server", "run_until_stopped"]
 
 Handler = Callable[[wire.FramedSocket, Dict[str, Any]], None]
 logger = logging.getLogger("parl_lite.cluster")
@@ -74,3 +77,12 @@ class Server:
         except OSError:
             pass
         self._listener.close()
+
+
+def run_until_stopped(ready_file: str, info: Dict[str, Any], stop: threading.Event) -> None:
+    """Write ``info`` (JSON) to ``ready_file``, which ``parl-lite start`` / ``connect`` wait for, then
+    wait until SIGTERM, SIGINT or ``stop``."""
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_: stop.set())
+    write_atomically(ready_file, lambda path: path.write_text(json.dumps(info)))
+    stop.wait()

@@ -154,10 +154,10 @@ class FramedSocket:
     # --- sending --------------------------------------------------------------------------------
     def send(self, body: bytes, buffers: Sequence[memoryview] = ()) -> None:
         """Send one message (the caller serialises concurrent senders)."""
-        header = _HEADER.pack(len(body), len(buffers)) + b"".join(_SIZE.pack(b.nbytes) for b in buffers)
-        if not buffers:
-            self.sock.sendall(header + body)
+        if not buffers:  # the common case: one send of header and body
+            self.sock.sendall(_HEADER.pack(len(body), 0) + body)
             return
+        header = _HEADER.pack(len(body), len(buffers)) + b"".join(_SIZE.pack(b.nbytes) for b in buffers)
         parts = [memoryview(header + body), *(b.cast("B") for b in buffers)]
         while parts:
             sent = self.sock.sendmsg(parts[:64])
@@ -215,7 +215,13 @@ class FramedSocket:
             EOFError: the peer closed the connection.
             OSError: the connection broke.
         """
+        if self._end - self._start < _HEADER.size:
+            self._fill()
         body_size, count = _HEADER.unpack(self._take(_HEADER.size))
+        if not count and self._end - self._start >= body_size:  # the common case: all in the inbox
+            body = bytes(memoryview(self._inbox)[self._start:self._start + body_size])
+            self._start += body_size
+            return body, []
         sizes = [_SIZE.unpack(self._take(_SIZE.size))[0] for _ in range(count)]
         body = self._take(body_size)
         buffers = []
