@@ -148,6 +148,27 @@ def test_sigkill_of_a_node_fails_its_actors_within_3_s_and_the_rest_goes_on(clus
     assert sum(node["alive"] for node in cluster.status()["nodes"]) == 2
 
 
+def test_a_silent_node_is_taken_for_dead_by_its_clients_and_the_master(cluster, tmp_path):
+    _connect(cluster)
+    actors = [AsyncCounter(0) for _ in range(2)]
+    node_b = next(e for e in cluster.processes() if e["role"] == "node" and e["cwd"] == str(tmp_path / "node-b"))
+    port_b = node_b["address"].rsplit(":", 1)[1]
+    doomed = next(a for a in actors if a._channel.node.address.endswith(port_b))
+    marker = tmp_path / "blocked"
+    pending = doomed.block_after_signal(str(marker))
+    assert wait_for_file(str(marker), timeout=20)
+    os.kill(node_b["pid"], signal.SIGSTOP)  # as if its machine fell off the network: no socket closes
+    try:
+        stopped = time.monotonic()
+        with pytest.raises(parl_lite.ActorDiedError, match="is gone"):
+            pending.result(timeout=10)
+        assert 2.5 < time.monotonic() - stopped < 5.0  # the 3 s silence limit
+        assert _wait_until(lambda: [n["alive"] for n in cluster.status()["nodes"]].count(False) == 1, 3.0)
+    finally:
+        os.kill(node_b["pid"], signal.SIGKILL)
+        os.kill(node_b["pid"], signal.SIGCONT)
+
+
 def test_placement_waits_then_names_the_capacity(cluster):
     _connect(cluster, placement_timeout=0.5)
     actors = [RemoteCounter() for _ in range(4)]

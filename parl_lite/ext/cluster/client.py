@@ -288,6 +288,7 @@ class NodeSession:
         threading.Thread(target=self._listen, daemon=True, name=f"parl_lite-session-{address}").start()
 
     def _listen(self) -> None:
+        self.framed.sock.settimeout(wire.SILENCE_LIMIT)  # the node beats every HEARTBEAT_PERIOD
         try:
             while True:
                 message = self.framed.receive_json()

@@ -23,7 +23,7 @@ from parl_lite.ext.cluster.server import Server, run_until_stopped
 
 __all__ = ["Master", "NODE_TIMEOUT"]
 
-NODE_TIMEOUT = 3.0  # seconds without a report after which a node is taken for dead
+NODE_TIMEOUT = wire.SILENCE_LIMIT  # seconds without a report after which a node is taken for dead
 _RESERVATION_GRACE = 5.0  # seconds a placement may wait for its node to report the actor
 _LOAD_POINTS = 120  # load samples kept per node (one a report)
 _OUTPUT_LINES = 500

@@ -4,7 +4,8 @@ It hosts actors in a :class:`~parl_lite.remote.pool.LocalPool`, one worker proce
 clients reach them directly: a client's actor connection is authenticated here, then its socket is
 handed to the worker (:mod:`parl_lite.ext.cluster.actor_host`). The node watches the workers
 (memory limit, death) through the pool, tells the client on its session connection why an actor
-ended, and reports CPUs, memory, load and actors to the master every half second.
+ended, and reports CPUs, memory, load and actors to the master every half second (and beats on each
+client's session, so that a client takes a node silent for 3 s for dead, as the master does).
 
 Files live in a private folder under the node's working folder: one work folder per client (removed
 when the client leaves), the hand-over socket and the actors' statistics. When the master goes away
@@ -34,7 +35,6 @@ from parl_lite.remote.pool import LocalPool, WorkerProcess
 
 __all__ = ["NodeAgent", "PRIVATE_PREFIX"]
 
-REPORT_PERIOD = 0.5
 PRIVATE_PREFIX = ".parl_lite_node_"  # + pid + "_" + random: the node's private folder in its work dir
 _OUTPUT_LINES = 500
 logger = logging.getLogger("parl_lite.cluster")
@@ -261,10 +261,17 @@ class NodeAgent:
 
     # --- the master -----------------------------------------------------------------------------
     def _report(self) -> None:
-        while not self.stopped.wait(REPORT_PERIOD):
+        while not self.stopped.wait(wire.HEARTBEAT_PERIOD):
             with self._lock:
                 actors = list(self._actors.values())
                 ended, self._ended = self._ended, []
+                sessions = [session for session in self._sessions.values() if session.open]
+            for session in sessions:  # the clients take a silent node for dead
+                with session.send_lock:
+                    try:
+                        session.framed.send_json({"type": "alive"})
+                    except OSError:
+                        pass
             output: Dict[str, List[str]] = {}
             descriptions = []
             for actor in actors:
