@@ -13,7 +13,7 @@ import sys
 import threading
 from typing import Any, Optional, TextIO
 
-from parl_lite.ext.cluster import wire
+from parl_lite.ext.cluster import framing
 from parl_lite.remote import protocol
 from parl_lite.remote.errors import RemoteFailure
 from parl_lite.remote.worker import _ForwardedStream, _run
@@ -42,14 +42,14 @@ class ActorHost:
     """Hosts one client actor in this worker process (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._framed: Optional[wire.FramedSocket] = None
+        self._framed: Optional[framing.FramedSocket] = None
         self._send_lock = threading.Lock()
         self._calls_served = 0
         self._last_error: Optional[str] = None
         self._state = "starting"
 
     def send(self, message: Any) -> None:
-        body, buffers = wire.encode(message)
+        body, buffers = framing.encode(message)
         with self._send_lock:
             self._framed.send(body, buffers)
 
@@ -70,7 +70,7 @@ class ActorHost:
             _, fds, _, _ = socket.recv_fds(unix, 1, 1)
         if not fds:
             raise RuntimeError("the node handed over no client socket")
-        self._framed = wire.FramedSocket(socket.socket(fileno=fds[0]), "the client")
+        self._framed = framing.FramedSocket(socket.socket(fileno=fds[0]), "the client")
         os.chdir(work_folder)
         sys.path.insert(0, work_folder)
         sys.stdout = _ForwardedStream(_TeeChannel(self, sys.stdout), "stdout")
@@ -94,7 +94,7 @@ class ActorHost:
             except (EOFError, OSError):
                 return
             try:
-                message = wire.decode(body, buffers)
+                message = framing.decode(body, buffers)
             except Exception as exc:  # e.g. an argument's class does not exist here
                 self.send((protocol.ERROR, UNKNOWN_CALL, RemoteFailure.from_exception(exc)))
                 continue
