@@ -27,6 +27,7 @@ NODE_TIMEOUT = wire.SILENCE_LIMIT  # seconds without a report after which a node
 _RESERVATION_GRACE = 5.0  # seconds a placement may wait for its node to report the actor
 _LOAD_POINTS = 120  # load samples kept per node (one a report)
 _OUTPUT_LINES = 500
+_ENDED_KEPT = 256  # ended actors (and their output) kept for the status; older ones are forgotten
 logger = logging.getLogger("parl_lite.cluster")
 
 
@@ -137,7 +138,14 @@ class Master:
                 self._actors[actor["id"]] = {**actor, "node": node.id}
             for actor_id, lines in report["output"].items():
                 self._outputs.setdefault(actor_id, collections.deque(maxlen=_OUTPUT_LINES)).extend(lines)
+            self._forget_old_actors()
             self._cond.notify_all()
+
+    def _forget_old_actors(self) -> None:
+        ended = [key for key, actor in self._actors.items() if actor["state"] in ("dead", "closed")]
+        for key in ended[:max(0, len(ended) - _ENDED_KEPT)]:  # oldest first
+            del self._actors[key]
+            self._outputs.pop(key, None)
 
     def _node_died(self, node: NodeRecord, why: str) -> None:
         with self._cond:
