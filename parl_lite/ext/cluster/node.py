@@ -15,6 +15,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -35,6 +36,7 @@ from parl_lite.remote.pool import LocalPool, WorkerProcess
 
 __all__ = ["NodeAgent", "PRIVATE_PREFIX"]
 
+_ID = re.compile(r"[0-9a-f]{8,32}")  # client and actor ids (they name files)
 PRIVATE_PREFIX = ".parl_lite_node_"  # + pid + "_" + random: the node's private folder in its work dir
 _OUTPUT_LINES = 500
 logger = logging.getLogger("parl_lite.cluster")
@@ -52,6 +54,7 @@ class _Actor:
         self.channel = channel
         self.stats_path = stats_path
         self.state = "starting"
+        self.ticket = ""  # claims the client's socket at the hand-over
         self.last_error: Optional[str] = None
         self.new_output: List[str] = []
 
@@ -137,7 +140,11 @@ class NodeAgent:
 
     # --- client sessions: shipped files and verdicts ---------------------------------------------
     def _serve_session(self, framed: wire.FramedSocket, hello: Dict[str, Any]) -> None:
-        client_id = str(hello["client_id"])
+        client_id = str(hello.get("client_id"))
+        if not _ID.fullmatch(client_id):
+            framed.send_json({"ok": False, "error": f"malformed client id {client_id!r}"})
+            framed.close()
+            return
         framed.send_json({"ok": True})
         _, contents = framed.receive()
         folder = self.private / f"client-{client_id}"
@@ -173,11 +180,12 @@ class NodeAgent:
 
     # --- actors ---------------------------------------------------------------------------------
     def _serve_actor(self, framed: wire.FramedSocket, hello: Dict[str, Any]) -> None:
-        client_id = str(hello["client_id"])
+        client_id, actor_id = str(hello.get("client_id")), str(hello.get("actor_id"))
         with self._lock:
             session = self._sessions.get(client_id)
-        if session is None or not session.open:
-            framed.send_json({"ok": False, "error": "no session of this client (its files were not shipped)"})
+        if session is None or not session.open or not _ID.fullmatch(actor_id):
+            framed.send_json({"ok": False, "error": "no session of this client (its files were not shipped) "
+                                                    f"or a malformed actor id {actor_id!r}"})
             framed.close()
             return
         try:
@@ -186,9 +194,9 @@ class NodeAgent:
             framed.send_json({"ok": False, "error": f"this node cannot start a worker: {exc}"})
             framed.close()
             return
-        actor = _Actor(str(hello["actor_id"]), str(hello.get("class_name")), client_id,
-                       str(hello.get("reservation")), channel, self.private / f"{hello['actor_id']}.json")
-        ticket = secrets.token_hex(16)
+        actor = _Actor(actor_id, str(hello.get("class_name")), client_id, str(hello.get("reservation")),
+                       channel, self.private / f"{actor_id}.json")
+        ticket = actor.ticket = secrets.token_hex(16)
         with self._lock:
             self._actors[actor.id] = actor
             self._by_pid[channel.pid] = actor
@@ -242,10 +250,13 @@ class NodeAgent:
         description = actor.describe()
         actor.channel.close()
         with self._lock:
+            unclaimed = self._handoffs.pop(actor.ticket, None)  # the worker died before taking it
             self._actors.pop(actor.id, None)
             self._by_pid.pop(actor.channel.pid, None)
             self._ended.append({"description": description, "output": actor.new_output,
                                 "reservation": actor.reservation})
+        if unclaimed is not None:
+            unclaimed.close()
         try:
             actor.stats_path.unlink()
         except FileNotFoundError:
