@@ -315,6 +315,8 @@ class ClusterBackend(Backend):
         token_file: the cluster token (default: ``$PARL_LITE_TOKEN``, else this machine's token file).
         placement_timeout: seconds an actor's creation waits for a free CPU before it fails.
         max_ship_mb: limit on the size of the shipped files.
+        num_workers, threads_per_worker: accepted because ``parl_lite.connect`` passes them; a
+            cluster's nodes decide their own (``--cpus``; one thread per worker).
     """
 
     def __init__(self, address: str, distributed_files: Sequence[str] = (), token_file: Optional[str] = None,
