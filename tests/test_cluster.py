@@ -211,6 +211,9 @@ def test_wrong_token_and_no_token_are_refused(cluster, tmp_path, monkeypatch):
     monkeypatch.setenv("PARL_LITE_TOKEN", "guessed")
     with pytest.raises(wire.AuthenticationError):
         parl_lite.connect(cluster.address)
+    refused = cluster.cli("connect", "--address", cluster.address, "--token-file", str(wrong), check=False)
+    assert refused.returncode != 0 and "refused our token" in refused.stderr
+    assert "Traceback" not in refused.stderr
     wrong.chmod(0o644)
     with pytest.raises(PermissionError, match="chmod 600"):
         parl_lite.connect(cluster.address, token_file=str(wrong))

@@ -234,7 +234,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--ready-file", required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s master %(levelname)s %(message)s")
-    master = Master(args.host, args.port, load_token(args.token_file))
+    try:
+        master = Master(args.host, args.port, load_token(args.token_file))
+    except (OSError, ValueError) as error:  # e.g. the port is taken: the log's last line says so
+        logger.error("%s", error)
+        raise SystemExit(1) from None
     logger.info("master listening on %s", master.address)
     run_until_stopped(args.ready_file, {"pid": os.getpid(), "address": master.address}, threading.Event())
     master.close()

@@ -353,7 +353,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s node %(levelname)s %(message)s")
     cwd = os.getcwd()
     sys.path[:] = [entry for entry in sys.path if entry not in ("", cwd)]  # actors see shipped files only
-    agent = NodeAgent(args.address, load_token(args.token_file), args.cpus, args.host, args.port, cwd)
+    try:
+        agent = NodeAgent(args.address, load_token(args.token_file), args.cpus, args.host, args.port, cwd)
+    except (wire.ClusterError, OSError, ValueError) as error:  # the log's last line is what `connect` shows
+        logger.error("%s", error)
+        raise SystemExit(1) from None
     logger.info("node %s serving %d CPU(s) on %s", agent.node_id, args.cpus, agent.address)
     run_until_stopped(args.ready_file, {"pid": os.getpid(), "address": agent.address, "node_id": agent.node_id},
                       agent.stopped)
