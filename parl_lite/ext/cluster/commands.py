@@ -3,6 +3,7 @@ import json
 import os
 import select
 import shutil
+import socket
 import signal
 import subprocess
 import sys
@@ -91,6 +92,9 @@ def start(port: int, host: str, cpus: Optional[int]) -> None:
     if cpus > 0:
         node = _spawn("node", ["--address", master["address"], "--cpus", str(cpus), "--host", host], str(token))
         click.echo(f"node with {cpus} CPU(s) at {node['address']} (pid {node['pid']}), working folder {node['cwd']}")
+    if host in ("0.0.0.0", "::"):
+        click.echo(f"other machines reach it at {socket.gethostname()}:{master['address'].rsplit(':', 1)[1]} "
+                   "(or this machine's IP address)")
     click.echo(f"join:   parl-lite connect --address {master['address']} [--cpus N] [--token-file FILE]")
     click.echo(f"use:    parl_lite.connect(\"{master['address']}\")")
 
