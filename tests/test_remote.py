@@ -310,3 +310,20 @@ def test_the_remote_runtime_does_not_import_paddle():
     code = ("import sys, parl_lite; from parl_lite import remote_class, connect, get, wait; "
             "import parl_lite.remote.pool; assert 'paddle' not in sys.modules, 'paddle imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_an_output_hook_receives_actor_output_instead_of_printing(capsys):
+    from parl_lite.remote.backend import ActorOptions
+    from parl_lite.remote.pool import LocalPool
+
+    received = []
+    pool = LocalPool(num_workers=1, on_output=lambda worker, stream, text: received.append((worker.pid, stream, text)))
+    try:
+        actor = pool.create_actor(Counter, (), {}, ActorOptions())
+        pid = actor.result(actor.call("pid", (), {}))
+        actor.result(actor.call("shout", ("hooked",), {}))
+        assert (pid, "stdout", "hooked\n") in received
+        assert (pid, "stderr", "to stderr: hooked\n") in received
+        assert "hooked" not in capsys.readouterr().out
+    finally:
+        pool.shutdown()
