@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, ContextManager, Dict, Iterator, List
+from typing import Callable, ContextManager, Dict, Iterator, List, Optional
 
 import parl_lite
 from parl_lite.remote.backend import Backend
@@ -49,7 +49,7 @@ class Cluster:
     def token_file(self) -> str:
         return str(self.home / "token")
 
-    def cli(self, *arguments: str, cwd: Path = None, check: bool = True) -> subprocess.CompletedProcess:
+    def cli(self, *arguments: str, cwd: Optional[Path] = None, check: bool = True) -> subprocess.CompletedProcess:
         """Run ``parl-lite ARGUMENTS`` as a user would."""
         result = subprocess.run([sys.executable, "-m", "parl_lite.cli", *arguments], env=self.env,
                                 cwd=cwd or self.folder, capture_output=True, text=True, timeout=90)

@@ -124,6 +124,7 @@ def stop() -> None:
     """Stop the cluster processes this machine's `start` and `connect` started (their pids only)."""
     entries = local_state.read_state()["processes"]
     ordered = [e for e in entries if e["role"] == "node"] + [e for e in entries if e["role"] != "node"]
+    stopped = 0
     for entry in ordered:
         if not _is_ours(entry["pid"]):
             continue
@@ -132,13 +133,14 @@ def stop() -> None:
             os.kill(entry["pid"], signal.SIGKILL)
             _wait_for_exit(entry["pid"], 5.0)
         click.echo(f"stopped the {entry['role']} at {entry['address']} (pid {entry['pid']})")
+        stopped += 1
     for entry in entries:  # a node that was SIGKILLed could not remove its private folder
         if entry["role"] == "node" and not _is_ours(entry["pid"]):
             for folder in Path(entry["cwd"]).glob(f"{PRIVATE_PREFIX}{entry['pid']}_*"):
                 shutil.rmtree(folder, ignore_errors=True)
     local_state.forget_processes([entry["pid"] for entry in entries])
-    if not entries:
-        click.echo("no cluster process was started from this machine")
+    if not stopped:
+        click.echo("no cluster process started from this machine is running")
 
 
 def _wait_for_exit(pid: int, timeout: float) -> bool:
