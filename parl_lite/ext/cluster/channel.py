@@ -196,10 +196,7 @@ class ClusterActor(ActorChannel):
                 return
             if entry[2]:
                 self._async_pending -= 1
-            if self._closing and not self._pending:
-                self._finish_closed()
-            elif self._waiters:
-                self._cond.notify_all()
+            finished = self._closing and not self._pending
         future, what, _ = entry
         if exc is not None:
             future.set_exception(exc)
@@ -207,6 +204,12 @@ class ClusterActor(ActorChannel):
             future.set_exception(failure.to_exception(f"{self.class_name}.{what}"))
         else:
             future.set_result(value)
+        # after the result is set: a woken waiter must find its future done
+        if finished or self._waiters:
+            with self._cond:
+                if finished:
+                    self._finish_closed()
+                self._cond.notify_all()
 
     def _finish_closed(self) -> None:
         """Closed and no call pending: done (``self._cond`` is held)."""
