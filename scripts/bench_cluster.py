@@ -101,7 +101,7 @@ def main() -> None:
     raw = RawTcp()  # forked before any thread of ours exists
     with tempfile.TemporaryDirectory(prefix="bench_cluster_") as folder:
         root = Path(folder)
-        env = {**os.environ, "PARL_LITE_HOME": str(root / "home")}
+        env = {**os.environ, "PARL_LITE_HOME": str(root / "home"), "PARL_LITE_EXIT_WITH": str(os.getpid())}
         env.pop("PARL_LITE_TOKEN", None)
         for name in ("master", "node-a", "node-b"):
             (root / name).mkdir()

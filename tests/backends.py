@@ -43,6 +43,7 @@ class Cluster:
         self.home = folder / "home"
         self.env = {key: value for key, value in os.environ.items() if key != "PARL_LITE_TOKEN"}
         self.env["PARL_LITE_HOME"] = str(self.home)
+        self.env["PARL_LITE_EXIT_WITH"] = str(os.getpid())  # a killed test run leaves no cluster
         self.address = ""
 
     @property

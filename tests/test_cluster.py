@@ -296,6 +296,23 @@ def test_master_death_ends_the_nodes_and_clients_get_a_clear_error(cluster):
         RemoteCounter()
 
 
+def test_a_cluster_started_for_a_process_ends_with_it(tmp_path):
+    owner = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    started = Cluster(tmp_path)
+    started.env["PARL_LITE_EXIT_WITH"] = str(owner.pid)  # as tests/backends.py does with the test run
+    try:
+        started.start(cpus=1)
+        started.add_node("node-b", cpus=1)
+        entries = started.processes()
+        owner.kill()
+        owner.wait()
+        assert all(wait_for_exit(entry["pid"], timeout=10) for entry in entries)
+    finally:
+        owner.kill()
+        owner.wait()
+        started.stop()
+
+
 def test_the_shipped_files_have_a_size_limit(cluster, tmp_path):
     big = tmp_path / "big.bin"
     big.write_bytes(b"\0" * 2**20)

@@ -6,6 +6,8 @@ its bytes parsed), the version hello, and then the handler of the role the peer 
 """
 import json
 import logging
+import os
+import select
 import signal
 import socket
 import threading
@@ -79,10 +81,28 @@ class Server:
         self._listener.close()
 
 
+EXIT_WITH_VARIABLE = "PARL_LITE_EXIT_WITH"  # a pid: the master and nodes stop when it exits (tests)
+
+
 def run_until_stopped(ready_file: str, info: Dict[str, Any], stop: threading.Event) -> None:
     """Write ``info`` (JSON) to ``ready_file``, which ``parl-lite start`` / ``connect`` wait for, then
-    wait until SIGTERM, SIGINT or ``stop``."""
+    wait until SIGTERM, SIGINT or ``stop`` (or the exit of the process ``$PARL_LITE_EXIT_WITH`` names:
+    a test run that is killed does not leave its cluster running)."""
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: stop.set())
+    owner = os.environ.get(EXIT_WITH_VARIABLE)
+    if owner:
+        threading.Thread(target=_stop_with, args=(int(owner), stop), daemon=True).start()
     write_atomically(ready_file, lambda path: path.write_text(json.dumps(info)))
     stop.wait()
+
+
+def _stop_with(pid: int, stop: threading.Event) -> None:
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        stop.set()
+        return
+    select.select([pidfd], [], [])  # readable once the process has exited
+    os.close(pidfd)
+    stop.set()
