@@ -148,6 +148,7 @@ class TrainConfig:
     eval_every: int = field(default=1, metadata=_POSITIVE)
     eval_episodes: int = field(default=5, metadata=_POSITIVE)
     workers: int = field(default=2, metadata=_POSITIVE)
+    address: Optional[str] = None  # host:port of a parl_lite cluster; none: the local pool
     checkpoint_every: int = field(default=10, metadata=_POSITIVE)
     checkpoint_dir: str = "runs/es/checkpoints"
     log_dir: str = "runs/es"

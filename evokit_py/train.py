@@ -163,7 +163,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     solved = interrupted = False
 
     try:
-        pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), hp.workers, backend)
+        pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), hp.workers, backend, hp.address)
         echo(f"es-train: {config.env.id}, {config.solver.type}, {solver.dim} parameters, population "
              f"{config.solver.population_size}, {hp.workers} worker(s) ({backend}), {_noise_text(agent)}, "
              f"start-up {time.perf_counter() - started:.2f}s")
