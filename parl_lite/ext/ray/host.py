@@ -1,0 +1,141 @@
+"""What runs inside a Ray actor process: the user's actor, its captured output, its memory limit.
+
+Every reply is ``(ok, value_or_failure, output)``: exceptions travel as
+:class:`parl_lite.remote.errors.RemoteFailure` (so the caller raises them with their own type, as
+on the local pool, never as ``RayTaskError``), and what the actor printed since the last reply
+travels with it (so the caller prints it before the call returns, as on the local pool).
+
+This module does not import Ray at the top: the caller's side imports it before connecting.
+"""
+import io
+import os
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from parl_lite.remote.errors import RemoteFailure
+
+__all__ = ["ActorHost", "Reply", "writable", "MEMORY_KEY_PREFIX", "KV_NAMESPACE"]
+
+Reply = Tuple[bool, Any, List[Tuple[str, str]]]
+
+KV_NAMESPACE = "parl_lite"
+MEMORY_KEY_PREFIX = "max_memory_exceeded/"  # + Ray actor id: why the actor stopped
+_MEMORY_CHECK_PERIOD = 0.05  # seconds
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+def writable(value: Any) -> Any:
+    """``value`` with every read-only numpy array in it (through lists, tuples and dicts) copied:
+    Ray hands large arrays over as read-only views of its object store, the local pool as
+    arrays the receiver owns."""
+    numpy = sys.modules.get("numpy")
+    if numpy is None:
+        return value
+    if isinstance(value, numpy.ndarray):
+        return value if value.flags.writeable else value.copy()
+    if isinstance(value, (list, tuple)):
+        items = [writable(item) for item in value]
+        if any(new is not old for new, old in zip(items, value)):
+            return type(value)(items) if type(value) in (list, tuple) else value
+        return value
+    if isinstance(value, dict):
+        return {key: writable(item) for key, item in value.items()} if type(value) is dict else value
+    return value
+
+
+class _CapturedStream(io.TextIOBase):
+    """A text stream whose writes are kept until the next reply takes them."""
+
+    def __init__(self, name: str, sink: List[Tuple[str, str]], lock: threading.Lock) -> None:
+        self.name = name
+        self._sink = sink
+        self._lock = lock
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if text:
+            with self._lock:
+                self._sink.append((self.name, text))
+        return len(text)
+
+
+class ActorHost:
+    """Builds the user's actor in this process and serves its calls (the Ray actor's methods).
+
+    Args:
+        cls: the user's class.
+        args, kwargs: its constructor's arguments.
+        max_memory: resident memory limit in MB; a thread stops the process when it is over.
+    """
+
+    def __init__(self, cls: type, args: Tuple[Any, ...], kwargs: Dict[str, Any],
+                 max_memory: Optional[float]) -> None:
+        self._output: List[Tuple[str, str]] = []
+        self._output_lock = threading.Lock()
+        sys.stdout = _CapturedStream("stdout", self._output, self._output_lock)
+        sys.stderr = _CapturedStream("stderr", self._output, self._output_lock)
+        if max_memory is not None:
+            threading.Thread(target=self._watch_memory, args=(max_memory,), name="parl_lite-max-memory",
+                             daemon=True).start()
+        self._actor: Any = None
+        self._created = self._run(lambda: cls(*writable(args), **writable(kwargs)))
+
+    def ready(self) -> Reply:
+        """The constructor's outcome: ``(ok, (pid, actor id) or failure, output)``."""
+        ok, actor, output = self._created
+        self._created = None
+        if not ok:
+            return ok, actor, output
+        self._actor = actor
+        import ray
+
+        return True, (os.getpid(), ray.get_runtime_context().get_actor_id()), output
+
+    def call(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Reply:
+        return self._run(lambda: getattr(self._actor, method)(*writable(args), **writable(kwargs)))
+
+    def get_attribute(self, name: str) -> Reply:
+        return self._run(lambda: getattr(self._actor, name))
+
+    def set_attribute(self, name: str, value: Any) -> Reply:
+        return self._run(lambda: setattr(self._actor, name, writable(value)))
+
+    def _run(self, function: Callable[[], Any]) -> Reply:
+        try:
+            ok, value = True, function()
+        except Exception as exc:
+            ok, value = False, RemoteFailure.from_exception(exc)
+        return ok, value, self._take_output()
+
+    def _take_output(self) -> List[Tuple[str, str]]:
+        if not self._output:
+            return []
+        with self._output_lock:
+            chunks = self._output[:]
+            self._output.clear()
+        output: List[Tuple[str, str]] = []  # consecutive writes to one stream joined: whole lines
+        for stream_name, text in chunks:
+            if output and output[-1][0] == stream_name:
+                output[-1] = (stream_name, output[-1][1] + text)
+            else:
+                output.append((stream_name, text))
+        return output
+
+    def _watch_memory(self, max_memory: float) -> None:
+        """Stop this process once its resident memory is over ``max_memory`` MB, after leaving
+        the reason where the caller looks for it (Ray's key-value store)."""
+        import ray
+        from ray.experimental import internal_kv
+
+        key = (MEMORY_KEY_PREFIX + ray.get_runtime_context().get_actor_id()).encode()
+        while True:
+            with open("/proc/self/statm") as statm:
+                resident = int(statm.read().split()[1]) * _PAGE_SIZE / 2**20
+            if resident > max_memory:
+                internal_kv._internal_kv_put(key, f"{resident:.0f}".encode(), namespace=KV_NAMESPACE)
+                os._exit(1)
+            time.sleep(_MEMORY_CHECK_PERIOD)
