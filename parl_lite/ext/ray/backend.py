@@ -29,10 +29,8 @@ _environment_lock = threading.Lock()
 def start_local_ray(num_cpus: int, threads_per_worker: int = 1) -> None:
     """Start Ray on this machine for this process, without dashboard or usage statistics; its workers limited to ``threads_per_worker`` OMP/BLAS threads and importing from
     this process's ``sys.path`` (as the local pool's workers do)."""
-    if not isinstance(num_cpus, int) or num_cpus < 1:
-        raise ValueError(f"num_workers must be a positive integer for ray://local, got {num_cpus!r}")
-    if not isinstance(threads_per_worker, int) or threads_per_worker < 1:
-        raise ValueError(f"threads_per_worker must be a positive integer, got {threads_per_worker!r}")
+    _check_positive("num_workers", num_cpus)
+    _check_positive("threads_per_worker", threads_per_worker)
     # Ray's processes inherit this process's environment: set it only while they start (a
     # job-level runtime_env would do it too, but makes every actor start ~0.7 s slower)
     environment = {name: str(threads_per_worker) for name in _THREAD_VARIABLES}
@@ -42,13 +40,18 @@ def start_local_ray(num_cpus: int, threads_per_worker: int = 1) -> None:
         os.environ.update(environment)
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         try:
-            ray.init(num_cpus=num_cpus, include_dashboard=False, configure_logging=False)
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, configure_logging=False)
         finally:
             for name, value in saved.items():
                 if value is None:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
+
+
+def _check_positive(name: str, value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def _ray_address(address: str) -> Optional[str]:
@@ -211,6 +214,9 @@ class RayBackend(Backend):
     def __init__(self, address: str, num_workers: Optional[int] = None, threads_per_worker: int = 1) -> None:
         self.address = address
         ray_address = _ray_address(address)
+        if num_workers is not None:
+            _check_positive("num_workers", num_workers)
+        _check_positive("threads_per_worker", threads_per_worker)
         self.started_ray = not ray.is_initialized()
         if self.started_ray:
             if ray_address is None:
