@@ -9,12 +9,12 @@ A synchronous call is one ``ray.get`` in the calling thread. An asynchronous cal
 import os
 import sys
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 import ray
 from ray.exceptions import RayActorError, RayError, RayTaskError
 
-from parl_lite.ext.ray.host import KV_NAMESPACE, MEMORY_KEY_PREFIX, ActorHost, Reply, writable
+from parl_lite.ext.ray.host import KV_NAMESPACE, MEMORY_KEY_PREFIX, Reply, host_class, writable
 from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, RemoteError, SerializationError
 from parl_lite.remote.futures import Future
@@ -70,13 +70,14 @@ def _ray_address(address: str) -> Optional[str]:
 class RayActorChannel(ActorChannel):
     """One ``@remote_class`` actor hosted by a Ray actor (:class:`ActorHost`)."""
 
-    def __init__(self, handle: Any, class_name: str, pid: int, actor_id: str,
+    def __init__(self, handle: Any, forwarded: FrozenSet[str], class_name: str, pid: int, actor_id: str,
                  max_memory: Optional[float]) -> None:
         self.class_name = class_name
         self.pid = pid
         self.actor_id = actor_id
         self.max_memory = max_memory
         self._handle = handle
+        self._forwarded = forwarded  # methods the Ray actor has under their own name
         self._closed = False
         self._death: Optional[ActorDiedError] = None
 
@@ -86,11 +87,11 @@ class RayActorChannel(ActorChannel):
 
     # --- ActorChannel ---------------------------------------------------------------------------
     def call(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Future:
-        return self._submit_async(f"{method}()", "call", method, args, kwargs)
+        return self._track(f"{method}()", lambda: self._submit_call(f"{method}()", method, args, kwargs))
 
     def call_sync(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
         what = f"{method}()"
-        ref = self._submit(what, "call", method, args, kwargs)
+        ref = self._submit_call(what, method, args, kwargs)
         try:
             reply = ray.get(ref)
         except RayError as error:
@@ -98,10 +99,12 @@ class RayActorChannel(ActorChannel):
         return self._unpack(what, reply)
 
     def get_attribute(self, name: str) -> Future:
-        return self._submit_async(f"attribute {name!r}", "get_attribute", name)
+        what = f"attribute {name!r}"
+        return self._track(what, lambda: self._submit(what, self._handle.parl_lite_get_attribute, name))
 
     def set_attribute(self, name: str, value: Any) -> Future:
-        return self._submit_async(f"setting attribute {name!r}", "set_attribute", name, value)
+        what = f"setting attribute {name!r}"
+        return self._track(what, lambda: self._submit(what, self._handle.parl_lite_set_attribute, name, value))
 
     def close(self) -> None:
         """Stop the Ray actor once the calls already made have run (may run in ``__del__``)."""
@@ -122,19 +125,26 @@ class RayActorChannel(ActorChannel):
             pass
 
     # --- internals ------------------------------------------------------------------------------
-    def _submit(self, what: str, host_method: str, *fields: Any) -> Any:
+    def _submit_call(self, what: str, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+        if method in self._forwarded:
+            return self._submit(what, getattr(self._handle, method), *args, **kwargs)
+        return self._submit(what, self._handle.parl_lite_call, method, args, kwargs)
+
+    def _submit(self, what: str, ray_method: Any, *args: Any, **kwargs: Any) -> Any:
+        """``ray_method.remote(*args, **kwargs)``: the ObjectRef of the reply."""
         if self._closed or self._death is not None:
             raise self._death or ActorDiedError(f"{self._where(what)}: the actor was closed")
         try:
-            return getattr(self._handle, host_method).remote(*fields)
+            return ray_method.remote(*args, **kwargs)
         except TypeError as error:  # Ray could not serialize an argument
             raise SerializationError(f"{self.class_name}.{what}: an argument cannot be pickled: "
                                      f"{str(error).splitlines()[0]}") from error
 
-    def _submit_async(self, what: str, host_method: str, *fields: Any) -> Future:
+    def _track(self, what: str, submit: Callable[[], Any]) -> Future:
+        """A future that Ray's callback completes with the reply of ``submit()``'s ObjectRef."""
         future = Future()
         try:
-            ref = self._submit(what, host_method, *fields)
+            ref = submit()
         except ActorDiedError as error:
             future.set_exception(error)
             return future
@@ -152,6 +162,12 @@ class RayActorChannel(ActorChannel):
 
     def _unpack(self, what: str, reply: Any) -> Any:
         """The value of a host reply, or raise what it stands for."""
+        if isinstance(reply, Reply):
+            if reply.output:
+                print_output(f"{self.class_name} pid={self.pid}", reply.output)
+            if not reply.ok:
+                raise reply.value.to_exception(f"{self.class_name}.{what}")
+            return writable(reply.value)
         if isinstance(reply, RayActorError):
             raise self._died(what, reply)
         if isinstance(reply, RayTaskError):  # the host catches the actor's own exceptions
@@ -159,12 +175,7 @@ class RayActorChannel(ActorChannel):
                                      f"{reply.cause!r}")
         if isinstance(reply, RayError):
             raise RemoteError(f"{self._where(what)}: Ray failed: {reply}")
-        ok, value, output = reply
-        if output:
-            print_output(f"{self.class_name} pid={self.pid}", output)
-        if ok:
-            return writable(value)
-        raise value.to_exception(f"{self.class_name}.{what}")
+        return writable(reply)
 
     def _where(self, what: str) -> str:
         return f"{self.class_name}.{what} (Ray actor {self.actor_id}, pid {self.pid})"
@@ -239,38 +250,37 @@ class RayBackend(Backend):
         ray_options: Dict[str, Any] = {}
         if options.max_memory is not None:
             ray_options["memory"] = int(options.max_memory * 2**20)  # Ray places it where that fits
+        ray_class, forwarded = self._ray_class(cls)
         try:
-            handle = self._ray_class(cls).options(**ray_options).remote(cls, args, kwargs, options.max_memory)
+            handle = ray_class.options(**ray_options).remote(cls, args, kwargs, options.max_memory)
         except TypeError as error:
             raise SerializationError(f"{cls.__qualname__}.__init__(): an argument cannot be pickled: "
                                      f"{str(error).splitlines()[0]}") from error
         try:
-            ok, value, output = ray.get(handle.ready.remote())
+            reply = ray.get(handle.parl_lite_ready.remote())
         except RayError as error:
             ray.kill(handle)
             raise ActorDiedError(f"{cls.__qualname__}.__init__(): the Ray actor failed to start: {error}") from error
-        if not ok:
+        if not reply.ok:
             ray.kill(handle)
-            if output:
-                print_output(f"{cls.__qualname__}", output)
-            raise value.to_exception(f"{cls.__qualname__}.__init__()")
-        pid, actor_id = value
-        channel = RayActorChannel(handle, cls.__qualname__, pid, actor_id, options.max_memory)
-        if output:
-            print_output(f"{cls.__qualname__} pid={pid}", output)
+            if reply.output:
+                print_output(f"{cls.__qualname__}", reply.output)
+            raise reply.value.to_exception(f"{cls.__qualname__}.__init__()")
+        pid, actor_id = reply.value
+        channel = RayActorChannel(handle, forwarded, cls.__qualname__, pid, actor_id, options.max_memory)
+        if reply.output:
+            print_output(f"{cls.__qualname__} pid={pid}", reply.output)
         with self._lock:
             self._actors = [actor for actor in self._actors if actor.alive] + [channel]
         return channel
 
-    def _ray_class(self, cls: type) -> Any:
-        """A Ray actor class named after ``cls`` (Ray's own messages then name the user's class)."""
-        ray_class = self._ray_classes.get(cls)
-        if ray_class is None:
-            # a module no one can import: cloudpickle ships the class by value
-            namespace = {"__qualname__": cls.__qualname__, "__module__": "parl_lite_ray_actor"}
-            ray_class = ray.remote(type(cls.__name__, (ActorHost,), namespace))
-            self._ray_classes[cls] = ray_class
-        return ray_class
+    def _ray_class(self, cls: type) -> Tuple[Any, FrozenSet[str]]:
+        """The Ray actor class that hosts ``cls`` (see :func:`host_class`) and the names it forwards."""
+        entry = self._ray_classes.get(cls)
+        if entry is None:
+            host, forwarded = host_class(cls)
+            entry = self._ray_classes[cls] = (ray.remote(host), forwarded)
+        return entry
 
     def status(self) -> Dict[str, Any]:
         with self._lock:

@@ -1,9 +1,10 @@
 """What runs inside a Ray actor process: the user's actor, its captured output, its memory limit.
 
-Every reply is ``(ok, value_or_failure, output)``: exceptions travel as
-:class:`parl_lite.remote.errors.RemoteFailure` (so the caller raises them with their own type, as
-on the local pool, never as ``RayTaskError``), and what the actor printed since the last reply
-travels with it (so the caller prints it before the call returns, as on the local pool).
+A call's reply is the method's value itself (as with a plain Ray actor), or a :class:`Reply` when
+the method raised or printed: exceptions travel as :class:`parl_lite.remote.errors.RemoteFailure`
+(so the caller raises them with their own type, as on the local pool, never as ``RayTaskError``),
+and what the actor printed since the last reply travels with it (so the caller prints it before
+the call returns, as on the local pool).
 
 This module does not import Ray at the top: the caller's side imports it before connecting.
 """
@@ -16,9 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from parl_lite.remote.errors import RemoteFailure
 
-__all__ = ["ActorHost", "Reply", "writable", "MEMORY_KEY_PREFIX", "KV_NAMESPACE"]
-
-Reply = Tuple[bool, Any, List[Tuple[str, str]]]
+__all__ = ["ActorHost", "Reply", "host_class", "writable", "MEMORY_KEY_PREFIX", "KV_NAMESPACE"]
 
 KV_NAMESPACE = "parl_lite"
 MEMORY_KEY_PREFIX = "max_memory_exceeded/"  # + Ray actor id: why the actor stopped
@@ -63,8 +62,24 @@ class _CapturedStream(io.TextIOBase):
         return len(text)
 
 
+class Reply:
+    """A reply that is not simply the method's value: a failure, or output to print first."""
+
+    __slots__ = ("ok", "value", "output")
+
+    def __init__(self, ok: bool, value: Any, output: List[Tuple[str, str]]) -> None:
+        self.ok = ok
+        self.value = value  # the value, or a RemoteFailure
+        self.output = output
+
+    def __reduce__(self) -> tuple:
+        return Reply, (self.ok, self.value, self.output)
+
+
 class ActorHost:
     """Builds the user's actor in this process and serves its calls (the Ray actor's methods).
+
+    A call returns the method's value itself, or a :class:`Reply` when it failed or printed.
 
     Args:
         cls: the user's class.
@@ -82,34 +97,37 @@ class ActorHost:
             threading.Thread(target=self._watch_memory, args=(max_memory,), name="parl_lite-max-memory",
                              daemon=True).start()
         self._actor: Any = None
-        self._created = self._run(lambda: cls(*writable(args), **writable(kwargs)))
+        self._created = self._run(cls, args, kwargs)
 
-    def ready(self) -> Reply:
-        """The constructor's outcome: ``(ok, (pid, actor id) or failure, output)``."""
-        ok, actor, output = self._created
-        self._created = None
-        if not ok:
-            return ok, actor, output
-        self._actor = actor
+    def parl_lite_ready(self) -> Reply:
+        """The constructor's outcome: ``Reply(ok, (pid, Ray actor id) or failure, output)``."""
+        created, self._created = self._created, None
+        if isinstance(created, Reply) and not created.ok:
+            return created
+        self._actor = created.value if isinstance(created, Reply) else created
         import ray
 
-        return True, (os.getpid(), ray.get_runtime_context().get_actor_id()), output
+        output = created.output if isinstance(created, Reply) else []
+        return Reply(True, (os.getpid(), ray.get_runtime_context().get_actor_id()), output)
 
-    def call(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Reply:
-        return self._run(lambda: getattr(self._actor, method)(*writable(args), **writable(kwargs)))
+    def parl_lite_call(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+        """Call a method this class does not forward by name (e.g. one ``__getattr__`` makes)."""
+        return self._run(lambda *a, **k: getattr(self._actor, method)(*a, **k), args, kwargs)
 
-    def get_attribute(self, name: str) -> Reply:
-        return self._run(lambda: getattr(self._actor, name))
+    def parl_lite_get_attribute(self, name: str) -> Any:
+        return self._run(getattr, (self._actor, name), {})
 
-    def set_attribute(self, name: str, value: Any) -> Reply:
-        return self._run(lambda: setattr(self._actor, name, writable(value)))
+    def parl_lite_set_attribute(self, name: str, value: Any) -> Any:
+        return self._run(setattr, (self._actor, name, value), {})
 
-    def _run(self, function: Callable[[], Any]) -> Reply:
+    def _run(self, function: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
         try:
-            ok, value = True, function()
+            value = function(*writable(args), **writable(kwargs))
         except Exception as exc:
-            ok, value = False, RemoteFailure.from_exception(exc)
-        return ok, value, self._take_output()
+            return Reply(False, RemoteFailure.from_exception(exc), self._take_output())
+        if self._output:
+            return Reply(True, value, self._take_output())
+        return value
 
     def _take_output(self) -> List[Tuple[str, str]]:
         if not self._output:
@@ -139,3 +157,24 @@ class ActorHost:
                 internal_kv._internal_kv_put(key, f"{resident:.0f}".encode(), namespace=KV_NAMESPACE)
                 os._exit(1)
             time.sleep(_MEMORY_CHECK_PERIOD)
+
+
+def host_class(cls: type) -> Tuple[type, frozenset]:
+    """A subclass of :class:`ActorHost` named after ``cls`` with a method of the same name for each
+    method of ``cls`` (Ray then runs ``actor.name.remote(*args)`` as directly as for a plain Ray
+    actor, and its messages name the user's class); also returns the names it forwards."""
+    forwarded = frozenset(name for name in dir(cls) if not name.startswith("__") and not hasattr(ActorHost, name)
+                          and callable(getattr(cls, name, None)))
+    namespace: Dict[str, Any] = {"__qualname__": cls.__qualname__,
+                                 "__module__": "parl_lite_ray_actor"}  # not importable: shipped by value
+    for name in forwarded:
+        namespace[name] = _forwarder(name)
+    return type(cls.__name__, (ActorHost,), namespace), forwarded
+
+
+def _forwarder(name: str) -> Callable[..., Any]:
+    def forward(self: ActorHost, *args: Any, **kwargs: Any) -> Any:
+        return self._run(getattr(self._actor, name), args, kwargs)
+
+    forward.__name__ = forward.__qualname__ = name
+    return forward
