@@ -158,3 +158,13 @@ def test_a_sampler_where_the_noise_table_does_not_exist_rebuilds_it():
         here.close()
         there.close()
         agent.close()
+
+
+@pytest.mark.skipif(Path("/tmp/ray/ray_current_cluster").exists(), reason="a `ray start` cluster runs here")
+def test_ray_auto_without_a_cluster_names_the_address(tmp_path):
+    code = "import parl_lite\ntry:\n    parl_lite.connect('ray://auto')\nexcept ConnectionError as error:\n    print(error)\n"
+    env = {key: value for key, value in ENV.items() if key != "RAY_ADDRESS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "parl_lite.connect('ray://auto'): no Ray cluster answers there" in out.stdout
