@@ -236,8 +236,10 @@ class RayBackend(Backend):
                 try:
                     ray.init(address=ray_address, configure_logging=False)
                 except (ConnectionError, RuntimeError) as error:
+                    hint = (" (a cluster with token authentication also needs RAY_AUTH_MODE=token and its "
+                            "token in RAY_AUTH_TOKEN or ~/.ray/auth_token here)" if ray_address != "auto" else "")
                     raise ConnectionError(f"parl_lite.connect({address!r}): no Ray cluster answers there: "
-                                          f"{error}") from error
+                                          f"{error}{hint}") from error
         self._lock = threading.Lock()
         self._actors: List[RayActorChannel] = []
         self._ray_classes: Dict[type, Any] = {}
