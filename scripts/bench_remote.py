@@ -148,6 +148,7 @@ def main() -> None:
     if plain:
         plain.async_noops(500)
         figures["plain_ray_async_calls_per_s"] = 5000 / _timed(lambda: plain.async_noops(5000))
+        figures["plain_ray_future_calls_per_s"] = 5000 / _timed(lambda: plain.future_noops(5000))
 
     actor.echo(array)
     figures["ours_64mb_ms"] = _median_seconds(lambda: actor.echo(array), args.array_repeats) * 1e3

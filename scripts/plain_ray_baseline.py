@@ -21,7 +21,14 @@ class PlainRayWorker:
         return ray.get(self.actor.echo.remote(value))
 
     def async_noops(self, count: int) -> None:
+        """``count`` calls, then one ``ray.get`` of all their refs."""
         ray.get([self.actor.noop.remote() for _ in range(count)])
+
+    def future_noops(self, count: int) -> None:
+        """``count`` calls, each as Ray's own ``concurrent.futures.Future`` (``ObjectRef.future()``)."""
+        futures = [self.actor.noop.remote().future() for _ in range(count)]
+        for future in futures:
+            future.result()
 
     def create(self) -> Callable[[], None]:
         """Create another actor of the class and wait until it runs; returns its killer."""
