@@ -111,6 +111,29 @@ def test_constructor_output_and_status(on_ray, capsys):
     assert on_ray.status()["actors"][0]["state"] == "closed"
 
 
+class NamesLikeTheHost:
+    """Methods named like the host's own (not forwarded by name) and one ``__getattr__`` makes."""
+
+    def _run(self, value):
+        return ("own _run", value)
+
+    def parl_lite_ready(self):
+        return "own parl_lite_ready"
+
+    def __getattr__(self, name):
+        if name == "made":
+            return lambda: "made by __getattr__"
+        raise AttributeError(name)
+
+
+def test_methods_named_like_the_hosts_own_still_reach_the_actor(on_ray):
+    actor = parl_lite.remote_class(NamesLikeTheHost)()
+    assert actor._run(3) == ("own _run", 3)
+    assert actor.parl_lite_ready() == "own parl_lite_ready"
+    channel = actor._channel
+    assert channel.call_sync("made", (), {}) == "made by __getattr__"  # the generic path
+
+
 def test_without_ray_connect_says_what_to_install(monkeypatch):
     parl_lite.shutdown()
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray now fails as if it were not installed

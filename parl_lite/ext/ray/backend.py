@@ -85,6 +85,11 @@ class RayActorChannel(ActorChannel):
     def alive(self) -> bool:
         return not self._closed and self._death is None
 
+    @property
+    def state(self) -> str:
+        """``alive``, ``closed`` or ``dead`` (as far as this caller has seen)."""
+        return "closed" if self._closed else ("dead" if self._death is not None else "alive")
+
     # --- ActorChannel ---------------------------------------------------------------------------
     def call(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Future:
         return self._track(f"{method}()", lambda: self._submit_call(f"{method}()", method, args, kwargs))
@@ -292,7 +297,7 @@ class RayBackend(Backend):
             "address": self.address,
             "pid": os.getpid(),
             "actors": [{"id": actor.actor_id, "class": actor.class_name, "pid": actor.pid,
-                        "state": "alive" if actor.alive else ("closed" if actor._closed else "dead"),
+                        "state": actor.state,
                         "max_memory_mb": actor.max_memory}
                        for actor in actors],
         }
