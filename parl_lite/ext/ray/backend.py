@@ -68,7 +68,7 @@ def _ray_address(address: str) -> Optional[str]:
 
 
 class RayActorChannel(ActorChannel):
-    """One ``@remote_class`` actor hosted by a Ray actor (:class:`ActorHost`)."""
+    """One ``@remote_class`` actor hosted by a Ray actor (:class:`parl_lite.ext.ray.host.ActorHost`)."""
 
     def __init__(self, handle: Any, forwarded: FrozenSet[str], class_name: str, pid: int, actor_id: str,
                  max_memory: Optional[float]) -> None:
@@ -138,7 +138,7 @@ class RayActorChannel(ActorChannel):
     def _submit(self, what: str, ray_method: Any, *args: Any, **kwargs: Any) -> Any:
         """``ray_method.remote(*args, **kwargs)``: the ObjectRef of the reply."""
         if self._closed or self._death is not None:
-            raise self._death or ActorDiedError(f"{self._where(what)}: the actor was closed")
+            raise self._died(what)
         try:
             return ray_method.remote(*args, **kwargs)
         except TypeError as error:  # Ray could not serialize an argument
@@ -185,7 +185,8 @@ class RayActorChannel(ActorChannel):
     def _where(self, what: str) -> str:
         return f"{self.class_name}.{what} (Ray actor {self.actor_id}, pid {self.pid})"
 
-    def _died(self, what: str, error: RayActorError) -> ActorDiedError:
+    def _died(self, what: str, error: Optional[RayActorError] = None) -> ActorDiedError:
+        """The error for a call on this actor once it is gone (``error``: what Ray said, first time)."""
         if self._closed:
             return ActorDiedError(f"{self._where(what)}: the actor was closed")
         if self._death is None:
