@@ -24,11 +24,17 @@ OBS_CLIP = 5.0
 def make_env(config: ESConfig) -> gym.Env:
     """The environment of ``config.env`` (errors name ``env.id`` / ``env.kwargs``)."""
     try:
-        return gym.make(config.env.id, **config.env.kwargs)
+        env = gym.make(config.env.id, **config.env.kwargs)
     except gym.error.Error as error:
         raise ValueError(f"env.id / env.kwargs: cannot make {config.env.id!r} with {config.env.kwargs}: {error}") from error
     except TypeError as error:
         raise ValueError(f"env.kwargs: {config.env.kwargs} do not fit {config.env.id!r}: {error}") from error
+    space = env.observation_space
+    if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
+        env.close()
+        raise ValueError(f"env.id: {config.env.id} has the observation space {space}; evokit_py needs a flat "
+                         f"Box (a vector of numbers)")
+    return env
 
 
 def make_policy(config: ESConfig, env: gym.Env) -> "tuple[OnnxPolicy, np.ndarray]":

@@ -9,10 +9,16 @@ so a run resumed from a checkpoint ends exactly where the uninterrupted run does
 
 The first Ctrl-C finishes the current generation, writes a checkpoint and stops; a second one
 interrupts at once.
+
+Before the first generation the log and checkpoint folders are created and test-written, and a
+checkpoint to resume from is read and checked; a checkpoint write that fails later is reported and
+training goes on, so the trained policy is still exported.
 """
 import csv
 import math
+import os
 import signal
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,13 +27,14 @@ from typing import Callable, List, Optional
 import numpy as np
 
 from evokit_py.agent import ESAgent
-from evokit_py.config import ESConfig
+from evokit_py.checkpoint import check_trainer_extra, read_checkpoint
+from evokit_py.config import ConfigError, ESConfig
 from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
 from evokit_py.rollout import candidate_seeds, episode_seed
 from evokit_py.solvers.base import Basis
 
-__all__ = ["TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
+__all__ = ["TrainError", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
 
 CHECKPOINT_NAME = "solver.h5"
 CSV_NAME = "progress.csv"
@@ -35,6 +42,11 @@ ONNX_NAME = "policy.onnx"
 CSV_FIELDS = ["generation", "mean_return", "max_return", "min_return", "eval_return", "episodes", "steps",
               "train_seconds", "episodes_per_second"]
 _EVAL_INDEX = 1 << 30  # episode-seed namespace of evaluation episodes
+_BYTES_PER_CANDIDATE = 1024  # sampling info, seeds and result of one candidate, in the trainer's memory
+
+
+class TrainError(ValueError):
+    """A run cannot start or continue; the message names the folder, file or key at fault."""
 
 
 @dataclass
@@ -50,6 +62,7 @@ class TrainResult:
         episodes, steps: training episodes and environment steps (evaluations excluded).
         interrupted: stopped by Ctrl-C (a checkpoint was written).
         params: the best parameters (the exported ones).
+        checkpoint_error: why the last checkpoint write failed (``None``: it succeeded).
     """
     generations: int
     solved: bool
@@ -63,6 +76,7 @@ class TrainResult:
     csv_path: Path
     checkpoint_path: Path
     params: np.ndarray = field(repr=False)
+    checkpoint_error: Optional[str] = None
 
 
 @dataclass
@@ -103,6 +117,8 @@ class _StopFlag:
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
+        # os.write, not print: a handler that prints while the main thread prints raises
+        os.write(2, b"es-train: stopping after this generation (Ctrl-C again to stop at once)\n")
 
     def __exit__(self, *exc):
         if self._previous is not None:
@@ -120,13 +136,19 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
         echo: where progress lines go.
 
     Returns:
-        A :class:`TrainResult`.
+        A :class:`TrainResult` (its ``checkpoint_error`` says why the last checkpoint write failed).
+
+    Raises:
+        TrainError, ConfigError, SolverCheckpointError: before the first generation, naming the
+            folder, key or file (see :func:`_check_before_training`); KeyboardInterrupt: a second
+            Ctrl-C.
     """
     started = time.perf_counter()
     hp = config.train
     log_dir, checkpoint_path = Path(hp.log_dir), Path(hp.checkpoint_dir) / CHECKPOINT_NAME
-    log_dir.mkdir(parents=True, exist_ok=True)
+    _check_before_training(config, log_dir, checkpoint_path, resume)
     csv_path = log_dir / CSV_NAME
+    checkpoint_error = None
     agent = ESAgent(config)
     agent.load_inference_model()
     agent.init_solver()
@@ -187,11 +209,11 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                      f"{row['episodes_per_second']:7.1f} episodes/s  train {progress.train_seconds:6.2f}s  "
                      f"ETA {'0.0' if solved else f'{remaining:.1f}'}s")
                 if solver.generation % hp.checkpoint_every == 0:
-                    agent.save_solver(checkpoint_path, extra=progress.to_extra())
+                    checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo)
                 if stop.requested:
                     interrupted = True
                     break
-        agent.save_solver(checkpoint_path, extra=progress.to_extra())
+        checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo)
     finally:
         if pool is not None:
             pool.close()
@@ -208,7 +230,46 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
          f"checkpoint {checkpoint_path}, log {csv_path}" + (f", policy {onnx_path}" if onnx_path else ""))
     return TrainResult(solver.generation, solved, progress.best_return, progress.train_seconds, total,
                        progress.episodes, progress.steps, interrupted, onnx_path, csv_path, checkpoint_path,
-                       np.asarray(progress.best_params))
+                       np.asarray(progress.best_params), checkpoint_error)
+
+
+def _check_before_training(config: ESConfig, log_dir: Path, checkpoint_path: Path, resume: bool) -> None:
+    """What would otherwise fail only after the work, or leave a half-started run: the folders are
+    created and test-written, the checkpoint path is not a folder, one generation fits in memory,
+    and a checkpoint to resume from is sound (checksums, values, the trainer's datasets).
+
+    Raises:
+        TrainError, ConfigError: naming the key and the folder or value.
+    """
+    for key, folder in (("train.log_dir", log_dir), ("train.checkpoint_dir", checkpoint_path.parent)):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as error:
+            raise TrainError(f"{key}: cannot write in {folder}: {error.strerror or error}") from error
+    if checkpoint_path.is_dir():
+        raise TrainError(f"train.checkpoint_dir: {checkpoint_path} is a folder, not a checkpoint file; move it away")
+    population = config.solver.population_size
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if population * _BYTES_PER_CANDIDATE > memory:
+        raise ConfigError(f"solver.population_size: a generation of {population} candidates needs about "
+                          f"{population * _BYTES_PER_CANDIDATE / 2**30:.0f} GiB, this machine has "
+                          f"{memory / 2**30:.0f} GiB")
+    if resume and checkpoint_path.is_file():
+        _, groups = read_checkpoint(checkpoint_path)
+        check_trainer_extra(groups, checkpoint_path)
+
+
+def _save_checkpoint(agent: ESAgent, path: Path, progress: "_Progress", echo: Callable[[str], None]) -> Optional[str]:
+    """Write a checkpoint; on failure say so and return why (training goes on: the policy is kept)."""
+    try:
+        agent.save_solver(path, extra=progress.to_extra())
+    except OSError as error:
+        reason = f"cannot write checkpoint {path}: {error}"
+        echo(f"es-train: warning: {reason}; training goes on")
+        return reason
+    return None
 
 
 def _noise_text(agent: ESAgent) -> str:
@@ -239,5 +300,9 @@ def _read_rows(csv_path: Path, generation: int) -> List[dict]:
     """The rows of an earlier run up to ``generation`` (a resumed run rewrites the rest)."""
     if not csv_path.is_file():
         return []
-    with open(csv_path, newline="") as handle:
-        return [row for row in csv.DictReader(handle) if int(row["generation"]) <= generation]
+    try:
+        with open(csv_path, newline="", encoding="utf-8") as handle:
+            return [row for row in csv.DictReader(handle) if int(row["generation"]) <= generation]
+    except (KeyError, TypeError, ValueError, csv.Error) as error:
+        raise TrainError(f"{csv_path} is corrupt ({type(error).__name__}: {error}); move it away to resume "
+                         f"(the checkpoint holds the training state, the file only the log)") from error

@@ -67,6 +67,14 @@ def es_train(config_path, resume, overrides, in_process, address) -> None:
         result = train(config, resume=resume, backend="inprocess" if in_process else "remote", echo=click.echo)
     except (ConfigError, ValueError, ImportError, ConnectionError) as error:  # ImportError: a backend plugin
         raise click.ClickException(str(error)) from error
+    except OSError as error:  # a file the run writes (the policy, the log) could not be written
+        raise click.ClickException(str(error)) from error
+    except KeyboardInterrupt:  # the second Ctrl-C: stopped at once, like any interrupted command
+        click.echo("es-train: interrupted at once (the last checkpoint is the one written before)", err=True)
+        raise SystemExit(130) from None
+    if result.checkpoint_error is not None:
+        raise click.ClickException(f"{result.checkpoint_error} (the trained policy was exported to "
+                                   f"{result.onnx_path})" if result.onnx_path else result.checkpoint_error)
     if result.interrupted:
         raise SystemExit(130)
 

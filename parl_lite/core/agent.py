@@ -72,10 +72,12 @@ class Agent:
     def restore(self, path: "str | os.PathLike") -> None:
         """Load a checkpoint written by :meth:`save` into this agent's algorithm.
 
-        Optimizer state is restored when the checkpoint holds it.
+        Optimizer state is restored when the checkpoint holds it. Everything (checksums, finite
+        values, shapes of weights and optimizer accumulators) is checked before anything changes.
 
         Raises:
-            parl_lite.CheckpointError: the file is missing, unreadable or does not fit the models.
+            parl_lite.CheckpointError: the file is missing, a folder, unreadable or corrupted, or
+                does not fit the models or optimizers (the message names the dataset).
         """
         checkpoint.load(path, models=self.alg.models(), optimizers=self.alg.optimizers())
 

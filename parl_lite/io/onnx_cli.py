@@ -41,8 +41,16 @@ def _parse_kwargs(ctx: click.Context, param: click.Parameter, text: str) -> Dict
     return value
 
 
-def _load_class(path: str, option: str) -> type:
-    """``package.module:ClassName`` (or ``package.module.ClassName``) -> the class."""
+class _ClassNotUsable(Exception):
+    """The class named by --model-class or by the checkpoint cannot be used (message says why)."""
+
+
+def _load_class(path: str) -> type:
+    """``package.module:ClassName`` (or ``package.module.ClassName``) -> the class.
+
+    Raises:
+        _ClassNotUsable: malformed, not importable, missing, or not a ``paddle.nn.Layer``.
+    """
     import paddle
 
     if ":" in path:
@@ -51,7 +59,7 @@ def _load_class(path: str, option: str) -> type:
         parts = path.split(".")
         candidates = [(".".join(parts[:i]), ".".join(parts[i:])) for i in range(len(parts) - 1, 0, -1)]
     if not candidates or not all(candidates[0]):
-        raise click.BadParameter(f"{path!r} is not of the form package.module:ClassName", param_hint=option)
+        raise _ClassNotUsable(f"{path!r} is not of the form package.module:ClassName")
     for module_name, qualname in candidates:
         try:
             value: Any = importlib.import_module(module_name)
@@ -59,33 +67,26 @@ def _load_class(path: str, option: str) -> type:
         except ImportError as error:
             failure = error
     else:
-        raise click.BadParameter(f"cannot import the module of {path!r}: {failure} (is it on the path? "
-                                 f"see --app-dir)", param_hint=option)
+        raise _ClassNotUsable(f"cannot import the module of {path!r}: {failure} (is it on the path? see --app-dir)")
     for part in qualname.split("."):
         if not hasattr(value, part):
-            raise click.BadParameter(f"module {module_name!r} has no class {qualname!r}", param_hint=option)
+            raise _ClassNotUsable(f"module {module_name!r} has no class {qualname!r}")
         value = getattr(value, part)
     if not (isinstance(value, type) and issubclass(value, paddle.nn.Layer)):
-        raise click.BadParameter(f"{path!r} is not a paddle.nn.Layer class", param_hint=option)
+        raise _ClassNotUsable(f"{path!r} is not a paddle.nn.Layer class")
     return value
 
 
-def _stored_class(checkpoint_path: Path, role: str) -> str:
-    """The model class a checkpoint records for ``role``."""
-    import h5py
-
+def _stored_class(checkpoint_path: Path, role: str) -> Optional[str]:
+    """The model class a checkpoint records for ``role`` (``None`` if it records none), after the
+    header and every weight of ``role`` were checked (checksums, finite values): nothing named in a
+    file is imported before the file proved sound."""
     from parl_lite.io import checkpoint
 
-    try:
-        with h5py.File(checkpoint_path, "r") as file:
-            checkpoint._check_header(file, checkpoint_path)
-            roles = sorted(file.get("models", {}).keys())
-            if role not in roles:
-                raise checkpoint.CheckpointError(f"checkpoint {checkpoint_path} has no model role {role!r} "
-                                                 f"(it holds {roles}); choose one with --role")
-            return str(file["models"][role].attrs["class"])
-    except OSError as error:
-        raise checkpoint.CheckpointError(f"{checkpoint_path} is not a readable HDF5 checkpoint: {error}") from error
+    with checkpoint.open_checkpoint(checkpoint_path) as file:
+        checkpoint.read_weights(file, checkpoint_path, role, role_option="--role")
+        stored = file["models"][role].attrs.get("class")
+    return None if stored is None else str(stored)
 
 
 @click.command("export")
@@ -130,14 +131,24 @@ def export_command(checkpoint_path: Path, input_shapes, output: Optional[Path], 
         sys.path.insert(0, app_dir)
     started = time.perf_counter()
     try:
-        class_path = model_class or _stored_class(checkpoint_path, role)
-        cls = _load_class(class_path, "--model-class")
+        stored_class = _stored_class(checkpoint_path, role)
+        class_path = model_class or stored_class
+        if class_path is None:
+            raise click.ClickException(f"checkpoint {checkpoint_path} records no class for model role {role!r} "
+                                       f"(attribute 'class' of models/{role}); give it with --model-class")
+        try:
+            cls = _load_class(class_path)
+        except _ClassNotUsable as error:
+            if model_class:
+                raise click.BadParameter(str(error), param_hint="--model-class") from None
+            raise click.ClickException(f"the class recorded in {checkpoint_path} for role {role!r}: {error}; "
+                                       f"give the class with --model-class") from None
         try:
             model = cls(**model_kwargs)
         except Exception as error:
             raise click.ClickException(f"cannot build {class_path} with --model-kwargs {model_kwargs}: "
                                        f"{type(error).__name__}: {error}") from error
-        checkpoint.load(checkpoint_path, models={role: model}, optimizers={})
+        checkpoint.load(checkpoint_path, models={role: model}, optimizers=None)  # optimizer state: not needed
         output = output or checkpoint_path.with_suffix(".onnx")
         export_onnx(model, output, input_shapes, output_names=output_names or None, opset_version=opset,
                     backend=backend)
