@@ -35,6 +35,8 @@ def writable(value: Any) -> Any:
     if isinstance(value, numpy.ndarray):
         return value if value.flags.writeable else value.copy()
     if isinstance(value, (list, tuple)):
+        if not any(issubclass(kind, (numpy.ndarray, list, tuple, dict)) for kind in set(map(type, value))):
+            return value  # e.g. a long list of numbers: one pass in C, no copy
         items = [writable(item) for item in value]
         if any(new is not old for new, old in zip(items, value)):
             return type(value)(items) if type(value) in (list, tuple) else value
