@@ -28,8 +28,8 @@ class EvaluationPool:
         workers: number of worker processes (remote backend).
         backend: ``"remote"`` (one ``parl_lite`` actor per worker process) or ``"inprocess"``
             (one sampler in this process, whatever ``workers`` says; for tests and debugging).
-        address: ``host:port`` of a parl_lite cluster to run the remote samplers on (default: the
-            local pool).
+        address: where the remote samplers run, as ``parl_lite.connect`` takes it (``host:port``
+            of a parl_lite cluster, ``ray://local``, ...; default: the local pool).
     """
 
     def __init__(self, config: ESConfig, policy_bytes: bytes, noise: NoiseSpec, workers: int,

@@ -140,42 +140,22 @@ class NoiseSpec:
     table_size: int = 0
 
 
-class RebuiltNoiseTable:
-    """The values of ``NoiseTable.create(seed, size)``, rebuilt in this process's own memory."""
-
-    def __init__(self, seed: int, size: int):
-        self.seed = seed
-        self.size = size
-        self.values = np.random.default_rng(seed).standard_normal(size, dtype=np.float32)
-
-    def close(self) -> None:
-        self.values = None
-
-
-def _noise_table(noise: NoiseSpec) -> "NoiseTable | RebuiltNoiseTable":
-    """The trainer's table, attached by its shared-memory name; where that name does not exist
-    (another machine of a cluster, another engine's worker) the same table rebuilt from its seed
-    (no shared memory: nothing to leave behind if the worker is killed)."""
-    try:
-        return NoiseTable.attach(noise.table_name, noise.seed, noise.table_size)
-    except FileNotFoundError:
-        return RebuiltNoiseTable(noise.seed, noise.table_size)
-
-
 class Sampler:
     """One environment + one ONNX session + the noise: evaluates candidates given by sampling infos.
 
     Args:
         config: the ES config (env, max steps, episodes per candidate, normalisation).
         policy_bytes: the serialized weights-as-inputs policy graph.
-        noise: where the noise table lives (attached, never owned, by the sampler).
+        noise: where the noise table lives (attached, never owned, by the sampler; rebuilt from
+            its seed where that shared memory does not exist).
     """
 
     def __init__(self, config: ESConfig, policy_bytes: bytes, noise: NoiseSpec):
         self.config = config
         self.env = make_env(config)
         self.policy = OnnxPolicy.from_bytes(policy_bytes)
-        self._table = _noise_table(noise) if noise.table_name else None
+        self._table = (NoiseTable.attach_or_rebuild(noise.table_name, noise.seed, noise.table_size)
+                       if noise.table_name else None)
         self.noise = NoiseSource(noise.seed, noise.dim, self._table)
         tanh = config.policy.onnx is None and config.policy.mlp.output_activation in ("auto", "tanh")
         self.action_map = ActionMap(self.env.action_space, tanh)

@@ -69,7 +69,7 @@ def status(pid: "int | None", as_json: bool, address: "str | None", token_file: 
               help="Override a config value, e.g. --set train.workers=1 --set solver.optimizer.base_lr=0.05.")
 @click.option("--in-process", is_flag=True, help="Evaluate in this process instead of the worker pool (debugging).")
 @click.option("--address", default=None,
-              help="Evaluate on the parl_lite cluster at host:port (same as --set train.address=HOST:PORT).")
+              help="Evaluate on this backend (parl_lite.connect address, e.g. ray://local); same as --set train.address=...")
 def es_train(config_path, resume, overrides, in_process, address) -> None:
     """Train a policy with evolution strategies (evokit_py): candidates are evaluated in parallel on
     the local pool, progress is printed per generation, a checkpoint is written every
@@ -78,9 +78,11 @@ def es_train(config_path, resume, overrides, in_process, address) -> None:
     from evokit_py.train import train
 
     try:
-        config = resolve_config(config_path, [*overrides, *([f"train.address={address}"] if address else [])])
+        if address is not None:
+            overrides = (*overrides, f"train.address={json.dumps(address)}")
+        config = resolve_config(config_path, overrides)
         result = train(config, resume=resume, backend="inprocess" if in_process else "remote", echo=click.echo)
-    except (ConfigError, ValueError) as error:
+    except (ConfigError, ValueError, ImportError, ConnectionError) as error:  # ImportError: a backend plugin
         raise click.ClickException(str(error)) from error
     except OSError as error:  # a file the run writes (the policy, the log) could not be written
         raise click.ClickException(str(error)) from error
@@ -92,6 +94,36 @@ def es_train(config_path, resume, overrides, in_process, address) -> None:
                                    f"{result.onnx_path})" if result.onnx_path else result.checkpoint_error)
     if result.interrupted:
         raise SystemExit(130)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def plugins(as_json: bool) -> None:
+    """List the installed plugins (entry-point groups parl_lite.backends and evokit_py.solvers):
+    group, name, module, distribution and version, and whether each one loads."""
+    from parl_lite.ext.plugins import PluginError, installed
+
+    rows = []
+    for plugin in installed():
+        try:
+            plugin.load()
+            problem = None
+        except PluginError as error:
+            problem = str(error.__cause__ or error)
+        rows.append({"group": plugin.group, "name": plugin.name, "module": plugin.value,
+                     "distribution": plugin.distribution, "version": plugin.version,
+                     "loads": problem is None, "error": problem})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("no plugin is installed")
+        return
+    click.echo(f"{'group':<20} {'name':<12} {'module':<40} {'distribution':<24} loads")
+    for row in rows:
+        origin = f"{row['distribution']} {row['version']}" if row["distribution"] else "?"
+        click.echo(f"{row['group']:<20} {row['name']:<12} {row['module']:<40} {origin:<24} "
+                   f"{'yes' if row['loads'] else 'NO: ' + row['error']}")
 
 
 main.add_command(export_command)

@@ -52,3 +52,12 @@ def clusters_are_stopped():
     from backends import stop_clusters
 
     stop_clusters()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ray_is_stopped():
+    """The Ray the ``backend`` fixture started is stopped (and checked) at the end."""
+    yield
+    from backends import stop_ray
+
+    stop_ray()

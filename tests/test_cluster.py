@@ -323,17 +323,29 @@ def test_the_shipped_files_have_a_size_limit(cluster, tmp_path):
         parl_lite.connect(cluster.address, token_file=cluster.token_file, distributed_files=["no_such_file*"])
 
 
-def test_a_sampler_rebuilds_the_noise_table_where_its_name_does_not_exist():
-    from evokit_py.noise import NoiseTable
-    from evokit_py.rollout import NoiseSpec, _noise_table
+def test_a_sampler_where_the_noise_table_does_not_exist_rebuilds_it():
+    from evokit_py.agent import ESAgent
+    from evokit_py.config import resolve_config
+    from evokit_py.rollout import NoiseSpec, Sampler
 
-    with NoiseTable.create(seed=7, size=10_000) as shared:
-        attached = _noise_table(NoiseSpec(7, 10, shared.name, 10_000))
-        rebuilt = _noise_table(NoiseSpec(7, 10, "psm_no_such_table", 10_000))  # another machine
-        assert attached.name == shared.name
-        np.testing.assert_array_equal(rebuilt.values, shared.values)
-        attached.close()
-        rebuilt.close()
+    agent = ESAgent(resolve_config(None, ["env.max_steps=40"]))
+    agent.load_inference_model()
+    agent.init_solver()
+    spec = agent.noise_spec()
+    elsewhere = NoiseSpec(spec.seed, spec.dim, "parl_lite_no_such_noise_table", spec.table_size)
+    infos = [info.to_list() for info in agent.solver.ask()]
+    seeds = [[3]] * len(infos)
+    basis = agent.solver.basis().to_dict()
+    here, there = Sampler(agent.config, agent.policy_bytes(), spec), Sampler(agent.config, agent.policy_bytes(), elsewhere)
+    try:
+        assert there._table.name is None  # rebuilt in its own memory
+        np.testing.assert_array_equal(there._table.values, here._table.values)
+        np.testing.assert_array_equal(there.evaluate(basis, None, None, infos, seeds)["returns"],
+                                      here.evaluate(basis, None, None, infos, seeds)["returns"])
+    finally:
+        here.close()
+        there.close()
+        agent.close()
 
 
 def _es_train(cluster: Cluster, run: str, *extra: str) -> subprocess.CompletedProcess:

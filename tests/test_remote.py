@@ -283,8 +283,8 @@ def test_connect_twice_with_other_settings_is_refused(backend):
 
 
 def test_unknown_address_names_the_missing_backend():
-    with pytest.raises(ValueError, match="ray://"):
-        parl_lite.connect("ray://127.0.0.1:6379")
+    with pytest.raises(ValueError, match="nosuch://"):
+        parl_lite.connect("nosuch://127.0.0.1:6379")
     assert api._backend is None
 
 

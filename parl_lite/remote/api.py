@@ -14,7 +14,6 @@ import concurrent.futures
 import functools
 import inspect
 import threading
-from importlib.metadata import entry_points
 from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend
@@ -77,14 +76,16 @@ def _make_backend(address: Optional[str], **options: Any) -> Backend:
         from parl_lite.remote.pool import LocalPool
 
         return LocalPool(**options)
+    from parl_lite.ext import plugins
+
     scheme = address.split("://", 1)[0] if "://" in address else CLUSTER_SCHEME
-    plugins = {entry.name: entry for entry in entry_points(group=BACKEND_ENTRY_POINTS)}
-    if scheme not in plugins:
-        installed = ", ".join(sorted(plugins)) or "none"
+    plugin = plugins.find(BACKEND_ENTRY_POINTS, scheme)
+    if plugin is None:
+        installed = ", ".join(p.name for p in plugins.installed(BACKEND_ENTRY_POINTS)) or "none"
         raise ValueError(f"parl_lite.connect(address={address!r}): no backend handles "
                          f"{scheme + '://' if scheme else 'this address'} (installed backend plugins: "
                          f"{installed}); connect() without an address starts the local pool")
-    return plugins[scheme].load()(address, **options)
+    return plugin.load()(address, **options)  # PluginError names a plugin that does not load
 
 
 def shutdown() -> None:
