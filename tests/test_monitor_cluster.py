@@ -9,25 +9,11 @@ import socket
 
 import pytest
 
-import parl_lite
 from backends import Cluster
 from monitor_helpers import UserScript, browser, request, rows_js, wait_until  # noqa: F401 (browser: a fixture)
+from test_cluster import cluster  # noqa: F401 (a fixture: start with a node of 2 CPUs, connect a second)
 
 pytestmark = pytest.mark.timeout(180)
-
-
-@pytest.fixture
-def cluster(tmp_path):
-    """``parl-lite start`` (master and a node of 2 CPUs) and ``parl-lite connect`` (a second node of
-    2 CPUs); afterwards ``parl-lite stop`` must leave nothing behind."""
-    parl_lite.shutdown()
-    started = Cluster(tmp_path)
-    try:
-        started.start(cpus=2)
-        started.add_node("node-b", cpus=2)
-        yield started
-    finally:
-        started.stop()
 
 
 def _master(cluster: Cluster) -> dict:
