@@ -4,7 +4,8 @@
   to whichever worker is free), the batch is that generation. Every draw depends only on (seed,
   generation, index): a resumed run ends exactly where an uninterrupted one does.
 - ``async`` (:func:`async_batches`): every worker gets the next candidate around the *current*
-  parameters as soon as it is free; a batch is closed whenever ``population_size`` results have
+  parameters as soon as it is free (past the generation's ``population_size`` candidates, further
+  ones: ``solver.ask(extra_round)``); a batch is closed whenever ``population_size`` results have
   arrived, whatever version they were drawn around, and the trainer updates while the workers go
   on. Candidates still running then come back one or more versions stale and go into the next
   batch (BASIC_ES corrects them). No worker waits for a generation's slowest episode; the order in
@@ -66,8 +67,9 @@ def async_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
     """A batch whenever ``population_size`` results arrived, workers never idle between updates
     (see the module docstring). Closing the generator waits for the candidates still running."""
     solver, config = agent.solver, agent.config
-    pending: deque = deque()  # (index, info) of the current version not handed out yet
-    version = basis = seeds = None
+    pending: deque = deque()  # (info, episode seeds) of the current version not handed out yet
+    version = basis = None
+    extra_round = 0
     running = {}  # future -> (worker, info)
     idle = list(range(pool.size))
     arrived: List[Tuple[SamplingInfo, dict]] = []
@@ -75,14 +77,17 @@ def async_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
         tick = time.perf_counter()
         while True:
             if version != solver.generation:
-                version, infos = solver.generation, solver.ask()
-                pending = deque(enumerate(infos))
-                basis = solver.basis().to_dict()
-                seeds = candidate_seeds(config, version, len(infos))
+                version, basis, extra_round, pending = solver.generation, solver.basis().to_dict(), 0, deque()
             mean, std = normalisation(agent)
-            while idle and pending:  # a version's candidates can run out before its update: then idle
-                worker, (index, info) = idle.pop(), pending.popleft()
-                future = pool.submit(worker, basis, mean, std, [info.to_list()], [seeds[index]])
+            while idle:
+                if not pending:
+                    infos = solver.ask(extra_round)
+                    size = len(infos)
+                    seeds = candidate_seeds(config, version, size * (extra_round + 1))[size * extra_round:]
+                    pending.extend(zip(infos, seeds))
+                    extra_round += 1
+                worker, (info, episode_seeds) = idle.pop(), pending.popleft()
+                future = pool.submit(worker, basis, mean, std, [info.to_list()], [episode_seeds])
                 running[future] = (worker, info)
             done, _ = concurrent.futures.wait(list(running), return_when=concurrent.futures.FIRST_COMPLETED)
             for future in done:

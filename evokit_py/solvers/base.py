@@ -101,15 +101,22 @@ class Solver:
 
     accepts_stale = False  # whether _tell corrects infos of older versions
 
-    def _rng(self) -> np.random.Generator:
-        return np.random.default_rng([self.noise.seed, self.generation])
+    def _rng(self, extra_round: int = 0) -> np.random.Generator:
+        key = [self.noise.seed, self.generation] + ([extra_round] if extra_round else [])
+        return np.random.default_rng(key)
 
-    def ask(self) -> List[SamplingInfo]:
+    def ask(self, extra_round: int = 0) -> List[SamplingInfo]:
         """The sampling infos of this generation's candidates (same call, same answer), each
-        carrying the current version."""
-        return [dataclasses.replace(info, version=self.generation) for info in self._ask()]
+        carrying the current version.
 
-    def _ask(self) -> List[SamplingInfo]:
+        Args:
+            extra_round: 0 for the generation's candidates; k > 0 for a k-th set of further candidates
+                around the same parameters (asynchronous mode: workers that are free before the
+                update get more work instead of waiting).
+        """
+        return [dataclasses.replace(info, version=self.generation) for info in self._ask(self._rng(extra_round))]
+
+    def _ask(self, rng: np.random.Generator) -> List[SamplingInfo]:
         raise NotImplementedError
 
     def basis(self) -> Basis:

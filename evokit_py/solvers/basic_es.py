@@ -32,11 +32,11 @@ class BasicES(Solver):
         self.optimizer = make_optimizer(config.optimizer, self.dim)
         self.history: Dict[int, np.ndarray] = {}  # version -> theta, the max_staleness versions before this one
 
-    def _ask(self) -> List[SamplingInfo]:
+    def _ask(self, rng: np.random.Generator) -> List[SamplingInfo]:
         if not self.config.mirrored_sampling:
-            return self.noise.draw(self._rng(), self.population_size)
+            return self.noise.draw(rng, self.population_size)
         infos = []
-        for info in self.noise.draw(self._rng(), self.population_size // 2):
+        for info in self.noise.draw(rng, self.population_size // 2):
             infos += [info, SamplingInfo(info.seed, info.offset, -1)]
         return infos
 

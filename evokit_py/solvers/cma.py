@@ -116,8 +116,8 @@ class CMAES(Solver):
             return 1
         return max(1, math.ceil(1 / (10 * self.dim * (self.params.c1 + self.params.cmu)) - 1e-9))
 
-    def _ask(self) -> List[SamplingInfo]:
-        return self.noise.draw(self._rng(), self.population_size)
+    def _ask(self, rng: np.random.Generator) -> List[SamplingInfo]:
+        return self.noise.draw(rng, self.population_size)
 
     def basis(self) -> Basis:
         if self._transform is None:

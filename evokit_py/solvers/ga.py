@@ -26,8 +26,7 @@ class GA(Solver):
         self.parents = np.array(x0, dtype=np.float64)[None]  # sorted best first
         self.parent_count = max(1, math.ceil(config.ga.truncation * self.population_size))
 
-    def _ask(self) -> List[SamplingInfo]:
-        rng = self._rng()
+    def _ask(self, rng: np.random.Generator) -> List[SamplingInfo]:
         elites = min(self.config.ga.elite_count, len(self.parents))
         infos = [SamplingInfo(self.noise.seed, 0, 0, parent=i) for i in range(elites)]
         mutations = self.noise.draw(rng, self.population_size - elites)
