@@ -27,7 +27,11 @@ from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
 from evokit_py.rollout import aggregate, candidate_seeds
 
-__all__ = ["Batch", "sync_batches", "async_batches", "normalisation"]
+__all__ = ["Batch", "sync_batches", "async_batches", "normalisation", "CALLS_PER_WORKER"]
+
+# async: calls queued per remote worker, so that it starts the next candidate without waiting for
+# the round trip to the trainer (or for the trainer's update) in between
+CALLS_PER_WORKER = 2
 
 
 @dataclass
@@ -71,7 +75,7 @@ def async_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
     version = basis = None
     extra_round = 0
     running = {}  # future -> (worker, info)
-    idle = list(range(pool.size))
+    idle = list(range(pool.size)) * (CALLS_PER_WORKER if pool.backend == "remote" else 1)  # free call slots
     arrived: List[Tuple[SamplingInfo, dict]] = []
     try:
         tick = time.perf_counter()
