@@ -169,3 +169,10 @@ def test_one_source_of_defaults():
     solver = ESConfig().solver
     assert (solver.optimizer.type, solver.optimizer.base_lr) == ("SGD", 0.05)
     assert (solver.sampling.gaussian_sampling.std, solver.sampling.gaussian_sampling.seed) == (0.1, 7)
+
+
+def test_the_cartpole_example_file_is_the_built_in_job():
+    from pathlib import Path
+
+    from evokit_py.config import ESConfig, load_config
+    assert load_config(Path(__file__).resolve().parents[1] / "scripts" / "es_cartpole.yaml") == ESConfig()
