@@ -159,3 +159,16 @@ def test_stale_samples_are_refused():
     solver.tell(old, np.arange(6.0))
     with pytest.raises(StaleSampleError, match="CMAES does not correct stale samples"):
         solver.tell(old, np.arange(6.0))
+
+
+@pytest.mark.timeout(60)
+def test_es_train_stops_when_cma_es_terminates(tmp_path):
+    from evokit_py.config import resolve_config
+    from evokit_py.train import train
+
+    lines = []
+    config = resolve_config(None, [f"train.log_dir={tmp_path}", f"train.checkpoint_dir={tmp_path}/ck",
+                                   "solver.type=CMA_ES", "solver.population_size=6", "solver.cma_es.tolx=1.0e+9",
+                                   "train.target_return=null", "train.generations=20", "env.max_steps=20"])
+    result = train(config, backend="inprocess", echo=lines.append)
+    assert result.generations == 1 and "solver stopped (tolx)" in lines[-1]
