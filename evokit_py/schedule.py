@@ -4,7 +4,8 @@
   to whichever worker is free), the batch is that generation. Every draw depends only on (seed,
   generation, index): a resumed run ends exactly where an uninterrupted one does.
 - ``async`` (:func:`async_batches`): every worker gets the next candidate around the *current*
-  parameters as soon as it is free (past the generation's ``population_size`` candidates, further
+  parameters as soon as it is free (a mirrored pair goes to one worker in one call, so that both
+  halves land in the same batch; past the generation's ``population_size`` candidates, further
   ones: ``solver.ask(extra_round)``); a batch is closed whenever ``population_size`` results have
   arrived, whatever version they were drawn around, and the trainer updates while the workers go
   on. Candidates still running then come back one or more versions stale and go into the next
@@ -27,11 +28,7 @@ from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
 from evokit_py.rollout import aggregate, candidate_seeds
 
-__all__ = ["Batch", "sync_batches", "async_batches", "normalisation", "CALLS_PER_WORKER"]
-
-# async: calls queued per remote worker, so that it starts the next candidate without waiting for
-# the round trip to the trainer (or for the trainer's update) in between
-CALLS_PER_WORKER = 2
+__all__ = ["Batch", "sync_batches", "async_batches", "normalisation"]
 
 
 @dataclass
@@ -71,12 +68,13 @@ def async_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
     """A batch whenever ``population_size`` results arrived, workers never idle between updates
     (see the module docstring). Closing the generator waits for the candidates still running."""
     solver, config = agent.solver, agent.config
-    pending: deque = deque()  # (info, episode seeds) of the current version not handed out yet
+    group = 2 if config.solver.type == "BASIC_ES" and config.solver.mirrored_sampling else 1
+    pending: deque = deque()  # (infos, episode seeds) of the current version not handed out yet, a call each
     version = basis = None
     extra_round = 0
-    running = {}  # future -> (worker, info)
-    idle = list(range(pool.size)) * (CALLS_PER_WORKER if pool.backend == "remote" else 1)  # free call slots
-    arrived: List[Tuple[SamplingInfo, dict]] = []
+    running = {}  # future -> (worker, infos)
+    idle = list(range(pool.size))
+    arrived: List[Tuple[SamplingInfo, dict]] = []  # (info, its row of the result)
     try:
         tick = time.perf_counter()
         while True:
@@ -88,16 +86,17 @@ def async_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
                     infos = solver.ask(extra_round)
                     size = len(infos)
                     seeds = candidate_seeds(config, version, size * (extra_round + 1))[size * extra_round:]
-                    pending.extend(zip(infos, seeds))
+                    pending.extend((infos[i:i + group], seeds[i:i + group]) for i in range(0, size, group))
                     extra_round += 1
-                worker, (info, episode_seeds) = idle.pop(), pending.popleft()
-                future = pool.submit(worker, basis, mean, std, [info.to_list()], [episode_seeds])
-                running[future] = (worker, info)
+                worker, (infos, episode_seeds) = idle.pop(), pending.popleft()
+                future = pool.submit(worker, basis, mean, std, [info.to_list() for info in infos], episode_seeds)
+                running[future] = (worker, infos)
             done, _ = concurrent.futures.wait(list(running), return_when=concurrent.futures.FIRST_COMPLETED)
             for future in done:
-                worker, info = running.pop(future)
+                worker, infos = running.pop(future)
                 idle.append(worker)
-                arrived.append((info, future.result()))
+                result = future.result()
+                arrived += [(info, {key: value[k:k + 1] for key, value in result.items()}) for k, info in enumerate(infos)]
             size = solver.population_size
             while len(arrived) >= size:
                 batch, arrived = arrived[:size], arrived[size:]
