@@ -234,7 +234,11 @@ class ESAgent:
         if stored.solver.population_size != self.config.solver.population_size:
             raise SolverCheckpointError(f"{path}: solver.population_size was {stored.solver.population_size}, "
                                         f"the config says {self.config.solver.population_size}")
-        solver.load_state_dict(groups["solver"])
+        try:
+            solver.load_state_dict(groups["solver"])
+        except KeyError as error:
+            raise SolverCheckpointError(f"{path}: the {attrs['solver_type']} state has no {error} (written by an "
+                                        f"older evokit_py?)") from error
         self.obs_stats.load_state_dict(groups["obs_stats"])
         self._shared.pending = []
         self._generation = -1

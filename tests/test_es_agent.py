@@ -176,3 +176,13 @@ def test_the_cartpole_example_file_is_the_built_in_job():
 
     from evokit_py.config import ESConfig, load_config
     assert load_config(Path(__file__).resolve().parents[1] / "scripts" / "es_cartpole.yaml") == ESConfig()
+
+
+def test_a_checkpoint_missing_solver_state_is_a_clear_error(tmp_path, agent):
+    import h5py
+    path = tmp_path / "solver.h5"
+    agent.save_solver(path)
+    with h5py.File(path, "a") as file:
+        del file["solver/theta"]
+    with pytest.raises(SolverCheckpointError, match="BASIC_ES state has no 'theta'"):
+        agent.load_solver(path)
