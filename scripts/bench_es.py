@@ -274,7 +274,7 @@ def cma_vs_pycma(seeds: int, generations: int) -> dict:
 @click.option("--candidates", default=64, show_default=True, help="Candidates (episodes) per evaluation.")
 @click.option("--repeats", default=5, show_default=True, help="Evaluations per configuration (best kept).")
 @click.option("--only", default="sampling,async,cma", show_default=True, help="Which parts to run.")
-@click.option("--async-generations", default=40, show_default=True, help="Generations per async/sync throughput run.")
+@click.option("--async-generations", default=30, show_default=True, help="Generations per async/sync throughput run.")
 @click.option("--seeds", default=3, show_default=True, help="CartPole seeds for the time to 475.")
 @click.option("--cma-seeds", default=5, show_default=True, help="Seeds per function for CMA-ES vs pycma.")
 def main(calls: int, candidates: int, repeats: int, only: str, async_generations: int, seeds: int,
@@ -290,7 +290,7 @@ def main(calls: int, candidates: int, repeats: int, only: str, async_generations
         figures.update(policy_latency(calls))
     if "async" in parts:
         click.echo("async vs sync ...", err=True)
-        figures.update(async_vs_sync(async_generations, max(1, repeats // 2), seeds))
+        figures.update(async_vs_sync(async_generations, repeats, seeds))
     if "cma" in parts:
         click.echo("CMA-ES vs pycma ...", err=True)
         figures.update(cma_vs_pycma(cma_seeds, 25))
