@@ -168,3 +168,24 @@ def test_an_offline_update_mixes_samples_of_several_versions(tmp_path):
         update_from_log(config, checkpoint, log)
     sample_generation(config, checkpoint, log, shard=0, shards=2)
     assert update_from_log(config, checkpoint, log, stale="drop") == 4
+
+
+@pytest.mark.timeout(240)
+def test_the_online_offline_script_with_concurrent_samplers(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    config_path = tmp_path / "es.yaml"
+    config_path.write_text(_config(tmp_path, "env.max_steps=50").to_yaml())
+    out = subprocess.run([sys.executable, str(root / "scripts" / "es_online_offline.py"), "--config", str(config_path),
+                          "--samplers", "2", "--shards", "4", "--cycles", "2", "--workdir", str(tmp_path / "w")],
+                         capture_output=True, text=True, timeout=220,
+                         env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr
+    assert "update 2/2: version 2" in out.stdout
+    attrs, groups = read_checkpoint(tmp_path / "w" / "solver.h5")
+    assert int(attrs["generation"]) == 2
+    records = [json.loads(line) for line in (tmp_path / "w" / "samples.jsonl").read_text().splitlines()]
+    assert sum(len(r["infos"]) for r in records) >= 16 and int(groups["extra"]["log_lines_applied"]) <= len(records)
