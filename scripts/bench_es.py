@@ -168,15 +168,16 @@ def async_vs_sync(generations: int, repeats: int, seeds: int) -> dict:
                   "train.target_return=null", f"train.generations={generations}", f"train.eval_every={generations}",
                   "train.eval_episodes=1"]
         rates = {"sync": 0.0, "async": 0.0}
-        steps = {}
+        step_rates = {"sync": 0.0, "async": 0.0}
         for _ in range(repeats):  # interleaved: both modes see the same background load
             for mode in rates:
                 result = train(_train_config(workdir, mode, varied), echo=_quiet)
                 rates[mode] = max(rates[mode], result.episodes / result.train_seconds)
-                steps[mode] = result.steps / result.episodes
+                step_rates[mode] = max(step_rates[mode], result.steps / result.train_seconds)
         figures.update({f"varied_episodes_per_s_{mode}": round(rate, 1) for mode, rate in rates.items()})
-        figures["varied_mean_episode_steps"] = round(steps["sync"], 1)
+        figures.update({f"varied_steps_per_s_{mode}": round(rate) for mode, rate in step_rates.items()})
         figures["async_vs_sync_evaluations_per_s"] = round(rates["async"] / rates["sync"], 2)
+        figures["async_vs_sync_steps_per_s"] = round(step_rates["async"] / step_rates["sync"], 2)
         times, generations_to_475 = {"sync": [], "async": []}, {"sync": [], "async": []}
         for seed in range(seeds):
             for mode in times:
@@ -274,7 +275,7 @@ def cma_vs_pycma(seeds: int, generations: int) -> dict:
 @click.option("--candidates", default=64, show_default=True, help="Candidates (episodes) per evaluation.")
 @click.option("--repeats", default=5, show_default=True, help="Evaluations per configuration (best kept).")
 @click.option("--only", default="sampling,async,cma", show_default=True, help="Which parts to run.")
-@click.option("--async-generations", default=30, show_default=True, help="Generations per async/sync throughput run.")
+@click.option("--async-generations", default=100, show_default=True, help="Generations per async/sync throughput run.")
 @click.option("--seeds", default=3, show_default=True, help="CartPole seeds for the time to 475.")
 @click.option("--cma-seeds", default=5, show_default=True, help="Seeds per function for CMA-ES vs pycma.")
 def main(calls: int, candidates: int, repeats: int, only: str, async_generations: int, seeds: int,
