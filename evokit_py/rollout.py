@@ -16,7 +16,7 @@ from evokit_py.policy import OnnxPolicy, build_mlp
 from evokit_py.solvers.base import Basis
 
 __all__ = ["ObsStats", "NoiseSpec", "Sampler", "make_env", "make_policy", "check_policy", "episode_seed",
-           "candidate_seeds", "ActionMap", "aggregate"]
+           "candidate_seeds", "candidate_episode_seeds", "ActionMap", "aggregate"]
 
 OBS_CLIP = 5.0
 
@@ -157,11 +157,13 @@ def candidate_seeds(config: ESConfig, generation: int, count: int) -> List[List[
     """The reset seeds of ``count`` candidates' episodes in ``generation``. With
     ``env.common_episode_seeds`` every candidate starts from the same states (common random numbers:
     candidates are compared on equal terms); otherwise each candidate gets its own."""
-    episodes = range(config.env.episodes_per_candidate)
-    if config.env.common_episode_seeds:
-        shared = [episode_seed(config.seed, generation, 0, e) for e in episodes]
-        return [list(shared) for _ in range(count)]
-    return [[episode_seed(config.seed, generation, i, e) for e in episodes] for i in range(count)]
+    return [candidate_episode_seeds(config, generation, i) for i in range(count)]
+
+
+def candidate_episode_seeds(config: ESConfig, generation: int, index: int) -> List[int]:
+    """The reset seeds of candidate ``index``'s episodes in ``generation`` (see :func:`candidate_seeds`)."""
+    index = 0 if config.env.common_episode_seeds else index
+    return [episode_seed(config.seed, generation, index, e) for e in range(config.env.episodes_per_candidate)]
 
 
 def aggregate(per_candidate: dict) -> dict:

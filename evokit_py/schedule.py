@@ -9,7 +9,9 @@
   ones: ``solver.ask(extra_round)``); a batch is closed whenever ``population_size`` results have
   arrived, whatever version they were drawn around, and the trainer updates while the workers go
   on. Candidates still running then come back one or more versions stale and go into the next
-  batch (BASIC_ES corrects them). No worker waits for a generation's slowest episode; the order in
+  batch (BASIC_ES corrects them). Episode start states follow the batch a candidate is expected to
+  land in (results counted so far plus those running), so that with common episode seeds a stale
+  candidate starts from the same states as the rest of its batch. No worker waits for a generation's slowest episode; the order in
   which results arrive depends on timing, so runs are not reproducible.
 
 The trainer updates the solver between two ``next()`` calls of the generator; the next candidates
@@ -26,7 +28,7 @@ import numpy as np
 from evokit_py.agent import ESAgent
 from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
-from evokit_py.rollout import aggregate, candidate_seeds
+from evokit_py.rollout import aggregate, candidate_episode_seeds, candidate_seeds
 
 __all__ = ["Batch", "sync_batches", "async_batches", "normalisation"]
 
@@ -69,7 +71,7 @@ def async_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
     (see the module docstring). Closing the generator waits for the candidates still running."""
     solver, config = agent.solver, agent.config
     group = 2 if config.solver.type == "BASIC_ES" and config.solver.mirrored_sampling else 1
-    pending: deque = deque()  # (infos, episode seeds) of the current version not handed out yet, a call each
+    pending: deque = deque()  # (index, infos) of the current version not handed out yet, a call each
     version = basis = None
     extra_round = 0
     running = {}  # future -> (worker, infos)
@@ -85,11 +87,13 @@ def async_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
                 if not pending:
                     infos = solver.ask(extra_round)
                     size = len(infos)
-                    seeds = candidate_seeds(config, version, size * (extra_round + 1))[size * extra_round:]
-                    pending.extend((infos[i:i + group], seeds[i:i + group]) for i in range(0, size, group))
+                    pending.extend((size * extra_round + i, infos[i:i + group]) for i in range(0, size, group))
                     extra_round += 1
-                worker, (infos, episode_seeds) = idle.pop(), pending.popleft()
-                future = pool.submit(worker, basis, mean, std, [info.to_list() for info in infos], episode_seeds)
+                worker, (index, infos) = idle.pop(), pending.popleft()
+                ahead = len(arrived) + sum(len(running_infos) for _, running_infos in running.values())
+                batch_generation = version + ahead // solver.population_size
+                seeds = [candidate_episode_seeds(config, batch_generation, index + k) for k in range(len(infos))]
+                future = pool.submit(worker, basis, mean, std, [info.to_list() for info in infos], seeds)
                 running[future] = (worker, infos)
             done, _ = concurrent.futures.wait(list(running), return_when=concurrent.futures.FIRST_COMPLETED)
             for future in done:
