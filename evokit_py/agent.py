@@ -19,7 +19,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from evokit_py.checkpoint import SolverCheckpointError, read_checkpoint, write_checkpoint
+from evokit_py.checkpoint import SolverCheckpointError, check_resume, read_checkpoint, write_checkpoint
 from evokit_py.config import ESConfig, config_from_yaml_text, default_config, load_config
 from evokit_py.noise import NoiseSource, NoiseTable, SamplingInfo
 from evokit_py.policy import OnnxPolicy
@@ -216,12 +216,14 @@ class ESAgent:
         """Restore what :meth:`save_solver` wrote; returns its ``extra`` datasets.
 
         Raises:
-            SolverCheckpointError: the file is unreadable or was written for another solver type,
-                noise seed or number of parameters.
+            SolverCheckpointError: the file is unreadable or corrupted, or was written with another
+                value of a key a resumed run must keep (see ``evokit_py.checkpoint.RESUME_FIXED_KEYS``)
+                or for another number of parameters.
         """
         attrs, groups = read_checkpoint(path)
         solver = self.solver
         stored = config_from_yaml_text(str(attrs["config"]))
+        check_resume(path, stored, self.config)
         if attrs["solver_type"] != self.config.solver.type:
             raise SolverCheckpointError(f"{path} holds a {attrs['solver_type']} solver, the config says "
                                         f"solver.type {self.config.solver.type}")

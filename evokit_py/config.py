@@ -15,6 +15,7 @@ A minimal file::
     train: {generations: 50, target_return: 475}
 """
 import dataclasses
+import math
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,6 +161,7 @@ class TrainConfig:
     eval_every: int = field(default=1, metadata=_POSITIVE)
     eval_episodes: int = field(default=5, metadata=_POSITIVE)
     workers: int = field(default=2, metadata=_POSITIVE)
+    address: Optional[str] = None  # host:port of a parl_lite cluster; none: the local pool
     checkpoint_every: int = field(default=10, metadata=_POSITIVE)
     checkpoint_dir: str = "runs/es_cartpole/checkpoints"
     log_dir: str = "runs/es_cartpole"
@@ -260,6 +262,8 @@ def _convert(hint: Any, value: Any, key: str) -> Any:
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{key}: expected a number, got {type(value).__name__} {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{key}: must be a finite number, got {value!r}")
         return float(value)
     if hint is str:
         if not isinstance(value, str):
@@ -294,10 +298,11 @@ def resolve_config(path: "Optional[str | Path]", overrides: "tuple | list" = ())
         if not path.is_file():
             raise ConfigError(f"config file {path} does not exist")
         try:
-            data = yaml.safe_load(path.read_text())
-            data = {} if data is None else data  # an empty file: every default
-        except yaml.YAMLError as error:
-            raise ConfigError(f"config file {path} is not valid YAML: {error}") from error
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as error:
+            raise ConfigError(f"config file {path} is not UTF-8 text: {error}") from error
+        data = _load_yaml(text, f"config file {path}")
+        data = {} if data is None else data  # an empty file: every default
     if not isinstance(data, dict):
         raise ConfigError(f"{path or 'config'}: expected a mapping at the top level, got {type(data).__name__}")
     for override in overrides:
@@ -310,7 +315,7 @@ def resolve_config(path: "Optional[str | Path]", overrides: "tuple | list" = ())
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
                 raise ConfigError(f"{'.'.join(parts[:i + 1])}: is not a mapping, cannot set {key}")
-        node[parts[-1]] = yaml.safe_load(text)
+        node[parts[-1]] = _load_yaml(text, f"the value of override {override!r}")
     try:
         return parse_config(data)
     except ConfigError as error:
@@ -319,5 +324,36 @@ def resolve_config(path: "Optional[str | Path]", overrides: "tuple | list" = ())
 
 def config_from_yaml_text(text: str) -> ESConfig:
     """Validate a config given as YAML text (e.g. the copy stored in a checkpoint)."""
-    return parse_config(yaml.safe_load(text))
+    return parse_config(_load_yaml(text, "the config text"))
+
+
+def _load_yaml(text: str, source: str) -> Any:
+    """Parse YAML ``text``, refusing a key given twice in one mapping (YAML itself keeps the last).
+
+    Raises:
+        ConfigError: not valid YAML, or a duplicate key (named by its key path); ``source`` says
+            where the text came from.
+    """
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        _refuse_duplicate_keys(root, "", source)
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{source} is not valid YAML: {error}") from error
+
+
+def _refuse_duplicate_keys(node: Optional[yaml.Node], path: str, source: str) -> None:
+    if isinstance(node, yaml.MappingNode):
+        lines: Dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is not None and key in lines:
+                raise ConfigError(f"{_join(path, key)}: duplicate key in {source} (lines {lines[key] + 1} and "
+                                  f"{key_node.start_mark.line + 1})")
+            if key is not None:
+                lines[key] = key_node.start_mark.line
+            _refuse_duplicate_keys(value_node, _join(path, str(key)), source)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _refuse_duplicate_keys(item, f"{path}[{index}]", source)
 

@@ -4,13 +4,16 @@ Cached sampling (OpenAI ES / PARL ES): one table of ``cache_size`` standard norm
 built once from the seed and held in shared memory; a perturbation of dimension ``d`` is the slice
 ``table[offset:offset + d]``. Uncached sampling regenerates the noise from a per-sample seed.
 
-Shared-memory ownership: exactly one process (the trainer) *creates* the table and *unlinks* it.
+Shared-memory ownership: exactly one process (the trainer) *creates* the table and *unlinks* it;
+if its owner drops the table without unlinking it (an exception on the way out), the segment is
+unlinked when the table object is collected or, at the latest, when the process exits.
 Every other process attaches without registering the segment with its resource tracker: on Python
 < 3.13 a plain ``SharedMemory(name)`` registers it, and the tracker unlinks it when that reader
 exits, pulling the table from under everyone else.
 """
 import sys
 import threading
+import weakref
 from dataclasses import dataclass
 from multiprocessing import resource_tracker, shared_memory
 from typing import List, Optional
@@ -74,6 +77,8 @@ class NoiseTable:
 
     def __init__(self, memory: shared_memory.SharedMemory, seed: int, size: int, owner: bool):
         self._memory = memory
+        # the owner's guarantee: the segment goes with the table object, or with the process
+        self._unlink_at_exit = weakref.finalize(self, _unlink_segment, memory) if owner else None
         self.seed = seed
         self.size = size
         self.owner = owner
@@ -111,6 +116,7 @@ class NoiseTable:
         if not self.owner:
             raise RuntimeError(f"noise table {self.name} is attached, not owned: only its creator unlinks it")
         self.close()
+        self._unlink_at_exit.detach()
         self._memory.unlink()
 
     def __enter__(self) -> "NoiseTable":
@@ -121,6 +127,14 @@ class NoiseTable:
             self.unlink()
         else:
             self.close()
+
+
+def _unlink_segment(memory: shared_memory.SharedMemory) -> None:
+    try:
+        memory.close()
+    except BufferError:  # a view of it is still alive: unlinking alone frees the name
+        pass
+    memory.unlink()
 
 
 class NoiseSource:

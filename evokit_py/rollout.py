@@ -24,11 +24,17 @@ OBS_CLIP = 5.0
 def make_env(config: ESConfig) -> gym.Env:
     """The environment of ``config.env`` (errors name ``env.id`` / ``env.kwargs``)."""
     try:
-        return gym.make(config.env.id, **config.env.kwargs)
+        env = gym.make(config.env.id, **config.env.kwargs)
     except gym.error.Error as error:
         raise ValueError(f"env.id / env.kwargs: cannot make {config.env.id!r} with {config.env.kwargs}: {error}") from error
     except TypeError as error:
         raise ValueError(f"env.kwargs: {config.env.kwargs} do not fit {config.env.id!r}: {error}") from error
+    space = env.observation_space
+    if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
+        env.close()
+        raise ValueError(f"env.id: {config.env.id} has the observation space {space}; evokit_py needs a flat "
+                         f"Box (a vector of numbers)")
+    return env
 
 
 def make_policy(config: ESConfig, env: gym.Env) -> "tuple[OnnxPolicy, np.ndarray]":
@@ -183,6 +189,28 @@ class NoiseSpec:
     table_size: int = 0
 
 
+class RebuiltNoiseTable:
+    """The values of ``NoiseTable.create(seed, size)``, rebuilt in this process's own memory."""
+
+    def __init__(self, seed: int, size: int):
+        self.seed = seed
+        self.size = size
+        self.values = np.random.default_rng(seed).standard_normal(size, dtype=np.float32)
+
+    def close(self) -> None:
+        self.values = None
+
+
+def _noise_table(noise: NoiseSpec) -> "NoiseTable | RebuiltNoiseTable":
+    """The trainer's table, attached by its shared-memory name; where that name does not exist
+    (another machine of a cluster, another engine's worker) the same table rebuilt from its seed
+    (no shared memory: nothing to leave behind if the worker is killed)."""
+    try:
+        return NoiseTable.attach(noise.table_name, noise.seed, noise.table_size)
+    except FileNotFoundError:
+        return RebuiltNoiseTable(noise.seed, noise.table_size)
+
+
 class Sampler:
     """One environment + one ONNX session + the noise: evaluates candidates given by sampling infos.
 
@@ -196,7 +224,7 @@ class Sampler:
         self.config = config
         self.env = make_env(config)
         self.policy = OnnxPolicy.from_bytes(policy_bytes)
-        self._table = NoiseTable.attach(noise.table_name, noise.seed, noise.table_size) if noise.table_name else None
+        self._table = _noise_table(noise) if noise.table_name else None
         self.noise = NoiseSource(noise.seed, noise.dim, self._table)
         tanh = config.policy.onnx is None and config.policy.mlp.output_activation in ("auto", "tanh")
         self.action_map = ActionMap(self.env.action_space, tanh)

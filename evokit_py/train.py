@@ -12,10 +12,16 @@ statistics it was evaluated with.
 
 The first Ctrl-C finishes the current generation, writes a checkpoint and stops; a second one
 interrupts at once.
+
+Before the first generation the log and checkpoint folders are created and test-written, and a
+checkpoint to resume from is read and checked; a checkpoint write that fails later is reported and
+training goes on, so the trained policy is still exported.
 """
 import csv
 import math
+import os
 import signal
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,14 +30,15 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 
 from evokit_py.agent import ESAgent
-from evokit_py.config import ESConfig
+from evokit_py.checkpoint import check_trainer_extra, read_checkpoint
+from evokit_py.config import ConfigError, ESConfig
 from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
 from evokit_py.rollout import ObsStats, episode_seed
 from evokit_py.schedule import async_batches, normalisation, sync_batches
 from evokit_py.solvers.base import Basis
 
-__all__ = ["TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
+__all__ = ["TrainError", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
 
 CHECKPOINT_NAME = "solver.h5"
 CSV_NAME = "progress.csv"
@@ -39,6 +46,11 @@ ONNX_NAME = "policy.onnx"
 CSV_FIELDS = ["generation", "mean_return", "max_return", "min_return", "eval_return", "episodes", "steps",
               "train_seconds", "episodes_per_second"]
 _EVAL_INDEX = 1 << 30  # episode-seed namespace of evaluation episodes
+_BYTES_PER_CANDIDATE = 1024  # sampling info, seeds and result of one candidate, in the trainer's memory
+
+
+class TrainError(ValueError):
+    """A run cannot start or continue; the message names the folder, file or key at fault."""
 
 
 @dataclass
@@ -54,6 +66,7 @@ class TrainResult:
         episodes, steps: training episodes and environment steps (evaluations excluded).
         interrupted: stopped by Ctrl-C (a checkpoint was written).
         params: the best parameters (the exported ones).
+        checkpoint_error: why the last checkpoint write failed (``None``: it succeeded).
     """
     generations: int
     solved: bool
@@ -67,6 +80,7 @@ class TrainResult:
     csv_path: Path
     checkpoint_path: Path
     params: np.ndarray = field(repr=False)
+    checkpoint_error: Optional[str] = None
 
 
 @dataclass
@@ -110,6 +124,8 @@ class _StopFlag:
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
+        # os.write, not print: a handler that prints while the main thread prints raises
+        os.write(2, b"es-train: stopping after this generation (Ctrl-C again to stop at once)\n")
 
     def __exit__(self, *exc):
         if self._previous is not None:
@@ -127,13 +143,19 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
         echo: where progress lines go.
 
     Returns:
-        A :class:`TrainResult`.
+        A :class:`TrainResult` (its ``checkpoint_error`` says why the last checkpoint write failed).
+
+    Raises:
+        TrainError, ConfigError, SolverCheckpointError: before the first generation, naming the
+            folder, key or file (see :func:`_check_before_training`); KeyboardInterrupt: a second
+            Ctrl-C.
     """
     started = time.perf_counter()
     hp = config.train
     log_dir, checkpoint_path = Path(hp.log_dir), Path(hp.checkpoint_dir) / CHECKPOINT_NAME
-    log_dir.mkdir(parents=True, exist_ok=True)
+    _check_before_training(config, log_dir, checkpoint_path, resume)
     csv_path = log_dir / CSV_NAME
+    checkpoint_error = None
     agent = ESAgent(config)
     agent.load_inference_model()
     agent.init_solver()
@@ -149,7 +171,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     stop_reason = None
 
     try:
-        pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), hp.workers, backend)
+        pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), hp.workers, backend, hp.address)
         echo(f"es-train: {config.env.id}, {config.solver.type}, {solver.dim} parameters, population "
              f"{config.solver.population_size}, {hp.workers} worker(s) ({backend}), {hp.mode} updates, {_noise_text(agent)}, "
              f"start-up {time.perf_counter() - started:.2f}s")
@@ -193,11 +215,11 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                      f"ETA {'0.0' if solved else f'{remaining:.1f}'}s"
                      + (f"  ({solver.dropped_samples} stale samples dropped)" if solver.dropped_samples else ""))
                 if solver.generation % hp.checkpoint_every == 0:
-                    agent.save_solver(checkpoint_path, extra=progress.to_extra())
+                    checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo)
                 if stop.requested:
                     interrupted = True
                     break
-        agent.save_solver(checkpoint_path, extra=progress.to_extra())
+        checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo)
     finally:
         if batches is not None:
             batches.close()  # waits for the candidates still running (async)
@@ -217,7 +239,46 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
          f"checkpoint {checkpoint_path}, log {csv_path}" + (f", policy {onnx_path}" if onnx_path else ""))
     return TrainResult(solver.generation, solved, progress.best_return, progress.train_seconds, total,
                        progress.episodes, progress.steps, interrupted, onnx_path, csv_path, checkpoint_path,
-                       np.asarray(progress.best_params))
+                       np.asarray(progress.best_params), checkpoint_error)
+
+
+def _check_before_training(config: ESConfig, log_dir: Path, checkpoint_path: Path, resume: bool) -> None:
+    """What would otherwise fail only after the work, or leave a half-started run: the folders are
+    created and test-written, the checkpoint path is not a folder, one generation fits in memory,
+    and a checkpoint to resume from is sound (checksums, values, the trainer's datasets).
+
+    Raises:
+        TrainError, ConfigError: naming the key and the folder or value.
+    """
+    for key, folder in (("train.log_dir", log_dir), ("train.checkpoint_dir", checkpoint_path.parent)):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as error:
+            raise TrainError(f"{key}: cannot write in {folder}: {error.strerror or error}") from error
+    if checkpoint_path.is_dir():
+        raise TrainError(f"train.checkpoint_dir: {checkpoint_path} is a folder, not a checkpoint file; move it away")
+    population = config.solver.population_size
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if population * _BYTES_PER_CANDIDATE > memory:
+        raise ConfigError(f"solver.population_size: a generation of {population} candidates needs about "
+                          f"{population * _BYTES_PER_CANDIDATE / 2**30:.0f} GiB, this machine has "
+                          f"{memory / 2**30:.0f} GiB")
+    if resume and checkpoint_path.is_file():
+        _, groups = read_checkpoint(checkpoint_path)
+        check_trainer_extra(groups, checkpoint_path)
+
+
+def _save_checkpoint(agent: ESAgent, path: Path, progress: "_Progress", echo: Callable[[str], None]) -> Optional[str]:
+    """Write a checkpoint; on failure say so and return why (training goes on: the policy is kept)."""
+    try:
+        agent.save_solver(path, extra=progress.to_extra())
+    except OSError as error:
+        reason = f"cannot write checkpoint {path}: {error}"
+        echo(f"es-train: warning: {reason}; training goes on")
+        return reason
+    return None
 
 
 def _noise_text(agent: ESAgent) -> str:
@@ -242,5 +303,9 @@ def _read_rows(csv_path: Path, generation: int) -> List[dict]:
     """The rows of an earlier run up to ``generation`` (a resumed run rewrites the rest)."""
     if not csv_path.is_file():
         return []
-    with open(csv_path, newline="") as handle:
-        return [row for row in csv.DictReader(handle) if int(row["generation"]) <= generation]
+    try:
+        with open(csv_path, newline="", encoding="utf-8") as handle:
+            return [row for row in csv.DictReader(handle) if int(row["generation"]) <= generation]
+    except (KeyError, TypeError, ValueError, csv.Error) as error:
+        raise TrainError(f"{csv_path} is corrupt ({type(error).__name__}: {error}); move it away to resume "
+                         f"(the checkpoint holds the training state, the file only the log)") from error

@@ -4,6 +4,7 @@ import json
 
 import click
 
+from parl_lite.ext.cluster import commands as cluster_commands
 from parl_lite.io.onnx_cli import export_command
 from parl_lite.version import __version__
 
@@ -17,9 +18,25 @@ def main() -> None:
 @main.command()
 @click.option("--pid", type=int, default=None, help="Show only the pool of this process.")
 @click.option("--json", "as_json", is_flag=True, help="Print the raw status as JSON.")
-def status(pid: "int | None", as_json: bool) -> None:
-    """Show the local pools running on this machine: workers, actors, memory, calls served."""
+@click.option("--address", default=None,
+              help="Also show the cluster at this host:port (default: the one this machine started).")
+@click.option("--token-file", type=click.Path(dir_okay=False), default=None, help="The cluster token.")
+def status(pid: "int | None", as_json: bool, address: "str | None", token_file: "str | None") -> None:
+    """Show the cluster this machine started (nodes, CPUs, memory, actors, clients) and the local
+    pools running on this machine: workers, actors, memory, calls served."""
+    from parl_lite.ext.cluster.commands import cluster_status, print_cluster_status
+    from parl_lite.ext.cluster.wire import ClusterError
     from parl_lite.remote.status import find_pools, read_status
+
+    if pid is None:
+        try:
+            cluster = cluster_status(address, token_file)
+        except (ClusterError, OSError) as error:
+            raise click.ClickException(str(error)) from error
+        if cluster is not None and as_json:
+            click.echo(json.dumps(cluster, indent=2))
+        elif cluster is not None:
+            print_cluster_status(cluster)
 
     pids = [pid] if pid is not None else find_pools()
     pools = []
@@ -51,7 +68,9 @@ def status(pid: "int | None", as_json: bool) -> None:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a config value, e.g. --set train.workers=1 --set solver.optimizer.base_lr=0.05.")
 @click.option("--in-process", is_flag=True, help="Evaluate in this process instead of the worker pool (debugging).")
-def es_train(config_path, resume, overrides, in_process) -> None:
+@click.option("--address", default=None,
+              help="Evaluate on the parl_lite cluster at host:port (same as --set train.address=HOST:PORT).")
+def es_train(config_path, resume, overrides, in_process, address) -> None:
     """Train a policy with evolution strategies (evokit_py): candidates are evaluated in parallel on
     the local pool, progress is printed per generation, a checkpoint is written every
     train.checkpoint_every generations and on Ctrl-C, and the best policy is exported to ONNX."""
@@ -59,15 +78,26 @@ def es_train(config_path, resume, overrides, in_process) -> None:
     from evokit_py.train import train
 
     try:
-        config = resolve_config(config_path, overrides)
+        config = resolve_config(config_path, [*overrides, *([f"train.address={address}"] if address else [])])
         result = train(config, resume=resume, backend="inprocess" if in_process else "remote", echo=click.echo)
     except (ConfigError, ValueError) as error:
         raise click.ClickException(str(error)) from error
+    except OSError as error:  # a file the run writes (the policy, the log) could not be written
+        raise click.ClickException(str(error)) from error
+    except KeyboardInterrupt:  # the second Ctrl-C: stopped at once, like any interrupted command
+        click.echo("es-train: interrupted at once (the last checkpoint is the one written before)", err=True)
+        raise SystemExit(130) from None
+    if result.checkpoint_error is not None:
+        raise click.ClickException(f"{result.checkpoint_error} (the trained policy was exported to "
+                                   f"{result.onnx_path})" if result.onnx_path else result.checkpoint_error)
     if result.interrupted:
         raise SystemExit(130)
 
 
 main.add_command(export_command)
+main.add_command(cluster_commands.start)
+main.add_command(cluster_commands.connect)
+main.add_command(cluster_commands.stop)
 
 if __name__ == "__main__":
     main()

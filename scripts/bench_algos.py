@@ -1,36 +1,137 @@
-"""Throughput of every algorithm: environment steps/s while acting and learner updates/s.
+"""Every algorithm against Stable-Baselines3, side by side in one run, and raw throughputs.
 
-    python scripts/bench_algos.py [--seconds 1.5]
+    python scripts/bench_algos.py                          # time to threshold: PPO, A2C, DQN, seed 1
+    python scripts/bench_algos.py --algos PPO --seeds 1 2 3
+    python scripts/bench_algos.py --mode throughput        # env steps/s and updates/s of all nine
 
-Prints ONE JSON line. Measured side by side in this run:
-- ``baseline``: the same vector environments stepped with random actions (the ceiling for acting);
-- per algorithm, ``env_steps_per_s``: acting with the algorithm's policy as its script does
-  (PPO/A2C: the vector rollout; DQN, DDPG, TD3, SAC: one environment, one action per step);
-  ``updates_per_s``: gradient steps on a batch of the script's size; A3C and IMPALA run their
-  whole pipeline (2 remote rollout actors + the learner here) and report both rates end to end.
+Prints ONE JSON line.
+
+``--mode threshold``: for each seed, each algorithm runs its script (``scripts/train_*.py``, RL-Zoo
+hyperparameters, greedy 10-episode evaluation every ``eval_every`` steps, stop at 475) and then,
+when ``stable-baselines3`` is importable, SB3's implementation with RL-Zoo's hyperparameters for
+CartPole-v1 under the same evaluation protocol (same evaluation seeds and frequency, evaluations
+excluded from the time); the runs alternate so that a load change hits both. Each run is a fresh
+process (start-up excluded from the figures). torch runs on one thread, as paddle does.
+
+``--mode throughput``: the baseline (the same environments stepped with random actions), and per
+algorithm environment steps/s while acting as the loops do and gradient updates/s on a batch of the
+loop's size; A3C and IMPALA run their whole loop (2 remote actors + the learner).
 """
 import argparse
-import concurrent.futures
-import functools
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Dict
+from typing import Callable, Dict, List, Optional
 
-import gymnasium as gym
-import numpy as np
-import paddle
-
-sys.path.insert(0, str(Path(__file__).parent))  # the DDPG/TD3/SAC scripts' models
-
-import parl_lite  # noqa: E402
-from parl_lite.algorithms import A2C, DQN, IMPALA, PPO  # noqa: E402
-from parl_lite.utils.models import MLPActorCritic, MLPQNetwork  # noqa: E402
-from parl_lite.utils.rollout import RolloutWorker, VectorRollout  # noqa: E402
+SCRIPTS = Path(__file__).resolve().parent
+# script, evaluation interval, RL-Zoo's step budget for SB3
+THRESHOLD_RUNS = {"PPO": ("train_ppo.py", 2_560, 100_000), "A2C": ("train_a2c.py", 5_000, 500_000),
+                  "DQN": ("train_dqn.py", 4_096, 100_000)}
+TARGET = 475.0
 
 
+# ---------------------------------------------------------------------------------- threshold
+def ours_to_threshold(algo: str, seed: int) -> Dict:
+    """Run the script; its JSON summary gives steps and training seconds."""
+    script = THRESHOLD_RUNS[algo][0]
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run([sys.executable, str(SCRIPTS / script), "--seed", str(seed), "--progress-bar",
+                               "--save", str(Path(folder) / "run.h5")],
+                              capture_output=True, text=True, check=True)
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"steps": summary["solved_at"], "train_s": round(summary["train_seconds"], 2),
+            "cpu_s": round(summary["train_cpu_seconds"], 2), "eval_return": summary["eval_return"]}
+
+
+def sb3_to_threshold(algo: str, seed: int) -> Dict:
+    """SB3 with RL-Zoo's CartPole-v1 hyperparameters, in this process (run by a child)."""
+    import numpy as np
+    import torch
+    from stable_baselines3 import A2C, DQN, PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+
+    torch.set_num_threads(1)
+    eval_every, budget = THRESHOLD_RUNS[algo][1:]
+    linear = lambda start: (lambda remaining: remaining * start)  # noqa: E731 - SB3's schedule form
+    if algo == "PPO":
+        model = PPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=8, seed=seed), n_steps=32, batch_size=256,
+                    gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0, learning_rate=linear(1e-3),
+                    clip_range=linear(0.2), seed=seed, device="cpu")
+    elif algo == "A2C":
+        model = A2C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=8, seed=seed), ent_coef=0.0, seed=seed,
+                    device="cpu")
+    else:
+        model = DQN("MlpPolicy", "CartPole-v1", learning_rate=2.3e-3, batch_size=64, buffer_size=100_000,
+                    learning_starts=1_000, gamma=0.99, target_update_interval=10, train_freq=256,
+                    gradient_steps=128, exploration_fraction=0.16, exploration_final_eps=0.04,
+                    policy_kwargs=dict(net_arch=[256, 256]), seed=seed, device="cpu")
+
+    import gymnasium as gym
+
+    class Threshold(BaseCallback):
+        """Our evaluation protocol: 10 greedy episodes from seeds 10_000 + 100 * seed + k."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.last_eval, self.solved_at, self.score = 0, None, float("nan")
+            self.eval_seconds = self.eval_cpu_seconds = 0.0
+            self.env = gym.make("CartPole-v1")
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps - self.last_eval < eval_every:
+                return True
+            self.last_eval = self.num_timesteps
+            started, cpu_started = time.perf_counter(), time.process_time()
+            totals = []
+            for k in range(10):
+                obs, _ = self.env.reset(seed=10_000 + 100 * seed + k)
+                total, done = 0.0, False
+                while not done:
+                    action, _ = self.model.predict(obs, deterministic=True)
+                    obs, reward, terminated, truncated, _ = self.env.step(int(action))
+                    total, done = total + float(reward), terminated or truncated
+                totals.append(total)
+            self.score = float(np.mean(totals))
+            self.eval_seconds += time.perf_counter() - started
+            self.eval_cpu_seconds += time.process_time() - cpu_started
+            if self.score >= TARGET:
+                self.solved_at = self.num_timesteps
+                return False
+            return True
+
+    callback = Threshold()
+    started, cpu_started = time.perf_counter(), time.process_time()
+    model.learn(total_timesteps=budget, callback=callback)
+    wall = time.perf_counter() - started - callback.eval_seconds
+    cpu = time.process_time() - cpu_started - callback.eval_cpu_seconds
+    return {"steps": callback.solved_at, "train_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "eval_return": callback.score}
+
+
+def threshold_mode(algos: List[str], seeds: List[int]) -> Dict:
+    try:
+        import stable_baselines3
+        sb3_version: Optional[str] = stable_baselines3.__version__
+    except ImportError:
+        sb3_version = None
+    result: Dict = {"sb3": sb3_version or "not installed: pip install stable-baselines3"}
+    for seed in seeds:
+        for algo in algos:
+            row = result.setdefault(f"{algo}_CartPole", {})
+            row[f"seed{seed}"] = entry = {"ours": ours_to_threshold(algo, seed)}
+            if sb3_version:
+                done = subprocess.run([sys.executable, __file__, "--sb3-run", algo, str(seed)],
+                                      capture_output=True, text=True, check=True)
+                entry["sb3"] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+# ---------------------------------------------------------------------------------- throughput
 def rate(fn: Callable[[], int], seconds: float, warmup: int = 3) -> float:
     """Units per second of ``fn`` (which returns how many units one call did), timed for at least
     ``seconds`` after ``warmup`` calls."""
@@ -42,161 +143,120 @@ def rate(fn: Callable[[], int], seconds: float, warmup: int = 3) -> float:
     return units / (time.perf_counter() - started)
 
 
-def random_vector_steps(env_id: str, num_envs: int, seconds: float) -> float:
-    rollout = VectorRollout(env_id, num_envs, seed=0)
-    space = rollout.env.action_space
-    return rate(lambda: (rollout.env.step(space.sample()), num_envs)[1], seconds)
+def throughput_mode(seconds: float) -> Dict:
+    import gymnasium as gym
+    import numpy as np
+    import paddle
 
+    import parl_lite
+    from parl_lite import train
+    from parl_lite.algorithms import A2C, DDPG, DQN, IMPALA, PPO, SAC, TD3
+    from parl_lite.utils.models import MLPActorCritic, MLPActorQ, MLPQNetwork
+    from parl_lite.utils.rollout import VectorRollout
 
-def random_single_steps(env_id: str, seconds: float) -> float:
-    env = gym.make(env_id)
-    env.reset(seed=0)
-
-    def step() -> int:
-        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
-        if terminated or truncated:
-            env.reset()
-        return 1
-    return rate(step, seconds)
-
-
-def sample_numpy(algorithm):
-    def policy(obs):
-        actions, log_probs = algorithm.sample(paddle.to_tensor(obs, dtype="float32"))
-        return actions.numpy(), log_probs.numpy()
-    return policy
-
-
-def on_policy(name: str, algorithm, env_id: str, num_envs: int, steps: int, batch: int, seconds: float) -> Dict:
-    """Acting rate of a vector rollout and update rate on a ``batch``-sized minibatch."""
-    rollout = VectorRollout(env_id, num_envs, seed=0)
-    policy = sample_numpy(algorithm)
-    env_rate = rate(lambda: rollout.collect(policy, steps)["rewards"].size, seconds)
-    data = rollout.collect(policy, max(1, batch // num_envs))
-    obs = data["obs"].reshape(-1, data["obs"].shape[-1])[:batch]
-    actions = data["actions"].reshape(-1, *data["actions"].shape[2:])[:batch]
+    paddle.seed(0)
     rng = np.random.default_rng(0)
-    adv, ret = rng.normal(size=len(obs)).astype("float32"), rng.normal(size=len(obs)).astype("float32")
-    if name.startswith("PPO"):
-        algorithm.epochs, algorithm.batch_size = 1, len(obs)
-        update = lambda: (algorithm.learn(obs, actions, data["log_probs"].reshape(-1)[:batch], adv, ret, ret), 1)[1]
-    else:
-        update = lambda: (algorithm.learn(obs, actions, adv, ret), 1)[1]
-    return {"env_steps_per_s": round(env_rate), "updates_per_s": round(rate(update, seconds)), "batch": len(obs)}
 
+    def random_steps(env_id: str, num_envs: int) -> int:
+        rollout = VectorRollout(env_id, num_envs, seed=0)
+        space = rollout.env.action_space
+        return round(rate(lambda: (rollout.env.step(space.sample()), num_envs)[1], seconds))
 
-def dqn(seconds: float) -> Dict:
-    algorithm = DQN(MLPQNetwork(4, 2, 256), gamma=0.99, lr=2.3e-3, double=True)
-    env = gym.make("CartPole-v1")
-    state = {"obs": env.reset(seed=0)[0]}
+    def on_policy(algorithm, env_id: str, num_envs: int, steps: int, batch: int) -> Dict:
+        agent = parl_lite.Agent(algorithm)
+        rollout = VectorRollout(env_id, num_envs, seed=0)
+        env_rate = rate(lambda: rollout.collect(agent.sample, steps)["rewards"].size, seconds)
+        data = train.advantage_batch(agent, rollout.collect(agent.sample, max(1, batch // num_envs)), 0.99, 0.95)
+        if isinstance(algorithm, PPO):
+            algorithm.epochs, algorithm.batch_size = 1, batch
+        return {"env_steps_per_s": round(env_rate), "updates_per_s": round(rate(lambda: (agent.learn(data), 1)[1],
+                                                                                  seconds)), "batch": batch}
 
-    def act() -> int:
-        with paddle.no_grad():
-            action = int(algorithm.sample(paddle.to_tensor(state["obs"][None], dtype="float32")).numpy()[0])
-        obs, _, terminated, truncated, _ = env.step(action)
-        state["obs"] = env.reset()[0] if terminated or truncated else obs
-        return 1
-    rng = np.random.default_rng(0)
-    batch = [paddle.to_tensor(x) for x in (rng.normal(size=(64, 4)).astype("float32"), rng.integers(0, 2, 64),
-                                           np.ones(64, "float32"), rng.normal(size=(64, 4)).astype("float32"),
-                                           np.zeros(64, bool))]
-    return {"env_steps_per_s": round(rate(act, seconds)),
-            "updates_per_s": round(rate(lambda: (algorithm.learn(*batch), 1)[1], seconds)), "batch": 64}
+    def off_policy(algorithm, env_id: str, exploration, batch: Dict) -> Dict:
+        agent = parl_lite.Agent(algorithm)
+        env = gym.make(env_id)
+        scale = env.action_space.high if isinstance(env.action_space, gym.spaces.Box) else 1
+        state = {"obs": env.reset(seed=0)[0], "step": 0}
 
+        def act() -> int:
+            state["step"] += 1
+            obs, _, terminated, truncated, _ = env.step(exploration.act(agent, state["obs"], state["step"]) * scale)
+            state["obs"] = env.reset()[0] if terminated or truncated else obs
+            return 1
+        size = len(batch["obs"])
+        return {"env_steps_per_s": round(rate(act, seconds)),
+                "updates_per_s": round(rate(lambda: (agent.learn(batch), 1)[1], seconds)), "batch": size}
 
-def remote_pipeline(name: str, seconds: float, actors: int = 2) -> Dict:
-    """The A3C / IMPALA loop of the scripts, end to end, for ``seconds`` after a warm-up."""
-    model_fn = functools.partial(MLPActorCritic, 4, 2, 64)
-    if name == "A3C":
-        algorithm, steps = A2C(model_fn()), 5
-        from parl_lite.utils.gae import gae
+    def replay_batch(size: int, obs_dim: int, act_dim: int) -> Dict:
+        action = rng.integers(0, 2, size) if act_dim == 0 else rng.uniform(-1, 1, (size, act_dim)).astype("float32")
+        return dict(obs=rng.normal(size=(size, obs_dim)).astype("float32"), action=action,
+                    reward=np.ones(size, "float32"), next_obs=rng.normal(size=(size, obs_dim)).astype("float32"),
+                    terminated=np.zeros(size, bool))
 
-        def learn(batch):
-            T, N = batch["rewards"].shape
-            with paddle.no_grad():
-                both = algorithm.value(paddle.to_tensor(np.concatenate([batch["obs"], batch["next_obs"]]).reshape(2 * T * N, -1))).numpy().reshape(2 * T, N)
-            adv, ret = gae(batch["rewards"], both[:T], both[T:], batch["terminated"], batch["ends"], 0.99, 1.0)
-            algorithm.learn(batch["obs"].reshape(T * N, -1), batch["actions"].reshape(-1), adv.reshape(-1), ret.reshape(-1))
-    else:
-        algorithm, steps = IMPALA(model_fn()), 10
+    def asynchronous(name: str) -> Dict:
+        model = MLPActorCritic(4, 2, 64)
+        if name == "A3C":
+            trainer = train.AsyncTrainer(A2C(model), "CartPole-v1", rollout_steps=5, gae_lambda=1.0, eval_every=10**9)
+        else:
+            trainer = train.AsyncTrainer(IMPALA(model), "CartPole-v1", rollout_steps=10, eval_every=10**9)
+        marks = {}
 
-        def learn(batch):
-            algorithm.learn(batch["obs"], batch["actions"], batch["log_probs"], batch["rewards"], batch["terminated"],
-                            batch["ends"], batch["next_obs"])
-    remote_worker = parl_lite.remote_class(RolloutWorker, wait=False)
-    workers = [remote_worker(model_fn, "CartPole-v1", 8, seed=i) for i in range(actors)]
-    pending = {worker.collect(algorithm.get_weights(), steps): worker for worker in workers}
-    counts = {"steps": 0, "updates": 0}
+        class Timer(train.Callback):
+            def on_step(self, t) -> bool:  # warm-up: the first 5 updates (and starting the actors)
+                if t.updates >= 5 and "started" not in marks:
+                    marks.update(started=time.perf_counter(), steps=t.steps, updates=t.updates)
+                return "started" not in marks or time.perf_counter() - marks["started"] < 2 * seconds
 
-    def one_update() -> int:
-        done, _ = parl_lite.wait(list(pending), return_when=concurrent.futures.FIRST_COMPLETED)
-        for future in done:
-            worker = pending.pop(future)
-            batch = future.result()
-            learn(batch)
-            counts["steps"] += batch["rewards"].size
-            counts["updates"] += 1
-            pending[worker.collect(algorithm.get_weights(), steps)] = worker
-        return 1
+        summary = trainer.learn(10**9, callback=Timer(), progress_bar=False)
+        elapsed = time.perf_counter() - marks["started"]
+        return {"env_steps_per_s": round((summary.steps - marks["steps"]) / elapsed),
+                "updates_per_s": round((summary.updates - marks["updates"]) / elapsed), "actors": 2,
+                "batch": trainer.num_envs * trainer.rollout_steps}
 
-    for _ in range(5):
-        one_update()
-    counts.update(steps=0, updates=0)
-    started = time.perf_counter()
-    while time.perf_counter() - started < seconds:
-        one_update()
-    elapsed = time.perf_counter() - started
-    parl_lite.get(list(pending))
-    for worker in workers:
-        worker.close()
-    return {"env_steps_per_s": round(counts["steps"] / elapsed), "updates_per_s": round(counts["updates"] / elapsed),
-            "actors": actors, "batch": 8 * steps}
-
-
-def continuous(name: str, seconds: float) -> Dict:
-    """DDPG / TD3 / SAC as their scripts build them (scripts/<name>_pendulum.py)."""
-    module = __import__(f"{name.lower()}_pendulum")
-    agent = module.make_agent(3, 1, argparse.Namespace(seed=0, **module.HYPERPARAMETERS))
-    env = gym.make("Pendulum-v1")
-    state = {"obs": env.reset(seed=0)[0]}
-
-    def act() -> int:
-        obs, _, terminated, truncated, _ = env.step(agent.sample(state["obs"]) * 2.0)
-        state["obs"] = env.reset()[0] if terminated or truncated else obs
-        return 1
-    rng = np.random.default_rng(0)
-    batch = (rng.normal(size=(256, 3)).astype("float32"), rng.uniform(-1, 1, (256, 1)).astype("float32"),
-             rng.normal(size=256).astype("float32"), rng.normal(size=(256, 3)).astype("float32"), np.zeros(256, bool))
-    return {"env_steps_per_s": round(rate(act, seconds)),
-            "updates_per_s": round(rate(lambda: (agent.learn(*batch), 1)[1], seconds)), "batch": 256}
+    return {
+        "baseline": {"cartpole_8_envs_random_steps_per_s": random_steps("CartPole-v1", 8),
+                     "cartpole_1_env_random_steps_per_s": random_steps("CartPole-v1", 1),
+                     "pendulum_4_envs_random_steps_per_s": random_steps("Pendulum-v1", 4),
+                     "pendulum_1_env_random_steps_per_s": random_steps("Pendulum-v1", 1)},
+        "PPO_CartPole": on_policy(PPO(MLPActorCritic(4, 2, 64)), "CartPole-v1", 8, 32, 256),
+        "PPO_Pendulum": on_policy(PPO(MLPActorCritic(3, 1, 64, continuous=True)), "Pendulum-v1", 4, 32, 64),
+        "A2C_CartPole": on_policy(A2C(MLPActorCritic(4, 2, 64)), "CartPole-v1", 8, 5, 40),
+        "DQN_CartPole": off_policy(DQN(MLPQNetwork(4, 2, 256), gamma=0.99, lr=2.3e-3, double=True), "CartPole-v1",
+                                   train.EpsilonGreedy(2, 0.04, 0.04, 1, seed=0), replay_batch(64, 4, 0)),
+        "A3C_CartPole": asynchronous("A3C"),
+        "IMPALA_CartPole": asynchronous("IMPALA"),
+        "DDPG_Pendulum": off_policy(DDPG(MLPActorQ(3, 1, 64)), "Pendulum-v1",
+                                    train.ContinuousExploration(1, 0.1, 0, seed=0), replay_batch(256, 3, 1)),
+        "TD3_Pendulum": off_policy(TD3(MLPActorQ(3, 1, 64, twin_q=True)), "Pendulum-v1",
+                                   train.ContinuousExploration(1, 0.1, 0, seed=0), replay_batch(256, 3, 1)),
+        "SAC_Pendulum": off_policy(SAC(MLPActorQ(3, 1, 64, twin_q=True, gaussian=True), alpha_lr=1e-3),
+                                   "Pendulum-v1", train.ContinuousExploration(1, None, 0, seed=0),
+                                   replay_batch(256, 3, 1)),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=1.5, help="timing window of each measurement")
+    parser.add_argument("--mode", choices=["threshold", "throughput"], default="threshold")
+    parser.add_argument("--algos", nargs="+", choices=sorted(THRESHOLD_RUNS), default=sorted(THRESHOLD_RUNS),
+                        help="threshold mode: algorithms to run")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1], help="threshold mode: seeds")
+    parser.add_argument("--seconds", type=float, default=1.5, help="throughput mode: timing window of each figure")
+    parser.add_argument("--sb3-run", nargs=2, metavar=("ALGO", "SEED"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    s = args.seconds
-    paddle.seed(0)
-    load_before = os.getloadavg()[0]
-    result = {
-        "baseline": {
-            "cartpole_8_envs_random_steps_per_s": round(random_vector_steps("CartPole-v1", 8, s)),
-            "cartpole_1_env_random_steps_per_s": round(random_single_steps("CartPole-v1", s)),
-            "pendulum_4_envs_random_steps_per_s": round(random_vector_steps("Pendulum-v1", 4, s)),
-            "pendulum_1_env_random_steps_per_s": round(random_single_steps("Pendulum-v1", s)),
-        },
-        "PPO_CartPole": on_policy("PPO", PPO(MLPActorCritic(4, 2, 64)), "CartPole-v1", 8, 32, 256, s),
-        "PPO_Pendulum": on_policy("PPO", PPO(MLPActorCritic(3, 1, 64, continuous=True)), "Pendulum-v1", 4, 32, 64, s),
-        "A2C_CartPole": on_policy("A2C", A2C(MLPActorCritic(4, 2, 64)), "CartPole-v1", 8, 5, 40, s),
-        "DQN_CartPole": dqn(s),
-        "A3C_CartPole": remote_pipeline("A3C", 2 * s),
-        "IMPALA_CartPole": remote_pipeline("IMPALA", 2 * s),
-    }
-    for name in ("DDPG", "TD3", "SAC"):
-        result[f"{name}_Pendulum"] = continuous(name, s)
-    result["machine"] = {"cpus": os.cpu_count(), "load_avg_1min_before": round(load_before, 2),
-                         "load_avg_1min_after": round(os.getloadavg()[0], 2)}
-    parl_lite.shutdown()
+    if args.sb3_run:
+        print(json.dumps(sb3_to_threshold(args.sb3_run[0], int(args.sb3_run[1]))), flush=True)
+        return
+    load_before = os.getloadavg()
+    if args.mode == "threshold":
+        result = threshold_mode(args.algos, args.seeds)
+    else:
+        result = throughput_mode(args.seconds)
+        import parl_lite
+
+        parl_lite.shutdown()
+    result["machine"] = {"cpus": os.cpu_count(), "load_avg_before": [round(x, 2) for x in load_before],
+                         "load_avg_after": [round(x, 2) for x in os.getloadavg()]}
     print(json.dumps(result), flush=True)
 
 

@@ -1,4 +1,5 @@
-"""Update throughput of DDPG, TD3 and SAC (the Pendulum-v1 models and defaults of the scripts),
+"""Update throughput of DDPG, TD3 and SAC (the Pendulum-v1 models and defaults of the scripts:
+:class:`parl_lite.utils.models.MLPActorQ`),
 measured side by side in one run, plus the soft target update against paddle's plain float lerp_.
 
     python scripts/bench_continuous.py [--batch-size 256] [--hidden 64] [--updates 300]
@@ -9,24 +10,26 @@ The algorithms are timed in interleaved rounds so that a load change hits all of
 """
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import paddle
 
-sys.path.insert(0, str(Path(__file__).parent))
-import ddpg_pendulum  # noqa: E402
-import sac_pendulum  # noqa: E402
-import td3_pendulum  # noqa: E402
+from parl_lite.algorithms import DDPG, SAC, TD3
+from parl_lite.utils.models import MLPActorQ
 
 OBS_DIM, ACT_DIM = 3, 1  # Pendulum-v1
 
 
-def hyperparameters(module, args: argparse.Namespace) -> argparse.Namespace:
-    values = dict(module.HYPERPARAMETERS, seed=0, hidden=args.hidden)
-    return argparse.Namespace(**values)
+def make_algorithms(hidden: int) -> dict:
+    """The three algorithms with the scripts' defaults."""
+    return {
+        "DDPG": DDPG(MLPActorQ(OBS_DIM, ACT_DIM, hidden), gamma=0.99, tau=0.005, actor_lr=1e-3, critic_lr=1e-3),
+        "TD3": TD3(MLPActorQ(OBS_DIM, ACT_DIM, hidden, twin_q=True), gamma=0.99, tau=0.005, actor_lr=1e-3,
+                   critic_lr=1e-3),
+        "SAC": SAC(MLPActorQ(OBS_DIM, ACT_DIM, hidden, twin_q=True, gaussian=True), gamma=0.99, tau=0.005,
+                   actor_lr=1e-3, critic_lr=1e-3, alpha=1.0, alpha_lr=1e-3),
+    }
 
 
 def time_sync(model, target, repeats: int) -> dict:
@@ -57,16 +60,15 @@ def main() -> None:
     paddle.seed(0)
     rng = np.random.default_rng(0)
     size = args.batch_size
-    batch = (rng.standard_normal((size, OBS_DIM)).astype(np.float32),
-             rng.uniform(-1, 1, (size, ACT_DIM)).astype(np.float32),
-             rng.standard_normal(size).astype(np.float32),
-             rng.standard_normal((size, OBS_DIM)).astype(np.float32),
-             np.zeros(size, dtype=bool))
-    agents = {name: module.make_agent(OBS_DIM, ACT_DIM, hyperparameters(module, args))
-              for name, module in (("DDPG", ddpg_pendulum), ("TD3", td3_pendulum), ("SAC", sac_pendulum))}
+    batch = dict(obs=rng.standard_normal((size, OBS_DIM)).astype(np.float32),
+                 action=rng.uniform(-1, 1, (size, ACT_DIM)).astype(np.float32),
+                 reward=rng.standard_normal(size).astype(np.float32),
+                 next_obs=rng.standard_normal((size, OBS_DIM)).astype(np.float32),
+                 terminated=np.zeros(size, dtype=bool))
+    agents = make_algorithms(args.hidden)
     for agent in agents.values():  # warm-up: Adam creates its accumulators, kernels get picked
         for _ in range(10):
-            agent.learn(*batch)
+            agent.learn(batch)
 
     wall = dict.fromkeys(agents, 0.0)
     cpu = dict.fromkeys(agents, 0.0)
@@ -75,12 +77,12 @@ def main() -> None:
         for name, agent in agents.items():
             wall_started, cpu_started = time.perf_counter(), time.process_time()
             for _ in range(per_round):
-                agent.learn(*batch)
+                agent.learn(batch)
             wall[name] += time.perf_counter() - wall_started
             cpu[name] += time.process_time() - cpu_started
     updates = per_round * args.rounds
 
-    sac = agents["SAC"].alg
+    sac = agents["SAC"]
     result = {
         "bench": "continuous_updates", "batch_size": size, "hidden": args.hidden, "updates": updates,
         "updates_per_second": {name: round(updates / wall[name], 1) for name in agents},

@@ -2,56 +2,53 @@
 
     python scripts/sac_pendulum.py --seed 1
 
-Uniform random actions for ``--learning-starts`` steps, then the squashed Gaussian policy, one
-update per environment step with automatic entropy tuning; a 10-episode evaluation (deterministic
-``tanh(mean)``) every ``--eval-every`` steps; stops at ``--target`` (eval mean >= -200) and saves
-the agent to an HDF5 checkpoint.
+Uniform random actions for ``--learning-starts`` steps, then actions sampled from the squashed
+Gaussian policy, one update per environment step (critics, actor, temperature, soft target); a
+10-episode evaluation of the deterministic policy every ``--eval-every`` steps; stops at ``--target``
+(eval mean >= -200). The last line is the run's JSON summary.
 """
-import argparse
+import dataclasses
+from typing import Optional
 
 import paddle
 
-import parl_lite
+from parl_lite import train
 from parl_lite.algorithms import SAC
-from continuous_control import ContinuousAgent, main, make_parser, mlp
-
-HYPERPARAMETERS = dict(total_steps=30_000, learning_starts=500, batch_size=256, hidden=64, gamma=0.99,
-                       tau=0.005, actor_lr=1e-3, critic_lr=1e-3, alpha=1.0, alpha_lr=1e-3)
+from parl_lite.train import arg
+from parl_lite.utils.models import MLPActorQ
 
 
-class PendulumModel(parl_lite.Model):
-    """Gaussian actor ``policy(obs) -> (mean, log_std)`` and twin critics ``value -> (Q1, Q2)``."""
-
-    def __init__(self, obs_dim: int, act_dim: int, hidden: int) -> None:
-        super().__init__()
-        self.actor = mlp(obs_dim, hidden, 2 * act_dim)
-        self.critic1 = mlp(obs_dim + act_dim, hidden, 1)
-        self.critic2 = mlp(obs_dim + act_dim, hidden, 1)
-
-    def policy(self, obs: paddle.Tensor):
-        mean, log_std = self.actor(obs).chunk(2, axis=-1)
-        return mean, log_std
-
-    def value(self, obs: paddle.Tensor, action: paddle.Tensor):
-        obs_action = paddle.concat([obs, action], axis=-1)
-        return self.critic1(obs_action), self.critic2(obs_action)
-
-    def get_actor_params(self):
-        return self.actor.parameters()
-
-    def get_critic_params(self):
-        return self.critic1.parameters() + self.critic2.parameters()
+@dataclasses.dataclass
+class Args(train.TrainArgs):
+    env: str = arg("Pendulum-v1", "gymnasium id (a continuous action space)")
+    learning_starts: int = arg(500, "uniform random steps before learning")
+    batch_size: int = arg(256, "minibatch size")
+    hidden: int = arg(64, "units of each of the two hidden layers")
+    gamma: float = arg(0.99, "discount")
+    tau: float = arg(0.005, "soft target update rate")
+    actor_lr: float = arg(1e-3, "Adam learning rate of the actor")
+    critic_lr: float = arg(1e-3, "Adam learning rate of the critics")
+    alpha: float = arg(1.0, "initial entropy temperature")
+    alpha_lr: float = arg(1e-3, "learning rate of log(alpha)")
+    total_steps: int = arg(30_000, "environment steps at most")
+    target: Optional[float] = arg(-200.0, "stop once the evaluation mean reaches this")
+    eval_every: int = arg(500, "environment steps between evaluations")
+    save: Optional[str] = arg("sac_pendulum.h5", "checkpoint written at the end, on Ctrl-C and every "
+                                                 "--checkpoint-every steps")
 
 
-def make_agent(obs_dim: int, act_dim: int, args: argparse.Namespace) -> ContinuousAgent:
-    model = PendulumModel(obs_dim, act_dim, args.hidden)
-    algorithm = SAC(model, gamma=args.gamma, tau=args.tau, actor_lr=args.actor_lr, critic_lr=args.critic_lr,
-                    alpha=args.alpha, alpha_lr=args.alpha_lr)
-    return ContinuousAgent(algorithm, act_dim, exploration_noise=None, seed=args.seed)
+def main(args: Args) -> train.RunSummary:
+    paddle.seed(args.seed)
+    spaces = train.env_spaces(args.env)
+    model = MLPActorQ(spaces.obs_dim, spaces.act_dim, args.hidden, twin_q=True, gaussian=True)
+    sac = SAC(model, gamma=args.gamma, tau=args.tau, actor_lr=args.actor_lr, critic_lr=args.critic_lr,
+              alpha=args.alpha, alpha_lr=args.alpha_lr)
+    exploration = train.ContinuousExploration(spaces.act_dim, None, args.learning_starts, seed=args.seed)
+    trainer = train.OffPolicyTrainer(sac, args.env, exploration=exploration, learning_starts=args.learning_starts,
+                                     batch_size=args.batch_size, eval_seed=10_000_000 + 1000 * args.seed,
+                                     **args.run_options())
+    return trainer.run(args.total_steps, progress_bar=args.progress_bar)
 
 
 if __name__ == "__main__":
-    parser = make_parser(__doc__, HYPERPARAMETERS)
-    parser.add_argument("--alpha", type=float, help="initial entropy temperature")
-    parser.add_argument("--alpha-lr", type=float, help="learning rate of log(alpha)")
-    main("SAC", parser.parse_args(), make_agent)
+    main(train.parse_args(Args, __doc__))

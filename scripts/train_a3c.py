@@ -9,53 +9,48 @@ play with weights up to ``actors - 1`` updates old, as in asynchronous A3C. Upda
 timing, so unlike the single-process scripts a seed does not repeat a run exactly.
 
 Every ``--eval-every`` env steps the greedy policy plays 10 episodes; training stops when their
-mean reaches ``--target`` or after ``--total-steps``; the agent is saved to an HDF5 checkpoint.
-The last line is a JSON summary of the run.
+mean reaches ``--target`` or after ``--total-steps``. The last line is the run's JSON summary.
 """
-import functools
+import dataclasses
+from typing import Optional
 
-import numpy as np
 import paddle
 
-import async_learning
-import parl_lite
+from parl_lite import train
 from parl_lite.algorithms import A2C
-from parl_lite.utils.gae import gae
+from parl_lite.train import arg
 from parl_lite.utils.models import MLPActorCritic
 
-HP = dict(num_envs=8, rollout_steps=5, gamma=0.99, gae_lambda=1.0, lr=7e-4, value_coef=0.5, entropy_coef=0.0,
-          max_grad_norm=0.5, hidden=64, total_steps=500_000, target=475.0, eval_every=5_000)
+
+@dataclasses.dataclass
+class Args(train.TrainArgs):
+    env: str = arg("CartPole-v1", "gymnasium id")
+    actors: int = arg(2, "remote rollout actors")
+    num_envs: int = arg(8, "environments per actor")
+    rollout_steps: int = arg(5, "steps per environment in one rollout (n of the n-step returns)")
+    gamma: float = arg(0.99, "discount")
+    gae_lambda: float = arg(1.0, "GAE lambda (1: n-step returns)")
+    lr: float = arg(7e-4, "RMSprop learning rate")
+    value_coef: float = arg(0.5, "weight of the value loss")
+    entropy_coef: float = arg(0.0, "weight of the entropy bonus")
+    max_grad_norm: float = arg(0.5, "global gradient-norm clip")
+    hidden: int = arg(64, "units per hidden layer")
+    total_steps: int = arg(500_000, "environment steps at most")
+    target: Optional[float] = arg(475.0, "stop once the evaluation mean reaches this")
+    eval_every: int = arg(5_000, "environment steps between evaluations")
+    save: Optional[str] = arg("a3c.h5", "checkpoint written at the end, on Ctrl-C and every --checkpoint-every steps")
 
 
-class A3CAgent(parl_lite.Agent):
-    """The learner's side: values for the returns, greedy actions for evaluation, updates."""
-
-    def predict(self, obs: np.ndarray) -> int:
-        with paddle.no_grad():
-            return int(self.alg.predict(paddle.to_tensor(obs[None], dtype="float32")).numpy()[0])
-
-    def value(self, obs: np.ndarray) -> np.ndarray:
-        with paddle.no_grad():
-            return self.alg.value(paddle.to_tensor(obs, dtype="float32")).numpy()
-
-    def learn(self, batch: dict) -> dict:
-        """One A2C step on a ``[T, N]`` rollout from an actor."""
-        T, N = batch["rewards"].shape
-        both = self.value(np.concatenate([batch["obs"], batch["next_obs"]]).reshape(2 * T * N, -1)).reshape(2 * T, N)
-        advantages, returns = gae(batch["rewards"], both[:T], both[T:], batch["terminated"], batch["ends"],
-                                  HP["gamma"], HP["gae_lambda"])
-        return self.alg.learn(batch["obs"].reshape(T * N, -1), batch["actions"].reshape(-1),
-                              advantages.reshape(-1), returns.reshape(-1))
-
-
-def main() -> None:
-    args = async_learning.make_parser(__doc__, HP, save="a3c.h5").parse_args()
+def main(args: Args) -> train.RunSummary:
     paddle.seed(args.seed)
-    model_fn = functools.partial(MLPActorCritic, 4, 2, HP["hidden"])
-    algorithm = A2C(model_fn(), lr=HP["lr"], value_coef=HP["value_coef"], entropy_coef=HP["entropy_coef"],
-                    max_grad_norm=HP["max_grad_norm"])
-    async_learning.main("A3C", args, A3CAgent(algorithm), model_fn, HP["num_envs"], HP["rollout_steps"])
+    spaces = train.env_spaces(args.env)
+    a2c = A2C(MLPActorCritic(spaces.obs_dim, spaces.act_dim, args.hidden), lr=args.lr, value_coef=args.value_coef,
+              entropy_coef=args.entropy_coef, max_grad_norm=args.max_grad_norm)
+    trainer = train.AsyncTrainer(a2c, args.env, actors=args.actors, num_envs=args.num_envs,
+                                 rollout_steps=args.rollout_steps, gamma=args.gamma, gae_lambda=args.gae_lambda,
+                                 name="A3C", **args.run_options())
+    return trainer.run(args.total_steps, progress_bar=args.progress_bar)
 
 
 if __name__ == "__main__":
-    main()
+    main(train.parse_args(Args, __doc__))

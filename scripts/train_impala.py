@@ -9,47 +9,51 @@ policy lag with V-trace, takes one gradient step and pushes the new weights to t
 next request. Update order depends on timing, so a seed does not repeat a run exactly.
 
 Every ``--eval-every`` env steps the greedy policy plays 10 episodes; training stops when their
-mean reaches ``--target`` or after ``--total-steps``; the agent is saved to an HDF5 checkpoint.
-The last line is a JSON summary of the run.
+mean reaches ``--target`` or after ``--total-steps``. The last line is the run's JSON summary.
 """
-import functools
+import dataclasses
+from typing import Optional
 
-import numpy as np
 import paddle
 
-import async_learning
-import parl_lite
+from parl_lite import train
 from parl_lite.algorithms import IMPALA
+from parl_lite.train import arg
 from parl_lite.utils.models import MLPActorCritic
 
-HP = dict(num_envs=8, unroll=10, gamma=0.99, lr=1e-3, value_coef=0.5, entropy_coef=0.0, max_grad_norm=0.5,
-          clip_rho=1.0, clip_c=1.0, hidden=64, total_steps=500_000, target=475.0, eval_every=5_000)
+
+@dataclasses.dataclass
+class Args(train.TrainArgs):
+    env: str = arg("CartPole-v1", "gymnasium id")
+    actors: int = arg(2, "remote rollout actors")
+    num_envs: int = arg(8, "environments per actor")
+    unroll: int = arg(10, "steps per environment in one trajectory")
+    gamma: float = arg(0.99, "discount")
+    lr: float = arg(1e-3, "Adam learning rate")
+    value_coef: float = arg(0.5, "weight of the value loss")
+    entropy_coef: float = arg(0.0, "weight of the entropy bonus")
+    max_grad_norm: float = arg(0.5, "global gradient-norm clip")
+    clip_rho: float = arg(1.0, "V-trace rho_bar (and the policy-gradient clip)")
+    clip_c: float = arg(1.0, "V-trace c_bar")
+    hidden: int = arg(64, "units per hidden layer")
+    total_steps: int = arg(500_000, "environment steps at most")
+    target: Optional[float] = arg(475.0, "stop once the evaluation mean reaches this")
+    eval_every: int = arg(5_000, "environment steps between evaluations")
+    save: Optional[str] = arg("impala.h5", "checkpoint written at the end, on Ctrl-C and every "
+                                           "--checkpoint-every steps")
 
 
-class ImpalaAgent(parl_lite.Agent):
-    """The learner's side: greedy actions for evaluation and V-trace updates."""
-
-    def predict(self, obs: np.ndarray) -> int:
-        with paddle.no_grad():
-            return int(self.alg.predict(paddle.to_tensor(obs[None], dtype="float32")).numpy()[0])
-
-    def learn(self, batch: dict) -> dict:
-        return self.alg.learn(obs=batch["obs"], actions=batch["actions"], behaviour_log_probs=batch["log_probs"],
-                              rewards=batch["rewards"], terminated=batch["terminated"], ends=batch["ends"],
-                              next_obs=batch["next_obs"])
-
-
-def main() -> None:
-    args = async_learning.make_parser(__doc__, HP, save="impala.h5").parse_args()
+def main(args: Args) -> train.RunSummary:
     paddle.seed(args.seed)
-    model_fn = functools.partial(MLPActorCritic, 4, 2, HP["hidden"])
-    algorithm = IMPALA(model_fn(), gamma=HP["gamma"], lr=HP["lr"], value_coef=HP["value_coef"],
-                       entropy_coef=HP["entropy_coef"], max_grad_norm=HP["max_grad_norm"],
-                       clip_rho_threshold=HP["clip_rho"], clip_pg_rho_threshold=HP["clip_rho"],
-                       clip_c_threshold=HP["clip_c"])
-    async_learning.main("IMPALA", args, ImpalaAgent(algorithm), model_fn, HP["num_envs"], HP["unroll"],
-                        describe=lambda stats: f"rho {stats.get('mean_rho', float('nan')):.3f}  ")
+    spaces = train.env_spaces(args.env)
+    impala = IMPALA(MLPActorCritic(spaces.obs_dim, spaces.act_dim, args.hidden), gamma=args.gamma, lr=args.lr,
+                    value_coef=args.value_coef, entropy_coef=args.entropy_coef, max_grad_norm=args.max_grad_norm,
+                    clip_rho_threshold=args.clip_rho, clip_pg_rho_threshold=args.clip_rho,
+                    clip_c_threshold=args.clip_c)
+    trainer = train.AsyncTrainer(impala, args.env, actors=args.actors, num_envs=args.num_envs,
+                                 rollout_steps=args.unroll, gamma=args.gamma, **args.run_options())
+    return trainer.run(args.total_steps, progress_bar=args.progress_bar)
 
 
 if __name__ == "__main__":
-    main()
+    main(train.parse_args(Args, __doc__))

@@ -49,14 +49,14 @@ class SharedActorCritic(parl_lite.Model):
 
 
 class CartpoleAgent(parl_lite.Agent):
+    """``predict`` gives the action probabilities; ``learn`` takes the batch as three arrays."""
+
     def predict(self, obs: np.ndarray) -> np.ndarray:
         with paddle.no_grad():
-            return self.alg.predict(paddle.to_tensor(obs, dtype="float32")).numpy()
+            return self.alg.model(paddle.to_tensor(obs, dtype="float32")).numpy()
 
     def learn(self, obs, action, returns) -> float:
-        return float(self.alg.learn(paddle.to_tensor(obs, dtype="float32"),
-                                    paddle.to_tensor(action, dtype="int64"),
-                                    paddle.to_tensor(returns, dtype="float32")))
+        return self.alg.learn({"obs": obs, "action": action, "returns": returns})["loss"]
 
 
 def make_agent(seed: int, lr: float = 1e-2, model_cls=CartpoleModel) -> CartpoleAgent:

@@ -21,9 +21,9 @@ def test_base_methods_say_what_is_missing():
     agent = parl_lite.Agent(parl_lite.Algorithm(NormModel()))
     for method in ("learn", "predict", "sample"):
         with pytest.raises(NotImplementedError, match=method):
-            getattr(agent, method)()
+            getattr(agent, method)({})
         with pytest.raises(NotImplementedError, match=method):
-            getattr(agent.alg, method)()
+            getattr(agent.alg, method)({})
 
 
 def test_train_and_eval_switch_every_model():

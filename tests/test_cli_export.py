@@ -95,4 +95,4 @@ def test_missing_and_non_checkpoint_files_are_named(tmp_path):
     assert missing.exit_code == 2 and "nope.h5' does not exist" in missing.output
     (tmp_path / "notes.txt").write_text("not HDF5")
     wrong = CliRunner().invoke(main, ["export", str(tmp_path / "notes.txt"), "--input-shape", "None,4"])
-    assert wrong.exit_code == 1 and "notes.txt is not a readable HDF5 checkpoint" in wrong.output
+    assert wrong.exit_code == 1 and "notes.txt is truncated or corrupted" in wrong.output

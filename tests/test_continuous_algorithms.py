@@ -71,7 +71,8 @@ def batch(seed: int = 0):
     arrays = (rng.standard_normal((BATCH, OBS_DIM)), rng.uniform(-1, 1, (BATCH, ACT_DIM)),
               rng.standard_normal((BATCH, 1)), rng.standard_normal((BATCH, OBS_DIM)),
               (rng.uniform(size=(BATCH, 1)) < 0.2))
-    return [paddle.to_tensor(np.asarray(a, dtype=np.float32)) for a in arrays]
+    keys = ("obs", "action", "reward", "next_obs", "terminated")
+    return {key: paddle.to_tensor(np.asarray(a, dtype=np.float32)) for key, a in zip(keys, arrays)}
 
 
 def weights(model: parl_lite.Model, prefix: str = "") -> dict:
@@ -86,9 +87,9 @@ def test_learn_gives_finite_losses_and_moves_actor_and_critic(name):
     algorithm = make(name)
     before = weights(algorithm.model)
     for step in range(2):  # TD3 moves its actor on the second call
-        critic_loss, actor_loss = algorithm.learn(*batch(step))
-        assert np.isfinite(float(critic_loss))
-    assert np.isfinite(float(actor_loss))
+        stats = algorithm.learn(batch(step))
+        assert np.isfinite(stats["critic_loss"])
+    assert np.isfinite(stats["actor_loss"])
     after = weights(algorithm.model)
     for name_ in before:
         assert not np.allclose(before[name_], after[name_]), f"{name_} did not move"
@@ -98,9 +99,9 @@ def test_learn_gives_finite_losses_and_moves_actor_and_critic(name):
 def test_soft_target_update_equals_the_hand_computed_blend(name):
     algorithm = make(name)
     if name == "TD3":
-        algorithm.learn(*batch(5))  # the next call is the delayed actor + target step
+        algorithm.learn(batch(5))  # the next call is the delayed actor + target step
     target_before = weights(algorithm.target_model)
-    algorithm.learn(*batch(0))
+    algorithm.learn(batch(0))
     model_after, target_after = weights(algorithm.model), weights(algorithm.target_model)
     for key in target_before:
         expected = 0.9 * target_before[key] + 0.1 * model_after[key]
@@ -111,27 +112,25 @@ def test_td3_delays_the_actor_and_the_target():
     algorithm = make("TD3", policy_freq=3)
     actor, target = weights(algorithm.model, "actor"), weights(algorithm.target_model)
     for step in range(2):
-        _, actor_loss = algorithm.learn(*batch(step))
-        assert actor_loss is None
+        assert "actor_loss" not in algorithm.learn(batch(step))
     for key, value in weights(algorithm.model, "actor").items():
         np.testing.assert_array_equal(value, actor[key])
     for key, value in weights(algorithm.target_model).items():
         np.testing.assert_array_equal(value, target[key])
-    _, actor_loss = algorithm.learn(*batch(2))
-    assert actor_loss is not None
+    assert "actor_loss" in algorithm.learn(batch(2))
     assert not np.allclose(weights(algorithm.model, "actor")["actor.0.weight"], actor["actor.0.weight"])
 
 
 def test_ddpg_target_q_is_reward_plus_discounted_target_value():
     """With critic_lr tiny the critic loss equals mean((Q - y)^2) for the hand-computed y."""
     algorithm = make("DDPG")
-    obs, action, reward, next_obs, terminal = batch(0)
+    obs, action, reward, next_obs, terminal = batch(0).values()
     with paddle.no_grad():
         next_q = algorithm.target_model.value(next_obs, algorithm.target_model.policy(next_obs)).numpy()
         q = algorithm.model.value(obs, action).numpy()
     y = reward.numpy() + 0.9 * (1.0 - terminal.numpy()) * next_q
-    critic_loss, _ = algorithm.learn(obs, action, reward, next_obs, terminal)
-    np.testing.assert_allclose(float(critic_loss), np.mean((q - y) ** 2), rtol=1e-5)
+    critic_loss = algorithm.learn(batch(0))["critic_loss"]
+    np.testing.assert_allclose(critic_loss, np.mean((q - y) ** 2), rtol=1e-5)
 
 
 def test_frozen_parameters_get_no_gradient_but_pass_it_on():
@@ -147,7 +146,7 @@ def test_frozen_parameters_get_no_gradient_but_pass_it_on():
 
 def test_sac_actions_are_squashed_and_log_probs_finite():
     algorithm = make("SAC")
-    obs = batch(0)[0] * 100.0
+    obs = batch(0)["obs"] * 100.0
     action, log_prob = algorithm.sample(obs)
     assert action.shape == [BATCH, ACT_DIM] and log_prob.shape == [BATCH, 1]
     assert float(action.abs().max()) <= 1.0
@@ -157,7 +156,7 @@ def test_sac_actions_are_squashed_and_log_probs_finite():
 
 def test_sac_log_prob_matches_the_tanh_gaussian_density():
     algorithm = make("SAC")
-    obs = batch(0)[0]
+    obs = batch(0)["obs"]
     paddle.seed(3)
     action, log_prob = algorithm.sample(obs)
     mean, log_std = (t.numpy() for t in algorithm.model.policy(obs))
@@ -170,8 +169,8 @@ def test_sac_log_prob_matches_the_tanh_gaussian_density():
 
 def test_sac_tunes_alpha_only_when_asked():
     tuned, fixed = make("SAC", alpha=0.5, alpha_lr=0.1), make("SAC", alpha=0.5, alpha_lr=None)
-    tuned.learn(*batch(0))
-    fixed.learn(*batch(0))
+    tuned.learn(batch(0))
+    fixed.learn(batch(0))
     assert tuned.alpha != pytest.approx(0.5)
     assert fixed.alpha == pytest.approx(0.5)
 
@@ -183,7 +182,7 @@ def test_same_seed_same_updates(name):
     for _ in range(2):
         algorithm = make(name, seed=4)  # re-seeds paddle's global generator
         for step in range(3):
-            algorithm.learn(*batch(step))
+            algorithm.learn(batch(step))
         runs.append(weights(algorithm.model))
     for key, value in runs[0].items():
         np.testing.assert_array_equal(value, runs[1][key], err_msg=key)
@@ -210,7 +209,7 @@ def test_sac_checkpoint_carries_models_target_and_temperature(tmp_path):
 
     trained = make("SAC", alpha_lr=0.1)
     for step in range(3):
-        trained.learn(*batch(step))
+        trained.learn(batch(step))
     Agent(trained).save(tmp_path / "sac.h5", with_optimizer=True)
     fresh = make("SAC", seed=9, alpha_lr=0.1)
     Agent(fresh).restore(tmp_path / "sac.h5")

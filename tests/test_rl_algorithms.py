@@ -62,8 +62,8 @@ def _rollout_batch(n=32, obs_dim=4, continuous=False, seed=0):
 def _dqn_batch():
     obs = np.array([[1.0, 0.0], [0.0, 1.0]], "float32")
     next_obs = np.array([[0.0, 1.0], [1.0, 1.0]], "float32")
-    return [paddle.to_tensor(x) for x in (obs, np.array([0, 1]), np.array([1.0, 0.5], "float32"), next_obs,
-                                           np.array([False, True]))]
+    values = (obs, np.array([0, 1]), np.array([1.0, 0.5], "float32"), next_obs, np.array([False, True]))
+    return dict(zip(("obs", "action", "reward", "next_obs", "terminated"), map(paddle.to_tensor, values)))
 
 
 @pytest.mark.parametrize("double", [False, True])
@@ -80,7 +80,7 @@ def test_dqn_loss_matches_hand_computed_targets(double):
     diff = np.abs(q - targets)
     huber = np.where(diff < 1.0, 0.5 * diff**2, diff - 0.5).mean()
     target_before = _weights(algorithm.target_model)
-    loss = float(algorithm.learn(*_dqn_batch()))
+    loss = algorithm.learn(_dqn_batch())["loss"]
     assert loss == pytest.approx(huber, rel=1e-6)
     assert not _moved(target_before, _weights(algorithm.target_model))  # learn never touches the target
     assert _moved({"fc.weight": np.array([[1.0, 2.0], [3.0, 0.0]])}, {"fc.weight": algorithm.model.get_weights()["fc.weight"]})
@@ -91,7 +91,7 @@ def test_dqn_sync_target_copies_and_blends():
     algorithm = DDQN(LinearQ(), gamma=0.99, lr=1e-2)
     assert algorithm.double
     for _ in range(3):
-        algorithm.learn(*_dqn_batch())
+        algorithm.learn(_dqn_batch())
     online, target = _weights(algorithm.model), _weights(algorithm.target_model)
     assert _moved(online, target)
     algorithm.sync_target(decay=0.75)
@@ -116,7 +116,7 @@ def test_ppo_learn_moves_parameters_with_shared_or_separate_models(continuous, s
     model = MLPActorCritic(4, 1 if continuous else 2, hidden=16, continuous=continuous, shared=shared)
     algorithm = PPO(model, clip_param=0.2, epochs=2, batch_size=8, value_clip_param=0.2, seed=0)
     before = _weights(model)
-    stats = algorithm.learn(**_rollout_batch(continuous=continuous))
+    stats = algorithm.learn(_rollout_batch(continuous=continuous))
     assert all(np.isfinite(v) for v in stats.values())
     after = model.get_weights()
     assert _moved(before, after)
@@ -130,7 +130,7 @@ def test_ppo_with_a_separate_critic_model_trains_both_and_checkpoints_both(tmp_p
     algorithm = PPO(policy, critic=critic, epochs=1, batch_size=32)
     assert set(algorithm.models()) == {"model", "critic"}
     policy_before, critic_before = _weights(policy), _weights(critic)
-    algorithm.learn(**_rollout_batch())
+    algorithm.learn(_rollout_batch())
     assert _moved(policy_before, policy.get_weights()) and _moved(critic_before, critic.get_weights())
     with pytest.raises(ValueError, match="value function"):
         PPO(PolicyOnly())
@@ -150,7 +150,7 @@ def test_ppo_losses_match_the_clipped_objective_by_hand():
     expected_policy = -np.minimum(ratio * adv, np.clip(ratio, 0.8, 1.2) * adv).mean()
     clipped_values = batch["values"] + np.clip(values - batch["values"], -0.1, 0.1)
     expected_value = 0.5 * np.maximum((values - batch["returns"]) ** 2, (clipped_values - batch["returns"]) ** 2).mean()
-    stats = algorithm.learn(**batch)  # one epoch, one minibatch: the stats are the pre-update losses
+    stats = algorithm.learn(batch)  # one epoch, one minibatch: the stats are the pre-update losses
     assert stats["policy_loss"] == pytest.approx(expected_policy, rel=1e-5)
     assert stats["value_loss"] == pytest.approx(expected_value, rel=1e-5)
     assert stats["clip_fraction"] == pytest.approx(np.mean(np.abs(ratio - 1) > 0.2), abs=1e-6)
@@ -160,10 +160,10 @@ def test_ppo_adaptive_kl_coefficient_doubles_and_halves():
     paddle.seed(0)
     batch = _rollout_batch()
     tight = PPO(MLPActorCritic(4, 2, 16), clip_param=None, lr=1e-2, kl_coef=1.0, kl_target=1e-9, epochs=3, batch_size=8)
-    stats = tight.learn(**batch)
+    stats = tight.learn(batch)
     assert stats["kl"] > 1.5e-9 and stats["kl_coef"] == 2.0 == tight.kl_coef
     loose = PPO(MLPActorCritic(4, 2, 16), kl_coef=1.0, kl_target=1e3, epochs=1, batch_size=32)
-    assert loose.learn(**batch)["kl_coef"] == 0.5
+    assert loose.learn(batch)["kl_coef"] == 0.5
     with pytest.raises(ValueError, match="KL penalty"):
         PPO(MLPActorCritic(4, 2, 16), clip_param=None)
     with pytest.raises(ValueError, match="kl_target"):
@@ -175,7 +175,7 @@ def test_ppo_minibatch_shuffling_is_seeded():
     for _ in range(2):
         paddle.seed(3)
         model = MLPActorCritic(4, 2, 16)
-        PPO(model, epochs=2, batch_size=8, seed=5).learn(**_rollout_batch())
+        PPO(model, epochs=2, batch_size=8, seed=5).learn(_rollout_batch())
         results.append(model.get_weights())
     for name in results[0]:
         np.testing.assert_array_equal(results[0][name], results[1][name])
@@ -193,7 +193,7 @@ def test_a2c_loss_by_hand_and_parameters_move(optimizer):
         log_probs = algorithm.distribution(obs).log_prob(paddle.to_tensor(batch["actions"])).numpy()
         values = algorithm.value(obs).numpy()
     before = _weights(model)
-    stats = algorithm.learn(batch["obs"], batch["actions"], batch["advantages"], batch["returns"])
+    stats = algorithm.learn({key: batch[key] for key in ("obs", "actions", "advantages", "returns")})
     assert stats["policy_loss"] == pytest.approx(-(log_probs * batch["advantages"]).mean(), rel=1e-5)
     assert stats["value_loss"] == pytest.approx(0.5 * ((values - batch["returns"]) ** 2).mean(), rel=1e-5)
     assert _moved(before, model.get_weights())
@@ -208,7 +208,8 @@ def test_a2c_step_raises_probability_of_advantageous_action():
     prob = lambda: float(algorithm.distribution(paddle.to_tensor(obs)).probs.numpy()[0, 1])
     before = prob()
     for _ in range(5):
-        algorithm.learn(obs, np.ones(8, "int64"), np.ones(8, "float32"), np.zeros(8, "float32"))
+        algorithm.learn(dict(obs=obs, actions=np.ones(8, "int64"), advantages=np.ones(8, "float32"),
+                             returns=np.zeros(8, "float32")))
     assert prob() > before
 
 
@@ -220,7 +221,7 @@ def _trajectories(T=6, B=3, seed=0):
     terminated[2, 0] = ends[2, 0] = True   # a termination
     ends[4, 1] = True                      # a time-limit truncation
     return dict(obs=rng.normal(size=(T, B, 4)).astype("float32"), actions=rng.integers(0, 2, (T, B)),
-                behaviour_log_probs=np.log(rng.uniform(0.2, 0.8, (T, B))).astype("float32"),
+                log_probs=np.log(rng.uniform(0.2, 0.8, (T, B))).astype("float32"),
                 rewards=np.ones((T, B), "float32"), terminated=terminated, ends=ends,
                 next_obs=rng.normal(size=(T, B, 4)).astype("float32"))
 
@@ -239,13 +240,13 @@ def test_impala_losses_match_vtrace_by_hand():
         next_values = algorithm.value(paddle.to_tensor(batch["next_obs"].reshape(T * B, 4))).numpy().reshape(T, B)
     # truncation at (4, 1): bootstrap from V(final obs) inside the reward, and cut the trace
     rewards = batch["rewards"] + 0.9 * next_values * (batch["ends"] & ~batch["terminated"])
-    expected = vtrace(batch["behaviour_log_probs"], log_probs, rewards, 0.9 * (1 - batch["ends"]), values,
+    expected = vtrace(batch["log_probs"], log_probs, rewards, 0.9 * (1 - batch["ends"]), values,
                       next_values[-1], clip_rho_threshold=1.0, clip_pg_rho_threshold=1.0, clip_c_threshold=0.9)
     before = _weights(algorithm.model)
-    stats = algorithm.learn(**batch)
+    stats = algorithm.learn(batch)
     assert stats["policy_loss"] == pytest.approx(-(log_probs * expected.pg_advantages).mean(), rel=1e-4, abs=1e-6)
     assert stats["value_loss"] == pytest.approx(0.5 * ((expected.vs - values) ** 2).mean(), rel=1e-4)
-    assert stats["mean_rho"] == pytest.approx(np.exp(log_probs - batch["behaviour_log_probs"]).mean(), rel=1e-5)
+    assert stats["mean_rho"] == pytest.approx(np.exp(log_probs - batch["log_probs"]).mean(), rel=1e-5)
     assert _moved(before, algorithm.model.get_weights())
 
 
@@ -256,3 +257,23 @@ def test_impala_rejects_bad_hyperparameters():
         IMPALA(MLPActorCritic(4, 2, 16), gamma=-0.1)
     with pytest.raises(ValueError, match="value function"):
         IMPALA(PolicyOnly())
+
+
+# ---------------------------------------------------------------- gradient clipping
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_global_norm_clip_gives_paddles_gradients_to_the_bit(dtype):
+    from parl_lite.algorithms.common import GlobalNormClip
+
+    grads = {}
+    for clip_cls in (paddle.nn.ClipGradByGlobalNorm, GlobalNormClip):
+        paddle.seed(0)
+        layer = paddle.nn.Linear(4, 3)
+        layer.to(dtype=dtype)
+        x = paddle.to_tensor(np.random.default_rng(0).normal(size=(8, 4)) * 100, dtype=dtype)
+        (layer(x) ** 2).mean().backward()
+        clipped = clip_cls(0.1)([(p, p.grad) for p in layer.parameters()])
+        grads[clip_cls] = [g.numpy().copy() for _, g in clipped]
+    norm = np.sqrt(sum((g.astype(np.float64) ** 2).sum() for g in grads[GlobalNormClip]))
+    assert norm == pytest.approx(0.1, rel=1e-4)  # clipping was active
+    for ours, theirs in zip(grads[GlobalNormClip], grads[paddle.nn.ClipGradByGlobalNorm]):
+        np.testing.assert_array_equal(ours, theirs)

@@ -1,5 +1,7 @@
-"""Short smoke runs of every training script, and exact repetition of a seeded run."""
+"""Every training script end to end (short runs through the command line, one JSON summary schema),
+and exact repetition of seeded runs through the parl_lite.train API."""
 import csv
+import dataclasses
 import json
 import subprocess
 import sys
@@ -7,23 +9,27 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+import paddle
 import pytest
 
 import parl_lite
+from parl_lite import train
 from parl_lite.algorithms import A2C, DQN, PPO
 from parl_lite.utils.models import MLPActorCritic, MLPQNetwork
 
-SCRIPTS = Path(__file__).parents[1] / "scripts"
 ROOT = Path(__file__).parents[1]
+SCRIPTS = ROOT / "scripts"
+SUMMARY_KEYS = {field.name for field in dataclasses.fields(train.RunSummary)} | {"solved"}
 
 
 def run_script(name, *args, timeout=200):
-    """Run a script to completion; return its JSON summary (the last line)."""
+    """Run a script to completion; return its JSON summary (the last line), checking the schema."""
     result = subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], capture_output=True, text=True,
                             timeout=timeout, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "steps/s" in result.stdout and "eval" in result.stdout, result.stdout
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert set(summary) == SUMMARY_KEYS, summary
+    return summary
 
 
 def restore(algorithm, path):
@@ -43,43 +49,65 @@ def test_ppo_pendulum_smoke_with_shared_trunk_and_kl_penalty(tmp_path):
 def test_a2c_smoke(tmp_path):
     summary = run_script("train_a2c.py", "--total-steps", 400, "--eval-every", 200, "--target", 1e9,
                          "--save", tmp_path / "a2c.h5")
-    assert summary["algo"] == "A2C" and summary["steps"] == 400
+    assert summary["algo"] == "A2C" and summary["steps"] == 400 and summary["updates"] == 10
     restore(A2C(MLPActorCritic(4, 2, 64)), tmp_path / "a2c.h5")
 
 
+@pytest.mark.timeout(120)
+def test_dqn_script_smoke(tmp_path):
+    summary = run_script("train_dqn.py", "--total-steps", 1100, "--eval-every", 1100, "--target", 1e9,
+                         "--no-double", "--save", tmp_path / "dqn.h5")
+    assert summary["algo"] == "DQN" and summary["steps"] == 1100
+    restore(DQN(MLPQNetwork(4, 2, 256), gamma=0.99, lr=1e-3), tmp_path / "dqn.h5")
+
+
+def _ppo_run(tmp_path, label, seed):
+    paddle.seed(seed)
+    ppo = PPO(MLPActorCritic(4, 2, 64), lr=1e-3, epochs=20, batch_size=256, seed=seed)
+    trainer = train.OnPolicyTrainer(ppo, "CartPole-v1", num_envs=8, rollout_steps=32, gamma=0.98, gae_lambda=0.8,
+                                    anneal=True, seed=seed, eval_every=256, target=1e9,
+                                    logdir=str(tmp_path / label), save=str(tmp_path / f"{label}.h5"))
+    return trainer.learn(512, progress_bar=False)
+
+
 @pytest.mark.timeout(200)
-def test_ppo_cartpole_smoke_logs_and_seed_repeats_the_run_exactly(tmp_path):
-    runs = {}
-    for label, seed in (("a", 4), ("b", 4), ("c", 5)):
-        summary = run_script("train_ppo.py", "--seed", seed, "--total-steps", 512, "--eval-every", 256, "--target", 1e9,
-                             "--save", tmp_path / f"{label}.h5", "--logdir", tmp_path / label)
-        runs[label] = (summary, _read_h5(tmp_path / f"{label}.h5"))
+def test_ppo_logs_and_seed_repeats_the_run_exactly(tmp_path):
+    runs = {label: (_ppo_run(tmp_path, label, seed), _read_h5(tmp_path / f"{label}.h5"))
+            for label, seed in (("a", 4), ("b", 4), ("c", 5))}
     summary = runs["a"][0]
-    assert summary["algo"] == "PPO" and summary["steps"] == 512 and summary["solved_at"] is None
+    assert summary.algo == "PPO" and summary.steps == 512 and summary.updates == 2 and summary.solved_at is None
     with open(tmp_path / "a" / "scalars.csv") as f:
         rows = [row for row in csv.DictReader(f) if row["tag"] == "eval/return"]
     assert [int(row["step"]) for row in rows] == [256, 512]
-    assert float(rows[-1]["value"]) == summary["eval_return"]
+    assert float(rows[-1]["value"]) == summary.eval_return
     assert list((tmp_path / "a").glob("events.out.tfevents.*"))
     restore(PPO(MLPActorCritic(4, 2, 64)), tmp_path / "a.h5")
     _assert_same_run(runs)
 
 
+def _dqn_run(tmp_path, label, seed):
+    paddle.seed(seed)
+    dqn = DQN(MLPQNetwork(4, 2, 256), gamma=0.99, lr=2.3e-3, double=True)
+    exploration = train.EpsilonGreedy(2, 1.0, 0.04, 8_000, seed=seed)
+    trainer = train.OffPolicyTrainer(dqn, "CartPole-v1", exploration=exploration,
+                                     learning_starts=1_000, train_every=256, gradient_steps=64, batch_size=64,
+                                     memory_size=100_000, target_every=256, seed=seed, eval_every=1100, target=1e9,
+                                     save=str(tmp_path / f"{label}.h5"), name="DDQN")
+    return trainer.learn(1100, progress_bar=False)
+
+
 @pytest.mark.timeout(200)
-def test_dqn_smoke_and_seed_repeats_the_run_exactly(tmp_path):
-    runs = {}
-    for label, seed in (("a", 4), ("b", 4), ("c", 5)):
-        summary = run_script("train_dqn.py", "--seed", seed, "--total-steps", 1100, "--eval-every", 1100,
-                             "--target", 1e9, "--save", tmp_path / f"{label}.h5")
-        runs[label] = (summary, _read_h5(tmp_path / f"{label}.h5"))
-    assert runs["a"][0]["algo"] == "DDQN" and runs["a"][0]["steps"] == 1100
+def test_dqn_seed_repeats_the_run_exactly(tmp_path):
+    runs = {label: (_dqn_run(tmp_path, label, seed), _read_h5(tmp_path / f"{label}.h5"))
+            for label, seed in (("a", 4), ("b", 4), ("c", 5))}
+    assert runs["a"][0].algo == "DDQN" and runs["a"][0].steps == 1100 and runs["a"][0].updates == 64
     restore(DQN(MLPQNetwork(4, 2, 256), gamma=0.99, lr=1e-3), tmp_path / "a.h5")
     _assert_same_run(runs)
 
 
 def _assert_same_run(runs):
     """Runs a and b (same seed) are identical to the bit; run c (another seed) differs."""
-    assert runs["a"][0]["eval_return"] == runs["b"][0]["eval_return"]
+    assert runs["a"][0].eval_return == runs["b"][0].eval_return
     for name, value in runs["a"][1].items():
         np.testing.assert_array_equal(value, runs["b"][1][name], err_msg=name)
     assert any(not np.array_equal(value, runs["c"][1][name]) for name, value in runs["a"][1].items())
@@ -89,7 +117,8 @@ def _read_h5(path):
     """Every model dataset of a checkpoint, by path."""
     weights = {}
     with h5py.File(path, "r") as f:
-        f["models"].visititems(lambda name, obj: weights.__setitem__(name, obj[()]) if isinstance(obj, h5py.Dataset) else None)
+        f["models"].visititems(lambda name, obj: weights.__setitem__(name, obj[()])
+                               if isinstance(obj, h5py.Dataset) else None)
     return weights
 
 
@@ -104,8 +133,8 @@ def test_remote_actor_scripts_smoke(tmp_path, script, algo):
 
 @pytest.mark.timeout(180)
 def test_bench_algos_prints_one_json_line():
-    result = subprocess.run([sys.executable, str(SCRIPTS / "bench_algos.py"), "--seconds", "0.05"],
-                            capture_output=True, text=True, timeout=170, cwd=ROOT)
+    result = subprocess.run([sys.executable, str(SCRIPTS / "bench_algos.py"), "--mode", "throughput",
+                             "--seconds", "0.05"], capture_output=True, text=True, timeout=170, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 1

@@ -2,14 +2,14 @@
 
 One gradient step per batch on ``-log pi(a|s) A + value_coef * (V(s) - R)^2 / 2 - entropy_coef * H``.
 A2C and A3C share this update: A3C only differs in who collects the batch (asynchronous remote
-actors with slightly stale weights, see ``scripts/train_a3c.py``).
+actors with slightly stale weights, see :class:`parl_lite.train.AsyncTrainer`).
 """
 from typing import Dict, Optional
 
-import numpy as np
 import paddle
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
+from parl_lite.algorithms.common import GlobalNormClip
 from parl_lite.core.model import Model
 
 __all__ = ["A2C"]
@@ -45,7 +45,7 @@ class A2C(ActorCriticAlgorithm):
             raise ValueError(f"lr must be positive, got {lr}")
         self.value_coef, self.entropy_coef = value_coef, entropy_coef
         self.normalize_advantages = normalize_advantages
-        clip = paddle.nn.ClipGradByGlobalNorm(max_grad_norm) if max_grad_norm else None
+        clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
         if optimizer == "rmsprop":
             # paddle adds epsilon inside the square root; 1e-10 there ~ torch's 1e-5 outside it
             self.optimizer = paddle.optimizer.RMSProp(learning_rate=lr, rho=0.99, epsilon=1e-10,
@@ -55,28 +55,25 @@ class A2C(ActorCriticAlgorithm):
         else:
             raise ValueError(f"optimizer must be 'rmsprop' or 'adam', got {optimizer!r}")
 
-    def learn(self, obs: np.ndarray, actions: np.ndarray, advantages: np.ndarray, returns: np.ndarray) -> Dict[str, float]:
+    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
         """One gradient step on a batch.
 
         Args:
-            obs: ``[N, ...]`` observations.
-            actions: ``[N]`` or ``[N, act_dim]`` actions taken.
-            advantages: ``[N]`` advantages (e.g. n-step returns minus values, from GAE).
-            returns: ``[N]`` value targets.
+            batch: ``obs`` ``[N, ...]``; ``actions`` ``[N]`` or ``[N, act_dim]``; ``advantages``
+                ``[N]`` (e.g. n-step returns minus values, from GAE); ``returns`` ``[N]`` value targets.
 
         Returns:
             ``policy_loss``, ``value_loss``, ``entropy``.
         """
-        obs = paddle.to_tensor(obs, dtype="float32")
-        advantages = paddle.to_tensor(advantages, dtype="float32")
+        obs, advantages = batch["obs"], batch["advantages"]
         if self.normalize_advantages and len(advantages) > 1:
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
         dist = self.distribution(obs)
-        policy_loss = -(dist.log_prob(paddle.to_tensor(actions)) * advantages).mean()
-        value_loss = 0.5 * ((self.value(obs) - paddle.to_tensor(returns, dtype="float32")) ** 2).mean()
+        policy_loss = -(dist.log_prob(batch["actions"]) * advantages).mean()
+        value_loss = 0.5 * ((self.value(obs) - batch["returns"]) ** 2).mean()
         entropy = dist.entropy().mean()
         loss = policy_loss + self.value_coef * value_loss - self.entropy_coef * entropy
         loss.backward()
         self.optimizer.step()
         self.optimizer.clear_grad()
-        return {"policy_loss": float(policy_loss), "value_loss": float(value_loss), "entropy": float(entropy)}
+        return {"policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy}

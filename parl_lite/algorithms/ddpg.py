@@ -10,12 +10,12 @@ Update on a batch ``(obs, action, reward, next_obs, terminal)``::
 Actions live in [-1, 1] (``policy`` ends in tanh); the agent scales them to the environment and
 adds the exploration noise.
 """
-from typing import Tuple
+from typing import Dict
 
 import paddle
 import paddle.nn.functional as F
 
-from parl_lite.algorithms.common import SoftTargetActorCritic, frozen
+from parl_lite.algorithms.common import SoftTargetActorCritic, frozen, transition_columns
 from parl_lite.core.model import Model
 
 __all__ = ["DDPG"]
@@ -44,23 +44,22 @@ class DDPG(SoftTargetActorCritic):
         """The deterministic action ``pi(obs)`` in [-1, 1]."""
         return self.model.policy(obs)
 
-    def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor,
-              next_obs: paddle.Tensor, terminal: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor]:
+    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
         """One critic step, one actor step, one soft target update.
 
         Args:
-            obs, next_obs: ``[batch, obs_dim]``.
-            action: ``[batch, act_dim]`` in [-1, 1].
-            reward, terminal: ``[batch, 1]`` float32 (terminal is 1.0 where the episode truly
-                ended; 0.0 on a time-limit truncation).
+            batch: ``obs``, ``next_obs`` ``[batch, obs_dim]``; ``action`` ``[batch, act_dim]`` in
+                [-1, 1]; ``reward``, ``terminated`` ``[batch]`` or ``[batch, 1]`` (terminated is 1
+                where the episode truly ended; 0 on a time-limit truncation).
 
         Returns:
-            ``(critic_loss, actor_loss)`` as scalar tensors.
+            ``critic_loss`` and ``actor_loss``.
         """
+        obs, action, reward, next_obs, terminal = transition_columns(batch)
         critic_loss = self._learn_critic(obs, action, reward, next_obs, terminal)
         actor_loss = self._learn_actor(obs)
         self.sync_target()
-        return critic_loss, actor_loss
+        return {"critic_loss": critic_loss, "actor_loss": actor_loss}
 
     def _learn_critic(self, obs, action, reward, next_obs, terminal) -> paddle.Tensor:
         with paddle.no_grad():

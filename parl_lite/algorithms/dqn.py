@@ -4,11 +4,13 @@
 refreshed by :meth:`DQN.sync_target` (a hard copy, or Polyak averaging with ``decay``).
 """
 import copy
+from typing import Dict
 
 import paddle
 import paddle.nn.functional as F
 
 from parl_lite.core.algorithm import Algorithm
+from parl_lite.algorithms.common import GlobalNormClip
 from parl_lite.core.model import Model
 
 __all__ = ["DQN", "DDQN"]
@@ -38,38 +40,46 @@ class DQN(Algorithm):
         self.target_model.eval()
         for parameter in self.target_model.parameters():
             parameter.stop_gradient = True
-        clip = paddle.nn.ClipGradByGlobalNorm(max_grad_norm) if max_grad_norm else None
+        clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
         self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=model.parameters(), grad_clip=clip)
 
-    def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
+    def q_values(self, obs: paddle.Tensor) -> paddle.Tensor:
         """Q-values of every action, ``[batch, num_actions]``."""
         return self.model(obs)
 
-    def sample(self, obs: paddle.Tensor) -> paddle.Tensor:
-        """Greedy actions (exploration, e.g. epsilon-greedy, belongs to the agent)."""
+    def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
+        """Greedy actions, ``[batch]`` (exploration, e.g. epsilon-greedy, belongs to the loop)."""
         return paddle.argmax(self.model(obs), axis=-1)
 
-    def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor,
-              next_obs: paddle.Tensor, terminal: paddle.Tensor) -> paddle.Tensor:
-        """One Adam step on the Huber loss between ``Q(obs, action)`` and the TD target
-        ``reward + gamma * (1 - terminal) * Q_target(next_obs, a*)``; returns the loss.
+    sample = predict
 
-        ``terminal`` marks true terminations only: a time-limit truncation must bootstrap.
+    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+        """One Adam step on the Huber loss between ``Q(obs, action)`` and the TD target
+        ``reward + gamma * (1 - terminated) * Q_target(next_obs, a*)``.
+
+        Args:
+            batch: ``obs``, ``next_obs`` ``[N, obs_dim]``; ``action``, ``reward`` and
+                ``terminated`` ``[N]``. ``terminated`` marks true terminations only: a
+                time-limit truncation must bootstrap.
+
+        Returns:
+            ``loss``.
         """
         with paddle.no_grad():
+            next_obs = batch["next_obs"]
             next_q = self.target_model(next_obs)
             if self.double:
                 best = paddle.argmax(self.model(next_obs), axis=-1, keepdim=True)
                 next_value = paddle.take_along_axis(next_q, best, axis=-1).squeeze(-1)
             else:
                 next_value = next_q.max(axis=-1)
-            target = reward + self.gamma * (1.0 - terminal.astype("float32")) * next_value
-        q = paddle.take_along_axis(self.model(obs), action.astype("int64").reshape([-1, 1]), axis=-1).squeeze(-1)
+            target = batch["reward"] + self.gamma * (1.0 - batch["terminated"].astype("float32")) * next_value
+        q = paddle.take_along_axis(self.model(batch["obs"]), batch["action"].reshape([-1, 1]), axis=-1).squeeze(-1)
         loss = F.smooth_l1_loss(q, target)
         loss.backward()
         self.optimizer.step()
         self.optimizer.clear_grad()
-        return loss
+        return {"loss": loss}
 
     def sync_target(self, decay: float = 0.0) -> None:
         """``target = decay * target + (1 - decay) * model``; ``decay=0`` copies."""

@@ -16,6 +16,7 @@ import numpy as np
 import paddle
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
+from parl_lite.algorithms.common import GlobalNormClip
 from parl_lite.algorithms.vtrace import vtrace
 from parl_lite.core.model import Model
 
@@ -60,48 +61,42 @@ class IMPALA(ActorCriticAlgorithm):
         self.clip_rho_threshold = clip_rho_threshold
         self.clip_pg_rho_threshold = clip_pg_rho_threshold
         self.clip_c_threshold = clip_c_threshold
-        clip = paddle.nn.ClipGradByGlobalNorm(max_grad_norm) if max_grad_norm else None
+        clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
         self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), grad_clip=clip)
 
-    def learn(
-        self,
-        obs: np.ndarray,
-        actions: np.ndarray,
-        behaviour_log_probs: np.ndarray,
-        rewards: np.ndarray,
-        terminated: np.ndarray,
-        ends: np.ndarray,
-        next_obs: np.ndarray,
-    ) -> Dict[str, float]:
+    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
         """One gradient step on a batch of time-major trajectories.
 
         Args:
-            obs: ``[T, B, ...]`` observations.
-            actions: ``[T, B]`` or ``[T, B, act_dim]`` actions taken.
-            behaviour_log_probs: ``[T, B]`` their log-probabilities under the actor's policy.
-            rewards: ``[T, B]`` rewards.
-            terminated: ``[T, B]`` 1 where the episode terminated.
-            ends: ``[T, B]`` 1 where it terminated or was truncated.
-            next_obs: ``[T, B, ...]`` the true next observations (the final one at an end).
+            batch: ``obs`` ``[T, B, ...]``; ``actions`` ``[T, B]`` or ``[T, B, act_dim]``;
+                ``log_probs`` ``[T, B]``, their log-probabilities under the actor's (behaviour)
+                policy; ``rewards`` ``[T, B]``; ``terminated`` ``[T, B]``, 1 where the episode
+                terminated; ``ends`` ``[T, B]``, 1 where it terminated or was truncated;
+                ``next_obs`` ``[T, B, ...]``, the true next observations (the final one at an end).
+                These are the keys :meth:`parl_lite.utils.rollout.VectorRollout.collect` returns.
 
         Returns:
             ``policy_loss``, ``value_loss``, ``entropy``, ``mean_rho`` (mean importance ratio).
         """
-        T, B = np.shape(rewards)
-        flat = lambda x: paddle.to_tensor(np.reshape(x, (T * B, *np.shape(x)[2:])), dtype="float32")
-        dist = self.distribution(flat(obs))
-        flat_actions = paddle.to_tensor(np.reshape(actions, (T * B, *np.shape(actions)[2:])))
-        log_probs = dist.log_prob(flat_actions)
-        values = self.value(flat(obs))
+        T, B = batch["rewards"].shape
+        flat = lambda x: x.reshape([T * B, *x.shape[2:]])
+        obs = flat(batch["obs"])
+        dist = self.distribution(obs)
+        log_probs = dist.log_prob(flat(batch["actions"]))
+        values = self.value(obs)
         with paddle.no_grad():
-            next_values = self.value(flat(next_obs)).numpy().reshape(T, B)
+            next_values = self.value(flat(batch["next_obs"])).numpy().reshape(T, B).astype(np.float64)
 
-        truncated = np.asarray(ends, np.float64) * (1.0 - np.asarray(terminated, np.float64))
+        behaviour_log_probs = batch["log_probs"].numpy()
+        ends = batch["ends"].numpy().astype(np.float64)
+        terminated = batch["terminated"].numpy().astype(np.float64)
+        truncated = ends * (1.0 - terminated)
+        target_log_probs = log_probs.numpy().reshape(T, B)
         targets = vtrace(
             behaviour_log_probs=behaviour_log_probs,
-            target_log_probs=log_probs.numpy().reshape(T, B),
-            rewards=np.asarray(rewards, np.float64) + self.gamma * truncated * next_values,
-            discounts=self.gamma * (1.0 - np.asarray(ends, np.float64)),
+            target_log_probs=target_log_probs,
+            rewards=batch["rewards"].numpy().astype(np.float64) + self.gamma * truncated * next_values,
+            discounts=self.gamma * (1.0 - ends),
             values=values.numpy().reshape(T, B),
             bootstrap_value=next_values[-1],
             clip_rho_threshold=self.clip_rho_threshold,
@@ -117,6 +112,5 @@ class IMPALA(ActorCriticAlgorithm):
         loss.backward()
         self.optimizer.step()
         self.optimizer.clear_grad()
-        mean_rho = float(np.exp(log_probs.numpy().reshape(T, B) - behaviour_log_probs).mean())
-        return {"policy_loss": float(policy_loss), "value_loss": float(value_loss), "entropy": float(entropy),
-                "mean_rho": mean_rho}
+        mean_rho = float(np.exp(target_log_probs - behaviour_log_probs).mean())
+        return {"policy_loss": policy_loss, "value_loss": value_loss, "entropy": entropy, "mean_rho": mean_rho}

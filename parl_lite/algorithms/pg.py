@@ -1,4 +1,6 @@
 """REINFORCE (Williams, 1992): the policy gradient with normalised discounted returns."""
+from typing import Dict
+
 import paddle
 import paddle.nn.functional as F
 
@@ -26,20 +28,27 @@ class PolicyGradient(Algorithm):
         self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=model.parameters())
 
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
-        """Action probabilities for a batch of observations."""
-        return self.model(obs)
+        """Greedy actions (the most probable), shape ``[batch]``."""
+        return paddle.argmax(self.model(obs), axis=-1)
 
     def sample(self, obs: paddle.Tensor) -> paddle.Tensor:
         """Actions drawn from the policy, shape ``[batch]``."""
         return paddle.multinomial(self.model(obs), num_samples=1).squeeze(-1)
 
-    def learn(self, obs: paddle.Tensor, action: paddle.Tensor, returns: paddle.Tensor) -> paddle.Tensor:
-        """One gradient step on ``-mean(log pi(action|obs) * returns)``; returns the loss."""
-        probs = self.model(obs)
+    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+        """One gradient step on ``-mean(log pi(action|obs) * returns)``.
+
+        Args:
+            batch: ``obs`` ``[N, obs_dim]``, ``action`` ``[N]`` and ``returns`` ``[N]``.
+
+        Returns:
+            ``loss``.
+        """
+        probs = self.model(batch["obs"])
         log_probs = paddle.log(probs.clip(min=1e-8))
-        taken = (log_probs * F.one_hot(action.astype("int64"), probs.shape[-1])).sum(axis=-1)
-        loss = -(taken * returns).mean()
+        taken = (log_probs * F.one_hot(batch["action"], probs.shape[-1])).sum(axis=-1)
+        loss = -(taken * batch["returns"]).mean()
         loss.backward()
         self.optimizer.step()
         self.optimizer.clear_grad()
-        return loss
+        return {"loss": loss}

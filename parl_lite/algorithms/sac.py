@@ -15,12 +15,12 @@ The policy is ``a = tanh(u)``, ``u ~ N(mean, exp(log_std))``; actions live in [-
 agent scales them to the environment.
 """
 import math
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import paddle
 import paddle.nn.functional as F
 
-from parl_lite.algorithms.common import SoftTargetActorCritic, check_hyperparameter, frozen
+from parl_lite.algorithms.common import SoftTargetActorCritic, check_hyperparameter, frozen, transition_columns
 from parl_lite.core.model import Model
 
 __all__ = ["SAC", "EntropyTemperature"]
@@ -90,25 +90,25 @@ class SAC(SoftTargetActorCritic):
         """The current entropy temperature."""
         return float(self.temperature.log_alpha.exp().item())
 
-    def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor,
-              next_obs: paddle.Tensor, terminal: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor]:
+    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
         """One critic step, one actor step, one temperature step, one soft target update.
 
         Args:
-            obs, next_obs: ``[batch, obs_dim]``.
-            action: ``[batch, act_dim]`` in [-1, 1].
-            reward, terminal: ``[batch, 1]`` float32 (terminal is 1.0 only on a true episode end).
+            batch: ``obs``, ``next_obs`` ``[batch, obs_dim]``; ``action`` ``[batch, act_dim]`` in
+                [-1, 1]; ``reward``, ``terminated`` ``[batch]`` or ``[batch, 1]`` (terminated is 1
+                only on a true episode end).
 
         Returns:
-            ``(critic_loss, actor_loss)`` as scalar tensors.
+            ``critic_loss``, ``actor_loss`` and ``alpha``.
         """
+        obs, action, reward, next_obs, terminal = transition_columns(batch)
         alpha = self.temperature.log_alpha.exp().detach()
         critic_loss = self._learn_critic(obs, action, reward, next_obs, terminal, alpha)
         actor_loss, log_prob = self._learn_actor(obs, alpha)
         if self.alpha_optimizer is not None:
             self._learn_alpha(log_prob, action.shape[-1])
         self.sync_target()
-        return critic_loss, actor_loss
+        return {"critic_loss": critic_loss, "actor_loss": actor_loss, "alpha": alpha}
 
     def _learn_critic(self, obs, action, reward, next_obs, terminal, alpha) -> paddle.Tensor:
         with paddle.no_grad():

@@ -12,12 +12,12 @@ Update on a batch ``(obs, action, reward, next_obs, terminal)``::
     every policy_freq steps:
         actor loss = -mean(Q1(obs, pi(obs)));   target <- tau * model + (1 - tau) * target
 """
-from typing import Optional, Tuple
+from typing import Dict
 
 import paddle
 import paddle.nn.functional as F
 
-from parl_lite.algorithms.common import SoftTargetActorCritic, check_hyperparameter, frozen
+from parl_lite.algorithms.common import SoftTargetActorCritic, check_hyperparameter, frozen, transition_columns
 from parl_lite.core.model import Model
 
 __all__ = ["TD3"]
@@ -55,25 +55,24 @@ class TD3(SoftTargetActorCritic):
         """The deterministic action ``pi(obs)`` in [-1, 1]."""
         return self.model.policy(obs)
 
-    def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor,
-              next_obs: paddle.Tensor, terminal: paddle.Tensor) -> Tuple[paddle.Tensor, Optional[paddle.Tensor]]:
+    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
         """One critic step; every ``policy_freq``-th call also an actor step and a target update.
 
         Args:
-            obs, next_obs: ``[batch, obs_dim]``.
-            action: ``[batch, act_dim]`` in [-1, 1].
-            reward, terminal: ``[batch, 1]`` float32 (terminal is 1.0 only on a true episode end).
+            batch: ``obs``, ``next_obs`` ``[batch, obs_dim]``; ``action`` ``[batch, act_dim]`` in
+                [-1, 1]; ``reward``, ``terminated`` ``[batch]`` or ``[batch, 1]`` (terminated is 1
+                only on a true episode end).
 
         Returns:
-            ``(critic_loss, actor_loss)``; ``actor_loss`` is None on calls without an actor step.
+            ``critic_loss``, and ``actor_loss`` on the calls that took an actor step.
         """
-        critic_loss = self._learn_critic(obs, action, reward, next_obs, terminal)
+        obs, action, reward, next_obs, terminal = transition_columns(batch)
+        stats = {"critic_loss": self._learn_critic(obs, action, reward, next_obs, terminal)}
         self.total_updates += 1
-        actor_loss = None
         if self.total_updates % self.policy_freq == 0:
-            actor_loss = self._learn_actor(obs)
+            stats["actor_loss"] = self._learn_actor(obs)
             self.sync_target()
-        return critic_loss, actor_loss
+        return stats
 
     def _learn_critic(self, obs, action, reward, next_obs, terminal) -> paddle.Tensor:
         with paddle.no_grad():

@@ -1,6 +1,6 @@
 """``parl_lite.Agent``: the bridge between an environment and an :class:`Algorithm`."""
 import os
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Mapping, Sequence
 
 import numpy as np
 
@@ -14,7 +14,9 @@ class Agent:
     """Base class of user agents: turn observations into tensors, call the algorithm, and turn
     its output back into actions.
 
-    Subclasses implement ``learn`` / ``predict`` / ``sample``. The agent starts in training mode;
+    By default ``learn`` / ``predict`` / ``sample`` hand numpy batches to the algorithm (which
+    converts them, see :class:`parl_lite.Algorithm`); a subclass overrides them to reshape or
+    preprocess. The agent starts in training mode;
     :meth:`eval` switches every model of the algorithm to evaluation mode (dropout off, batch-norm
     uses its running statistics) and :meth:`train` switches back.
     """
@@ -25,17 +27,17 @@ class Agent:
         self.alg = algorithm
         self.training = True
 
-    def learn(self, *args: Any, **kwargs: Any) -> Any:
-        """Turn a batch of experience into tensors and call ``self.alg.learn``."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement learn()")
+    def learn(self, batch: Mapping[str, Any]) -> Dict[str, float]:
+        """Update the algorithm from a batch (names to numpy arrays); returns its statistics."""
+        return self.alg.learn(batch)
 
-    def predict(self, *args: Any, **kwargs: Any) -> Any:
-        """Return the greedy action for an observation."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement predict()")
+    def predict(self, obs: Any) -> Any:
+        """The greedy action(s) for a batch of observations (numpy in, numpy out)."""
+        return self.alg.predict(obs)
 
-    def sample(self, *args: Any, **kwargs: Any) -> Any:
-        """Return an exploratory action for an observation."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement sample()")
+    def sample(self, obs: Any) -> Any:
+        """Exploratory action(s) for a batch of observations (numpy in, numpy out)."""
+        return self.alg.sample(obs)
 
     def train(self) -> None:
         """Put every model of the algorithm in training mode."""
@@ -72,10 +74,12 @@ class Agent:
     def restore(self, path: "str | os.PathLike") -> None:
         """Load a checkpoint written by :meth:`save` into this agent's algorithm.
 
-        Optimizer state is restored when the checkpoint holds it.
+        Optimizer state is restored when the checkpoint holds it. Everything (checksums, finite
+        values, shapes of weights and optimizer accumulators) is checked before anything changes.
 
         Raises:
-            parl_lite.CheckpointError: the file is missing, unreadable or does not fit the models.
+            parl_lite.CheckpointError: the file is missing, a folder, unreadable or corrupted, or
+                does not fit the models or optimizers (the message names the dataset).
         """
         checkpoint.load(path, models=self.alg.models(), optimizers=self.alg.optimizers())
 

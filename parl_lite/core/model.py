@@ -1,5 +1,8 @@
 """``parl_lite.Model``: a ``paddle.nn.Layer`` with weight transfer and target-network sync."""
-from typing import Dict, List, Mapping, Tuple
+import functools
+import inspect
+import json
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import paddle
@@ -17,7 +20,22 @@ class Model(paddle.nn.Layer):
 
     A model may expose several roles (e.g. ``policy(obs)`` and ``value(obs)`` on one trunk);
     every method here covers all of its sublayers, hence every head.
+
+    A model records the arguments its constructor was called with when they are plain JSON values
+    (numbers, strings, booleans, lists, dicts): :meth:`constructor_args` returns them, checkpoints
+    store them, and ``parl-lite export`` rebuilds the model from them.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None:
+            cls.__init__ = _recording_init(init)
+
+    def constructor_args(self) -> Optional[Dict[str, Any]]:
+        """The keyword arguments that rebuild this model (``type(model)(**args)``), or None when
+        the constructor took something that is not a plain JSON value (a layer, a function)."""
+        return self.__dict__.get("_constructor_args")
 
     def sync_weights_to(self, target_model: "Model", decay: float = 0.0) -> None:
         """Blend this model's parameters and buffers into ``target_model``.
@@ -70,6 +88,36 @@ class Model(paddle.nn.Layer):
             raise ValueError(f"set_weights on {type(self).__name__}: " + "; ".join(problems))
         for name, tensor in own.items():
             tensor.set_value(np.asarray(weights[name]))
+
+
+def _recording_init(init):
+    """Wrap a subclass's ``__init__`` so that the outermost constructor records its arguments."""
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def wrapper(self, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        if type(self).__init__ is not wrapper:
+            return  # a subclass's constructor is running this one: the subclass records
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        recorded: Dict[str, Any] = {}
+        for name, value in list(bound.arguments.items())[1:]:
+            kind = signature.parameters[name].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                if value:
+                    return
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                recorded.update(value)
+            else:
+                recorded[name] = value
+        try:
+            json.dumps(recorded)
+        except (TypeError, ValueError):
+            return
+        self.__dict__["_constructor_args"] = recorded
+
+    return wrapper
 
 
 def _weight_problems(own: Mapping[str, paddle.Tensor], weights: Mapping[str, np.ndarray]) -> List[str]:

@@ -2,14 +2,19 @@
 
 A process killed mid-write leaves the previous file intact, and a writer that raises leaves no
 temporary behind. Checkpoints, replay memories, ES solver states and ONNX files all go through here.
+
+A process killed by SIGKILL cannot remove its temporary ``.<name>.tmp-<pid>``: the next write (and
+:func:`remove_stale_temporaries`, which loaders call) removes those of ``path`` whose process is gone.
 """
 import os
+import stat
 from pathlib import Path
 from typing import Callable
 
 import h5py
 
-__all__ = ["write_atomically", "write_bytes_atomically", "write_hdf5_atomically"]
+__all__ = ["write_atomically", "write_bytes_atomically", "write_hdf5_atomically", "remove_stale_temporaries"]
+_TEMPORARY_INFIX = ".tmp-"
 
 
 def write_atomically(path: "str | os.PathLike", write: Callable[[Path], None]) -> Path:
@@ -27,7 +32,8 @@ def write_atomically(path: "str | os.PathLike", write: Callable[[Path], None]) -
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    remove_stale_temporaries(path)
+    temporary = path.with_name(f".{path.name}{_TEMPORARY_INFIX}{os.getpid()}")
     try:
         write(temporary)
         with open(temporary, "rb+") as handle:
@@ -53,6 +59,46 @@ def write_hdf5_atomically(path: "str | os.PathLike", write: Callable[[h5py.File]
             write(file)
 
     return write_atomically(path, write_file)
+
+
+def remove_stale_temporaries(path: "str | os.PathLike") -> "list[Path]":
+    """Remove the temporaries that killed writers of ``path`` left next to it.
+
+    Only regular files named ``.<name>.tmp-<pid>``, owned by this user, whose process no longer
+    exists are removed; a live writer's temporary (or another user's) is never touched.
+
+    Returns:
+        The removed files.
+    """
+    path = Path(path)
+    prefix = f".{path.name}{_TEMPORARY_INFIX}"
+    removed = []
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:  # no folder (yet), or not readable: nothing of ours to sweep
+        return removed
+    for entry in entries:
+        pid_text = entry.name[len(prefix):] if entry.name.startswith(prefix) else ""
+        if not pid_text.isdigit() or _process_exists(int(pid_text)):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid():
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:  # removed meanwhile by another sweeper
+            continue
+    return removed
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # gone, or no valid pid at all
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -1,16 +1,23 @@
 """HDF5 checkpoints of models and optimizer state, written atomically.
 
-Layout (``FORMAT_VERSION`` 1)::
+Layout (``FORMAT_VERSION`` 2)::
 
     /                        attrs: format="parl_lite.checkpoint", format_version, parl_lite_version,
                                     model_class (class of the "model" role), owner_class
     /models/<role>/          attrs: class            (role = algorithm attribute: model, target_model)
+                                    constructor_args (JSON, when the model recorded them)
         <structured name>    one dataset per parameter or buffer, e.g. "fc1.weight", "bn._mean"
     /optimizers/<name>/      attrs: lr_scheduler (JSON, when the optimizer has one)
         <role>/<structured name>/<slot>   one dataset per accumulator, e.g. model/fc1.weight/moment1_0
 
 Optimizer accumulators are stored under the *structured* parameter name rather than paddle's
 generated one (``linear_0.w_0``), so a checkpoint restores into a fresh process.
+
+Every dataset carries the CRC-32 of its values (attribute ``crc32``, see
+:mod:`parl_lite.io.datasets`, new in format 2). Loading checks the checksums, that every value is
+finite, that each accumulator has its parameter's shape (or is a scalar such as Adam's
+``beta1_pow_acc``, which must be in (0, 1]) and that the learning-rate scheduler's step count is in
+range, before anything is changed. Format 1 files (no checksums) load with the value checks only.
 """
 import json
 import os
@@ -23,13 +30,17 @@ import paddle
 
 from parl_lite.core.model import Model, _weight_problems
 from parl_lite.io.atomic import write_hdf5_atomically
+from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_range, open_hdf5, read_dataset,
+                                   write_dataset)
 from parl_lite.version import __version__
 
-__all__ = ["CheckpointError", "save", "load", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["CheckpointError", "save", "load", "open_checkpoint", "read_weights", "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "parl_lite.checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+_FIRST_CHECKSUMMED_VERSION = 2
 _LR_SCHEDULER_KEY = "LR_Scheduler"
+_MAX_STEP = 2**53  # a scheduler's step count beyond this is corruption, not training
 
 
 class CheckpointError(ValueError):
@@ -67,31 +78,49 @@ def save(
 def load(
     path: "str | os.PathLike",
     models: Mapping[str, Model],
-    optimizers: Mapping[str, paddle.optimizer.Optimizer],
+    optimizers: Optional[Mapping[str, paddle.optimizer.Optimizer]],
 ) -> None:
     """Load a checkpoint written by :func:`save` into ``models`` (and ``optimizers`` when the file
     holds their state). Everything is read and checked before anything is changed.
 
+    Args:
+        path: the checkpoint.
+        models: role -> model to load the weights into.
+        optimizers: name -> optimizer to load the state into; ``None`` ignores any optimizer state
+            in the file (e.g. to export the model).
+
     Raises:
-        CheckpointError: the file is missing, not HDF5, truncated or corrupted, not a parl_lite
-            checkpoint, or its parameters do not fit ``models`` (the message names them).
+        CheckpointError: the file is missing, not HDF5, truncated or corrupted (a checksum differs,
+            a value is not finite or out of range), not a parl_lite checkpoint, or its parameters
+            or optimizer state do not fit ``models`` / ``optimizers`` (the message names them).
     """
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {path} does not exist")
+    file = open_checkpoint(path)
     try:
-        with h5py.File(path, "r") as file:
-            _check_header(file, path)
-            weights = _read_weights(file, path, models)
-            optimizer_states = _read_optimizer_states(file, path, models, optimizers)
+        with file:
+            version = _check_header(file, path)
+            weights = _read_weights(file, path, models, version)
+            optimizer_states = {} if optimizers is None else \
+                _read_optimizer_states(file, path, models, optimizers, version)
     except CheckpointError:
         raise
+    except DatasetError as error:
+        raise CheckpointError(f"checkpoint {path}: {error}") from error
     except (OSError, KeyError, ValueError, TypeError) as error:
         raise CheckpointError(f"checkpoint {path} is truncated or corrupted: {error}") from error
     for role, model in models.items():
         model.set_weights(weights[role])
     for name, state in optimizer_states.items():
         optimizers[name].set_state_dict(state)
+
+
+def open_checkpoint(path: Path) -> h5py.File:
+    """Open the checkpoint ``path`` for reading (see :func:`parl_lite.io.datasets.open_hdf5`).
+
+    Raises:
+        CheckpointError: ``path`` is missing, a folder, or not a readable HDF5 file.
+    """
+    return open_hdf5(path, "checkpoint", CheckpointError)
 
 
 def _write(file: h5py.File, models, optimizers, owner) -> None:
@@ -106,8 +135,11 @@ def _write(file: h5py.File, models, optimizers, owner) -> None:
     for role, model in models.items():
         group = models_group.create_group(role)
         group.attrs["class"] = _qualified_name(type(model))
+        constructor_args = model.constructor_args()
+        if constructor_args is not None:
+            group.attrs["constructor_args"] = json.dumps(constructor_args)
         for name, value in model.get_weights().items():
-            group.create_dataset(name, data=value)
+            write_dataset(group, name, value)
     if not optimizers:
         return
     structured = _structured_parameter_names(models)
@@ -122,18 +154,55 @@ def _write(file: h5py.File, models, optimizers, owner) -> None:
                 raise CheckpointError(f"optimizer {opt_name!r}: state entry {key!r} of type "
                                       f"{type(value).__name__} cannot be saved")
             parameter, slot = _split_accumulator_key(key, structured, opt_name)
-            group.create_dataset(f"{parameter}/{slot}", data=value.numpy())
+            write_dataset(group, f"{parameter}/{slot}", value.numpy())
 
 
-def _check_header(file: h5py.File, path: Path) -> None:
+def _check_header(file: h5py.File, path: Path) -> int:
+    """The file's format version, after checking it is a parl_lite checkpoint this code reads."""
     if file.attrs.get("format") != FORMAT:
         raise CheckpointError(f"{path} is an HDF5 file but not a parl_lite checkpoint (no format attribute)")
-    version = int(file.attrs.get("format_version", -1))
+    try:
+        version = check_integer_range("format_version", file.attrs.get("format_version"), (1, None))
+    except DatasetError as error:
+        raise CheckpointError(f"checkpoint {path}: attribute {error}") from None
     if version > FORMAT_VERSION:
         raise CheckpointError(f"{path} has checkpoint format {version}; this parl_lite reads up to {FORMAT_VERSION}")
+    return version
 
 
-def _read_weights(file: h5py.File, path: Path, models: Mapping[str, Model]) -> Dict[str, Dict[str, np.ndarray]]:
+def _read(dataset: h5py.Dataset, version: int) -> np.ndarray:
+    """A dataset's values, checksum-checked (format 2 on) and refused when not finite."""
+    value = read_dataset(dataset, require_checksum=version >= _FIRST_CHECKSUMMED_VERSION)
+    check_finite(dataset.name.lstrip("/"), value)
+    return value
+
+
+def read_weights(file: h5py.File, path: Path, role: str, role_option: Optional[str] = None) -> Dict[str, np.ndarray]:
+    """The checked weights of model ``role`` (checksums, finite values), without any model at hand.
+
+    Args:
+        file: the open checkpoint (see :func:`open_checkpoint`).
+        path: its path, for messages.
+        role: the model role, e.g. ``"model"``.
+        role_option: the command-line option that chooses the role, named when the role is missing.
+
+    Raises:
+        CheckpointError: the header is wrong, the role is missing, or a value is corrupted.
+    """
+    version = _check_header(file, path)
+    roles = sorted(file.get("models", {}).keys())
+    if role not in roles:
+        hint = f"; choose one with {role_option}" if role_option else ""
+        raise CheckpointError(f"checkpoint {path} has no model role {role!r} (it holds {roles}){hint}")
+    group = file["models"][role]
+    try:
+        return {name: _read(group[name], version) for name in group.keys()}
+    except DatasetError as error:
+        raise CheckpointError(f"checkpoint {path}: {error}") from error
+
+
+def _read_weights(file: h5py.File, path: Path, models: Mapping[str, Model],
+                  version: int) -> Dict[str, Dict[str, np.ndarray]]:
     stored_roles = set(file.get("models", {}).keys())
     missing_roles = [role for role in models if role not in stored_roles]
     if missing_roles:
@@ -143,17 +212,19 @@ def _read_weights(file: h5py.File, path: Path, models: Mapping[str, Model]) -> D
     problems = []
     for role, model in models.items():
         group = file["models"][role]
-        weights[role] = {name: group[name][()] for name in group.keys()}
+        weights[role] = {name: _read(group[name], version) for name in group.keys()}
         problems += [f"{role}: {problem}" for problem in _weight_problems(model.state_dict(), weights[role])]
     if problems:
         raise CheckpointError(f"checkpoint {path} does not fit: " + "; ".join(problems))
     return weights
 
 
-def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers) -> Dict[str, dict]:
+def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, version: int) -> Dict[str, dict]:
     if "optimizers" not in file:
         return {}
     unique_names = {name: unique for unique, name in _structured_parameter_names(models).items()}
+    shapes = {f"{role}/{name}": tuple(parameter.shape)
+              for role, model in models.items() for name, parameter in model.named_parameters()}
     states = {}
     for opt_name, group in file["optimizers"].items():
         if opt_name not in optimizers:
@@ -167,11 +238,42 @@ def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers) -> D
             if parameter not in unique_names:
                 raise CheckpointError(f"checkpoint {path}: optimizer {opt_name!r} has state for unknown "
                                       f"parameter {parameter!r}")
-            state[f"{unique_names[parameter]}_{slot}"] = group[name][()]
+            value = _read(group[name], version)
+            _check_accumulator(f"{group.name.lstrip('/')}/{name}", value, shapes[parameter], slot)
+            state[f"{unique_names[parameter]}_{slot}"] = value
         if "lr_scheduler" in group.attrs:
-            state[_LR_SCHEDULER_KEY] = json.loads(group.attrs["lr_scheduler"])
+            state[_LR_SCHEDULER_KEY] = _read_scheduler(group, path)
         states[opt_name] = state
     return states
+
+
+def _check_accumulator(name: str, value: np.ndarray, parameter_shape: Tuple[int, ...], slot: str) -> None:
+    """An accumulator has its parameter's shape (moments, velocities) or is a scalar (powers of
+    Adam's betas, which stay in (0, 1])."""
+    if value.dtype.kind != "f":
+        raise DatasetError(f"{name}: dtype {value.dtype}, expected a float type")
+    if value.size == 1 and value.shape != parameter_shape:
+        if "_pow_acc" in slot and not 0 < float(value.reshape(-1)[0]) <= 1:
+            raise DatasetError(f"{name}: {float(value.reshape(-1)[0])} is out of range (0, 1]")
+        return
+    if value.shape != parameter_shape:
+        raise DatasetError(f"{name}: shape {value.shape}, expected the parameter's shape {parameter_shape}")
+
+
+def _read_scheduler(group: h5py.Group, path: Path) -> dict:
+    name = f"{group.name.lstrip('/')} attribute lr_scheduler"
+    try:
+        scheduler = json.loads(group.attrs["lr_scheduler"])
+    except (json.JSONDecodeError, TypeError) as error:
+        raise CheckpointError(f"checkpoint {path}: {name} is not valid JSON: {error}") from error
+    if not isinstance(scheduler, dict):
+        raise CheckpointError(f"checkpoint {path}: {name} is not a JSON object")
+    for key, value in scheduler.items():
+        if isinstance(value, float):
+            check_finite(f"{name} {key}", np.asarray(value))
+    if "last_epoch" in scheduler:
+        check_integer_range(f"{name} last_epoch", np.asarray(scheduler["last_epoch"]), (-1, _MAX_STEP))
+    return scheduler
 
 
 def _structured_parameter_names(models: Mapping[str, Model]) -> Dict[str, str]:

@@ -31,7 +31,25 @@ def _parse_shape(ctx: click.Context, param: click.Parameter, values: Tuple[str, 
     return shapes
 
 
-def _parse_kwargs(ctx: click.Context, param: click.Parameter, text: str) -> Dict[str, Any]:
+def _constructor_kwargs(model_kwargs: Optional[Dict[str, Any]], model_class: Optional[str], checkpoint_path: Path,
+                        role: str) -> Dict[str, Any]:
+    """``--model-kwargs`` when given; else, unless ``--model-class`` names another class, the
+    constructor arguments the checkpoint recorded for ``role`` (models record theirs); else none."""
+    if model_kwargs is not None:
+        return model_kwargs
+    if model_class is None:
+        import h5py
+
+        with h5py.File(checkpoint_path, "r") as file:
+            recorded = file["models"][role].attrs.get("constructor_args")
+        if recorded is not None:
+            return json.loads(recorded)
+    return {}
+
+
+def _parse_kwargs(ctx: click.Context, param: click.Parameter, text: Optional[str]) -> Optional[Dict[str, Any]]:
+    if text is None:
+        return None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
@@ -41,8 +59,16 @@ def _parse_kwargs(ctx: click.Context, param: click.Parameter, text: str) -> Dict
     return value
 
 
-def _load_class(path: str, option: str) -> type:
-    """``package.module:ClassName`` (or ``package.module.ClassName``) -> the class."""
+class _ClassNotUsable(Exception):
+    """The class named by --model-class or by the checkpoint cannot be used (message says why)."""
+
+
+def _load_class(path: str) -> type:
+    """``package.module:ClassName`` (or ``package.module.ClassName``) -> the class.
+
+    Raises:
+        _ClassNotUsable: malformed, not importable, missing, or not a ``paddle.nn.Layer``.
+    """
     import paddle
 
     if ":" in path:
@@ -51,7 +77,7 @@ def _load_class(path: str, option: str) -> type:
         parts = path.split(".")
         candidates = [(".".join(parts[:i]), ".".join(parts[i:])) for i in range(len(parts) - 1, 0, -1)]
     if not candidates or not all(candidates[0]):
-        raise click.BadParameter(f"{path!r} is not of the form package.module:ClassName", param_hint=option)
+        raise _ClassNotUsable(f"{path!r} is not of the form package.module:ClassName")
     for module_name, qualname in candidates:
         try:
             value: Any = importlib.import_module(module_name)
@@ -59,33 +85,26 @@ def _load_class(path: str, option: str) -> type:
         except ImportError as error:
             failure = error
     else:
-        raise click.BadParameter(f"cannot import the module of {path!r}: {failure} (is it on the path? "
-                                 f"see --app-dir)", param_hint=option)
+        raise _ClassNotUsable(f"cannot import the module of {path!r}: {failure} (is it on the path? see --app-dir)")
     for part in qualname.split("."):
         if not hasattr(value, part):
-            raise click.BadParameter(f"module {module_name!r} has no class {qualname!r}", param_hint=option)
+            raise _ClassNotUsable(f"module {module_name!r} has no class {qualname!r}")
         value = getattr(value, part)
     if not (isinstance(value, type) and issubclass(value, paddle.nn.Layer)):
-        raise click.BadParameter(f"{path!r} is not a paddle.nn.Layer class", param_hint=option)
+        raise _ClassNotUsable(f"{path!r} is not a paddle.nn.Layer class")
     return value
 
 
-def _stored_class(checkpoint_path: Path, role: str) -> str:
-    """The model class a checkpoint records for ``role``."""
-    import h5py
-
+def _stored_class(checkpoint_path: Path, role: str) -> Optional[str]:
+    """The model class a checkpoint records for ``role`` (``None`` if it records none), after the
+    header and every weight of ``role`` were checked (checksums, finite values): nothing named in a
+    file is imported before the file proved sound."""
     from parl_lite.io import checkpoint
 
-    try:
-        with h5py.File(checkpoint_path, "r") as file:
-            checkpoint._check_header(file, checkpoint_path)
-            roles = sorted(file.get("models", {}).keys())
-            if role not in roles:
-                raise checkpoint.CheckpointError(f"checkpoint {checkpoint_path} has no model role {role!r} "
-                                                 f"(it holds {roles}); choose one with --role")
-            return str(file["models"][role].attrs["class"])
-    except OSError as error:
-        raise checkpoint.CheckpointError(f"{checkpoint_path} is not a readable HDF5 checkpoint: {error}") from error
+    with checkpoint.open_checkpoint(checkpoint_path) as file:
+        checkpoint.read_weights(file, checkpoint_path, role, role_option="--role")
+        stored = file["models"][role].attrs.get("class")
+    return None if stored is None else str(stored)
 
 
 @click.command("export")
@@ -97,8 +116,9 @@ def _stored_class(checkpoint_path: Path, role: str) -> str:
               help="ONNX file to write (default: CHECKPOINT with the suffix .onnx). Written atomically.")
 @click.option("--model-class", help="Class of the model, package.module:ClassName. Default: the class "
                                     "recorded in the checkpoint for --role.")
-@click.option("--model-kwargs", default="{}", show_default=True, callback=_parse_kwargs,
-              help="Keyword arguments of the model class's constructor, as a JSON object.")
+@click.option("--model-kwargs", default=None, callback=_parse_kwargs,
+              help="Keyword arguments of the model class's constructor, as a JSON object. Default: the "
+                   "arguments recorded in the checkpoint (models record theirs), else none.")
 @click.option("--role", default="model", show_default=True,
               help="Which model of the checkpoint to export (an algorithm attribute: model, target_model, ...).")
 @click.option("--output-name", "output_names", multiple=True,
@@ -114,7 +134,8 @@ def export_command(checkpoint_path: Path, input_shapes, output: Optional[Path], 
                    backend: str, app_dir: str) -> None:
     """Export a model from an HDF5 checkpoint (written by Agent.save) to ONNX.
 
-    Builds the model class with --model-kwargs, restores its weights from CHECKPOINT, exports its
+    Builds the model class with --model-kwargs (default: the constructor arguments the checkpoint
+    recorded), restores its weights from CHECKPOINT, exports its
     forward in evaluation mode and checks the ONNX file against paddle in onnxruntime.
 
     \b
@@ -130,14 +151,25 @@ def export_command(checkpoint_path: Path, input_shapes, output: Optional[Path], 
         sys.path.insert(0, app_dir)
     started = time.perf_counter()
     try:
-        class_path = model_class or _stored_class(checkpoint_path, role)
-        cls = _load_class(class_path, "--model-class")
+        stored_class = _stored_class(checkpoint_path, role)
+        class_path = model_class or stored_class
+        if class_path is None:
+            raise click.ClickException(f"checkpoint {checkpoint_path} records no class for model role {role!r} "
+                                       f"(attribute 'class' of models/{role}); give it with --model-class")
         try:
+            cls = _load_class(class_path)
+        except _ClassNotUsable as error:
+            if model_class:
+                raise click.BadParameter(str(error), param_hint="--model-class") from None
+            raise click.ClickException(f"the class recorded in {checkpoint_path} for role {role!r}: {error}; "
+                                       f"give the class with --model-class") from None
+        try:
+            model_kwargs = _constructor_kwargs(model_kwargs, model_class, checkpoint_path, role)
             model = cls(**model_kwargs)
         except Exception as error:
             raise click.ClickException(f"cannot build {class_path} with --model-kwargs {model_kwargs}: "
                                        f"{type(error).__name__}: {error}") from error
-        checkpoint.load(checkpoint_path, models={role: model}, optimizers={})
+        checkpoint.load(checkpoint_path, models={role: model}, optimizers=None)  # optimizer state: not needed
         output = output or checkpoint_path.with_suffix(".onnx")
         export_onnx(model, output, input_shapes, output_names=output_names or None, opset_version=opset,
                     backend=backend)

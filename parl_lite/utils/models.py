@@ -6,7 +6,7 @@ import paddle.nn.functional as F
 
 from parl_lite.core.model import Model
 
-__all__ = ["orthogonal_linear", "MLPActorCritic", "MLPQNetwork"]
+__all__ = ["orthogonal_linear", "mlp", "MLPActorCritic", "MLPQNetwork", "MLPActorQ"]
 
 
 def orthogonal_linear(in_dim: int, out_dim: int, gain: float) -> paddle.nn.Linear:
@@ -16,6 +16,15 @@ def orthogonal_linear(in_dim: int, out_dim: int, gain: float) -> paddle.nn.Linea
         in_dim, out_dim,
         weight_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Orthogonal(float(gain))),
         bias_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.0)))
+
+
+def mlp(in_dim: int, hidden: int, out_dim: int) -> paddle.nn.Sequential:
+    """Two hidden ReLU layers of ``hidden`` units (the continuous-control scripts' networks)."""
+    return paddle.nn.Sequential(
+        paddle.nn.Linear(in_dim, hidden), paddle.nn.ReLU(),
+        paddle.nn.Linear(hidden, hidden), paddle.nn.ReLU(),
+        paddle.nn.Linear(hidden, out_dim),
+    )
 
 
 class MLPActorCritic(Model):
@@ -79,3 +88,54 @@ class MLPQNetwork(Model):
 
     def forward(self, obs: paddle.Tensor) -> paddle.Tensor:
         return self.fc3(F.relu(self.fc2(F.relu(self.fc1(obs)))))
+
+
+class MLPActorQ(Model):
+    """An actor and one or two Q critics for DDPG, TD3 and SAC, each a two-hidden-layer ReLU
+    :func:`mlp`, with PARL's roles.
+
+    ``policy(obs)`` is ``tanh(actor(obs))`` in [-1, 1], or with ``gaussian`` the pair
+    ``(mean, log_std)`` before SAC's tanh squash; ``value(obs, action)`` is ``Q`` ``[batch, 1]``,
+    or ``(Q1, Q2)`` with ``twin_q``; ``get_actor_params()`` / ``get_critic_params()`` feed the
+    two optimizers.
+
+    Args:
+        obs_dim: observation size.
+        act_dim: action dimensions.
+        hidden: units per hidden layer.
+        twin_q: two critics (TD3, SAC) instead of one (DDPG).
+        gaussian: a Gaussian policy head (SAC) instead of a deterministic one.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: int = 64, twin_q: bool = False,
+                 gaussian: bool = False) -> None:
+        super().__init__()
+        self.twin_q, self.gaussian = twin_q, gaussian
+        self.actor = mlp(obs_dim, hidden, 2 * act_dim if gaussian else act_dim)
+        if twin_q:
+            self.critic1 = mlp(obs_dim + act_dim, hidden, 1)
+            self.critic2 = mlp(obs_dim + act_dim, hidden, 1)
+        else:
+            self.critic = mlp(obs_dim + act_dim, hidden, 1)
+
+    def policy(self, obs: paddle.Tensor):
+        if self.gaussian:
+            mean, log_std = self.actor(obs).chunk(2, axis=-1)
+            return mean, log_std
+        return paddle.tanh(self.actor(obs))
+
+    def value(self, obs: paddle.Tensor, action: paddle.Tensor):
+        obs_action = paddle.concat([obs, action], axis=-1)
+        if self.twin_q:
+            return self.critic1(obs_action), self.critic2(obs_action)
+        return self.critic(obs_action)
+
+    def forward(self, obs: paddle.Tensor):
+        return self.policy(obs)
+
+    def get_actor_params(self):
+        return self.actor.parameters()
+
+    def get_critic_params(self):
+        critics = (self.critic1, self.critic2) if self.twin_q else (self.critic,)
+        return [parameter for critic in critics for parameter in critic.parameters()]

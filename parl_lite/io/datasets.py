@@ -1,0 +1,113 @@
+"""HDF5 files of parl_lite and evokit_py: opening for reading, datasets with a stored checksum,
+value checks on read (no paddle import).
+
+Every dataset of a parl_lite or evokit_py checkpoint carries the CRC-32 of its bytes in the
+attribute ``crc32``; reading recomputes it, so a flipped bit anywhere in the stored values is found.
+HDF5's fletcher32 filter would do the same for chunked datasets only, and scalars (generation
+counters, step counts) cannot be chunked.
+"""
+import zlib
+from pathlib import Path
+from typing import Optional, Tuple, Type
+
+import h5py
+import numpy as np
+
+from parl_lite.io.atomic import remove_stale_temporaries
+
+__all__ = ["DatasetError", "CHECKSUM_ATTRIBUTE", "open_hdf5", "write_dataset", "read_dataset", "check_finite",
+           "check_integer_range"]
+
+CHECKSUM_ATTRIBUTE = "crc32"
+
+
+class DatasetError(ValueError):
+    """A dataset's checksum does not match, its checksum is missing, or a value is out of range.
+    The message starts with the dataset's name."""
+
+
+def open_hdf5(path: Path, what: str, error_type: Type[Exception]) -> h5py.File:
+    """Open the HDF5 file ``path`` for reading, after removing temporaries that killed writers of
+    it left behind.
+
+    Args:
+        path: the file.
+        what: what the file is, for messages ("checkpoint").
+        error_type: the exception to raise.
+
+    Raises:
+        error_type: ``path`` is missing, a folder, or not a readable HDF5 file.
+    """
+    if path.is_dir():
+        raise error_type(f"{what} {path} is a folder, not a {what} file")
+    if not path.is_file():
+        raise error_type(f"{what} {path} does not exist")
+    remove_stale_temporaries(path)
+    try:
+        return h5py.File(path, "r")
+    except OSError as error:
+        raise error_type(f"{what} {path} is truncated or corrupted: {error}") from error
+
+
+def _checksum(value: np.ndarray) -> int:
+    return zlib.crc32(np.ascontiguousarray(value).reshape(-1).view(np.uint8))  # the bytes, not a copy
+
+
+def write_dataset(group: h5py.Group, name: str, value) -> h5py.Dataset:
+    """Create dataset ``name`` in ``group`` holding ``value``, with its checksum.
+
+    Returns:
+        The new dataset.
+    """
+    value = np.asarray(value)
+    dataset = group.create_dataset(name, data=value)
+    dataset.attrs[CHECKSUM_ATTRIBUTE] = _checksum(value)
+    return dataset
+
+
+def read_dataset(dataset: h5py.Dataset, require_checksum: bool = True) -> np.ndarray:
+    """The values of ``dataset``, after checking them against the stored checksum.
+
+    Args:
+        dataset: an open dataset.
+        require_checksum: refuse a dataset without a checksum (files of older formats have none).
+
+    Raises:
+        DatasetError: the checksum differs, or is missing while required.
+    """
+    value = dataset[()]
+    stored = dataset.attrs.get(CHECKSUM_ATTRIBUTE)
+    if stored is None:
+        if require_checksum:
+            raise DatasetError(f"{dataset.name.lstrip('/')}: no checksum (attribute {CHECKSUM_ATTRIBUTE!r})")
+    elif _checksum(value) != int(stored):
+        raise DatasetError(f"{dataset.name.lstrip('/')}: checksum mismatch: the stored values are corrupted")
+    return value
+
+
+def check_finite(name: str, value: np.ndarray) -> None:
+    """Raise :class:`DatasetError` when a float ``value`` holds NaN or an infinity."""
+    value = np.asarray(value)
+    if value.dtype.kind in "fc" and not np.all(np.isfinite(value)):
+        bad = int(np.size(value) - np.count_nonzero(np.isfinite(value)))
+        raise DatasetError(f"{name}: {bad} of {np.size(value)} values are not finite (NaN or infinity)")
+
+
+def check_integer_range(name: str, value: np.ndarray, bounds: Tuple[int, Optional[int]]) -> int:
+    """``value`` as an int, refusing a non-integer, a non-scalar or one outside ``[low, high]``.
+
+    Args:
+        name: what the message calls the value.
+        value: a scalar array or number.
+        bounds: ``(low, high)``; ``high`` may be ``None`` (no upper bound).
+    """
+    low, high = bounds
+    array = np.asarray(value)
+    if array.shape not in ((), (1,)) or not (array.dtype.kind in "iu" or
+                                             (array.dtype.kind == "f" and np.isfinite(array).all()
+                                              and float(array.reshape(-1)[0]).is_integer())):
+        raise DatasetError(f"{name}: expected an integer scalar, got {array.dtype} {array.shape} {array!r}")
+    number = int(array.reshape(-1)[0])
+    if number < low or (high is not None and number > high):
+        raise DatasetError(f"{name}: {number} is out of range [{low}, {'inf' if high is None else high}]")
+    return number

@@ -1,0 +1,36 @@
+"""Training loops for every algorithm: one evaluator, one reporter, callbacks, checkpoints.
+
+    import paddle
+    from parl_lite import train
+    from parl_lite.algorithms import PPO
+    from parl_lite.utils.models import MLPActorCritic
+
+    paddle.seed(1)
+    spaces = train.env_spaces("CartPole-v1")
+    ppo = PPO(MLPActorCritic(spaces.obs_dim, spaces.act_dim), lr=1e-3, epochs=20, batch_size=256, seed=1)
+    trainer = train.OnPolicyTrainer(ppo, "CartPole-v1", num_envs=8, rollout_steps=32, seed=1, target=475)
+    summary = trainer.learn(total_timesteps=100_000, callback=None, progress_bar=True)
+
+| loop | algorithms | a round |
+|---|---|---|
+| :class:`OnPolicyTrainer` | PPO, A2C | a rollout from a vector env, GAE, one ``learn`` |
+| :class:`OffPolicyTrainer` | DQN, DDPG, TD3, SAC | one env step into the replay memory, updates from it |
+| :class:`AsyncTrainer` | A3C, IMPALA | the first rollout back from the remote actors, one ``learn`` |
+| :class:`EpisodicTrainer` | PolicyGradient | one episode, discounted returns, one ``learn`` |
+"""
+from parl_lite.train.args import TrainArgs, arg, parse_args
+from parl_lite.train.asynchronous import AsyncTrainer
+from parl_lite.train.base import EnvSpaces, Trainer, env_spaces
+from parl_lite.train.callbacks import Callback, CallbackList, EveryNSteps, StopOnThreshold
+from parl_lite.train.episodic import EpisodicTrainer
+from parl_lite.train.evaluation import Evaluator
+from parl_lite.train.exploration import ContinuousExploration, EpsilonGreedy, Exploration
+from parl_lite.train.off_policy import OffPolicyTrainer
+from parl_lite.train.on_policy import OnPolicyTrainer, advantage_batch
+from parl_lite.train.progress import Reporter
+from parl_lite.train.summary import RunSummary
+
+__all__ = ["AsyncTrainer", "Callback", "CallbackList", "ContinuousExploration", "EnvSpaces", "EpisodicTrainer",
+           "EpsilonGreedy", "Evaluator", "EveryNSteps", "Exploration", "OffPolicyTrainer", "OnPolicyTrainer",
+           "Reporter", "RunSummary", "StopOnThreshold", "TrainArgs", "Trainer", "advantage_batch", "arg",
+           "env_spaces", "parse_args"]

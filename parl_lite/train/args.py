@@ -1,0 +1,77 @@
+"""Hyperparameters as a dataclass: each field carries its help text; :func:`parse_args` turns the
+dataclass into a command line (``--total-steps 1000``, ``--no-double`` for a True boolean)."""
+import argparse
+import dataclasses
+from typing import Any, Dict, Optional, Sequence, Type, TypeVar, get_type_hints
+
+__all__ = ["arg", "TrainArgs", "parse_args"]
+
+ArgsT = TypeVar("ArgsT")
+
+
+def arg(default: Any, help: str, choices: Optional[Sequence[Any]] = None) -> Any:  # noqa: A002 - argparse's name
+    """A dataclass field with its command-line help text (and allowed values)."""
+    return dataclasses.field(default=default, metadata={"help": help, "choices": choices})
+
+
+@dataclasses.dataclass
+class TrainArgs:
+    """What every training script takes besides its hyperparameters (see :class:`parl_lite.train.Trainer`)."""
+
+    seed: int = arg(1, "seeds paddle, the environments, exploration and replay: a run repeats exactly")
+    total_steps: int = arg(100_000, "environment steps at most")
+    target: Optional[float] = arg(None, "stop once the evaluation mean reaches this")
+    eval_every: int = arg(5_000, "environment steps between evaluations")
+    eval_episodes: int = arg(10, "greedy episodes per evaluation")
+    logdir: Optional[str] = arg(None, "write TensorBoard events and scalars.csv here")
+    save: Optional[str] = arg(None, "HDF5 checkpoint written at the end, on Ctrl-C and every --checkpoint-every steps")
+    checkpoint_every: Optional[int] = arg(None, "environment steps between checkpoints (default: only at the end)")
+    resume: Optional[str] = arg(None, "continue from this checkpoint (weights, optimizer state, step count)")
+    progress_bar: Optional[bool] = arg(None, "progress bar (default: when stderr is a terminal; else log lines)")
+
+    def run_options(self) -> Dict[str, Any]:
+        """The keyword arguments of :class:`parl_lite.train.Trainer` these fields give."""
+        return {"seed": self.seed, "target": self.target, "eval_every": self.eval_every,
+                "eval_episodes": self.eval_episodes, "logdir": self.logdir, "save": self.save,
+                "checkpoint_every": self.checkpoint_every, "resume": self.resume}
+
+
+def parse_args(cls: Type[ArgsT], description: Optional[str] = None, argv: Optional[Sequence[str]] = None,
+               env_defaults: Optional[Dict[str, Dict[str, Any]]] = None) -> ArgsT:
+    """Build ``cls`` (a dataclass) from the command line; every field is an option.
+
+    Args:
+        cls: the dataclass; field ``foo_bar`` becomes ``--foo-bar``; a boolean that defaults to
+            True becomes ``--no-foo-bar``, one that defaults to False or None ``--foo-bar``.
+        description: the ``--help`` text (usually the script's docstring).
+        argv: arguments (default: ``sys.argv[1:]``).
+        env_defaults: other defaults per value of the ``env`` field (RL-Zoo's values differ per
+            environment); options given on the command line win.
+    """
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    hints = get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        option = "--" + field.name.replace("_", "-")
+        kind = _base_type(hints[field.name])
+        help_text = field.metadata.get("help", "")
+        if kind is bool:
+            if field.default is True:
+                parser.add_argument("--no-" + field.name.replace("_", "-"), dest=field.name, action="store_false",
+                                    help=help_text)
+            else:
+                parser.add_argument(option, dest=field.name, action="store_true", default=field.default,
+                                    help=help_text)
+            continue
+        shown = "" if field.default is None else f" (default: {field.default})"
+        parser.add_argument(option, dest=field.name, type=kind, default=field.default,
+                            choices=field.metadata.get("choices"), help=help_text + shown)
+    if env_defaults:
+        known, _ = parser.parse_known_args(argv)
+        parser.set_defaults(**env_defaults.get(known.env, {}))
+    return cls(**vars(parser.parse_args(argv)))
+
+
+def _base_type(hint: Any) -> type:
+    """``Optional[int]`` -> int."""
+    arguments = [a for a in getattr(hint, "__args__", ()) if a is not type(None)]
+    return arguments[0] if arguments and getattr(hint, "__origin__", None) is not None else hint

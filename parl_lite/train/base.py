@@ -1,0 +1,245 @@
+"""What every training loop shares: evaluation, reporting, callbacks, checkpoints, Ctrl-C, resume.
+
+A loop (:class:`OnPolicyTrainer`, :class:`OffPolicyTrainer`, ...) only says how one *round* goes
+(collect some experience, learn from it) in :meth:`Trainer._round`; :meth:`Trainer.learn` runs the
+rounds until the step budget, the target, a callback or Ctrl-C stops them.
+"""
+import os
+import sys
+import time
+from typing import Any, Dict, Iterable, NamedTuple, Optional, Union
+
+import gymnasium as gym
+import h5py
+import numpy as np
+
+from parl_lite.core.agent import Agent
+from parl_lite.core.algorithm import Algorithm
+from parl_lite.io import checkpoint
+from parl_lite.train.callbacks import Callback, StopOnThreshold, as_callback
+from parl_lite.train.evaluation import Evaluator
+from parl_lite.train.progress import Reporter
+from parl_lite.train.summary import RunSummary
+
+__all__ = ["Trainer", "EnvSpaces", "env_spaces"]
+
+TRAINER_GROUP = "trainer"
+INTERRUPTED_EXIT_CODE = 130
+
+
+class EnvSpaces(NamedTuple):
+    """What a model needs to know about an environment."""
+
+    obs_dim: int
+    act_dim: int           # number of actions (discrete) or action dimensions (continuous)
+    continuous: bool
+    action_high: Optional[np.ndarray]  # upper bound of a continuous action space
+
+
+def env_spaces(env_id: str) -> EnvSpaces:
+    """Observation and action sizes of a gymnasium environment (a flat Box observation)."""
+    env = gym.make(env_id)
+    try:
+        space = env.action_space
+        continuous = isinstance(space, gym.spaces.Box)
+        act_dim = int(space.shape[0]) if continuous else int(space.n)
+        return EnvSpaces(int(np.prod(env.observation_space.shape)), act_dim, continuous,
+                         space.high if continuous else None)
+    finally:
+        env.close()
+
+
+class Trainer:
+    """Base of the training loops.
+
+    Args:
+        agent: the :class:`parl_lite.Agent` to train (an :class:`Algorithm` is wrapped in a plain
+            Agent).
+        env_id: a registered gymnasium id.
+        seed: seeds the environments, the exploration and the replay memory (seed paddle yourself,
+            before building the model: ``paddle.seed(seed)``).
+        target: stop once an evaluation's mean return reaches it (None: run the whole budget).
+        eval_every: environment steps between evaluations.
+        eval_episodes: greedy episodes per evaluation.
+        eval_seed: reset seed of the first evaluation episode (default ``10_000 + 100 * seed``).
+        logdir: TensorBoard events and ``scalars.csv`` go here.
+        save: checkpoint path: written at the end, on Ctrl-C and every ``checkpoint_every`` steps.
+        checkpoint_every: environment steps between checkpoints (None: only at the end).
+        resume: a checkpoint written by a trainer: its weights, optimizer state and step count
+            (and replay memory, off-policy) are loaded before training.
+        name: the algorithm's name in the summary (default: the algorithm's class name).
+    """
+
+    def __init__(self, agent: Union[Agent, Algorithm], env_id: str, *, seed: int = 0, target: Optional[float] = None,
+                 eval_every: int = 5_000, eval_episodes: int = 10, eval_seed: Optional[int] = None,
+                 logdir: Optional[str] = None, save: Optional[str] = None, checkpoint_every: Optional[int] = None,
+                 resume: Optional[str] = None, name: Optional[str] = None) -> None:
+        self.agent = agent if isinstance(agent, Agent) else Agent(agent)
+        if eval_every <= 0:
+            raise ValueError(f"eval_every must be positive, got {eval_every}")
+        if checkpoint_every is not None and checkpoint_every <= 0:
+            raise ValueError(f"checkpoint_every must be positive, got {checkpoint_every}")
+        self.env_id, self.seed, self.target = env_id, seed, target
+        self.eval_every, self.eval_episodes = eval_every, eval_episodes
+        self.eval_seed = 10_000 + 100 * seed if eval_seed is None else eval_seed
+        self.logdir, self.save_path, self.checkpoint_every = logdir, save, checkpoint_every
+        self.resume_path = resume
+        self.name = name or type(self.agent.alg).__name__
+        self.steps = 0          # environment steps so far
+        self.updates = 0        # learn calls so far
+        self.last_stats: Dict[str, float] = {}
+        self.last_eval_steps = 0
+        self.eval_return = float("nan")
+        self.train_seconds = 0.0
+        self.train_cpu_seconds = 0.0
+        self.solved_at: Optional[int] = None
+
+    # ------------------------------------------------------------------ what a loop defines
+    def _round(self, total_steps: int) -> None:
+        """Collect experience and learn from it; advance ``self.steps`` and ``self.updates``."""
+        raise NotImplementedError
+
+    def _action_scale(self) -> Optional[np.ndarray]:
+        """Factor from the algorithm's actions to the environment's (None: the same)."""
+        return None
+
+    def train_return(self) -> float:
+        """Mean return of the recent training episodes."""
+        return float("nan")
+
+    def _budget(self, total_steps: int) -> int:
+        """The step budget a loop can actually reach (a multiple of its round, for some)."""
+        return total_steps
+
+    def _write_extra(self, file: h5py.File) -> None:
+        """Add loop state (a replay memory) to a checkpoint."""
+
+    def _read_extra(self, path: str) -> None:
+        """Load what :meth:`_write_extra` wrote."""
+
+    def _close(self) -> None:
+        """Release environments and actors."""
+
+    # ------------------------------------------------------------------ the loop
+    def learn(self, total_timesteps: int, callback: Optional[Union[Callback, Iterable[Callback]]] = None,
+              progress_bar: Optional[bool] = None) -> RunSummary:
+        """Train until ``total_timesteps`` environment steps, the target, a callback or Ctrl-C.
+
+        Args:
+            total_timesteps: the step budget (counting the steps of a resumed run).
+            callback: a :class:`Callback` or a list of them.
+            progress_bar: True: a tqdm bar; False: a log line per evaluation; None: a bar when
+                stderr is a terminal.
+
+        Returns:
+            The run's :class:`RunSummary` (``interrupted`` is True after Ctrl-C).
+        """
+        if total_timesteps <= 0:
+            raise ValueError(f"total_timesteps must be positive, got {total_timesteps}")
+        total = self._budget(total_timesteps)
+        if self.resume_path:
+            self._resume(self.resume_path)
+        callbacks = [StopOnThreshold(self.target)] if self.target is not None else []
+        callbacks.append(as_callback(callback))
+        callbacks = as_callback(callbacks)
+        self.evaluator = Evaluator(self.env_id, self.eval_episodes, self.eval_seed, self._action_scale())
+        reporter = Reporter(self.name, total, self.steps, progress_bar, self.logdir)
+        interrupted = False
+        callbacks.on_training_start(self)
+        try:
+            self._run(total, callbacks, reporter)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            reporter.close()
+            self.evaluator.close()
+            self._close()
+            callbacks.on_training_end(self)
+        if self.save_path:
+            self.save_checkpoint(self.save_path)
+        return self.summary(interrupted)
+
+    def _run(self, total: int, callbacks: Callback, reporter: Reporter) -> None:
+        next_checkpoint = self._next_multiple(self.checkpoint_every)
+        while self.steps < total:
+            started, cpu_started = time.perf_counter(), time.process_time()
+            self._round(total)
+            self.train_seconds += time.perf_counter() - started
+            self.train_cpu_seconds += time.process_time() - cpu_started
+            reporter.advance(self.steps)
+            keep_going = callbacks.on_step(self)
+            if next_checkpoint is not None and self.steps >= next_checkpoint and self.save_path:
+                self.save_checkpoint(self.save_path)
+                next_checkpoint = self._next_multiple(self.checkpoint_every)
+            if self.steps - self.last_eval_steps >= self.eval_every or self.steps >= total:
+                self.last_eval_steps = self.steps
+                self.eval_return = self.evaluate()
+                reporter.evaluation(self.steps, self.train_seconds, self.eval_return, self.train_return(),
+                                    self.last_stats)
+                if self.target is not None and self.eval_return >= self.target and self.solved_at is None:
+                    self.solved_at = self.steps
+                keep_going = callbacks.on_evaluation(self, self.eval_return) and keep_going
+            if not keep_going:
+                break
+
+    def _next_multiple(self, every: Optional[int]) -> Optional[int]:
+        return None if every is None else (self.steps // every + 1) * every
+
+    def evaluate(self) -> float:
+        """Mean return of the greedy policy over the evaluation episodes."""
+        return self.evaluator(self.agent.predict)
+
+    def run(self, total_timesteps: int, callback: Optional[Union[Callback, Iterable[Callback]]] = None,
+            progress_bar: Optional[bool] = None) -> RunSummary:
+        """:meth:`learn`, then print the summary as one JSON line; after Ctrl-C (the checkpoint
+        written) exit with status 130, as a shell does."""
+        summary = self.learn(total_timesteps, callback, progress_bar)
+        print(summary.to_json(), flush=True)
+        if summary.interrupted:
+            sys.exit(INTERRUPTED_EXIT_CODE)
+        return summary
+
+    def summary(self, interrupted: bool = False) -> RunSummary:
+        """The run so far as a :class:`RunSummary`."""
+        rate = self.updates / self.train_seconds if self.train_seconds > 0 else 0.0
+        return RunSummary(algo=self.name, env=self.env_id, seed=self.seed, steps=self.steps, solved_at=self.solved_at,
+                          eval_return=self.eval_return, train_seconds=self.train_seconds,
+                          train_cpu_seconds=self.train_cpu_seconds, updates=self.updates, updates_per_second=rate,
+                          actors=getattr(self, "num_actors", None),
+                          checkpoint=str(self.save_path) if self.save_path else None, interrupted=interrupted)
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_checkpoint(self, path: "str | os.PathLike") -> None:
+        """Write the models, the optimizers' state and the loop's state (step count, ...) to
+        ``path`` atomically (an HDF5 checkpoint :meth:`parl_lite.Agent.restore` also reads)."""
+        def extra(file: h5py.File) -> None:
+            group = file.create_group(TRAINER_GROUP)
+            for key, value in self._state().items():
+                group.attrs[key] = value
+            self._write_extra(file)
+
+        alg = self.agent.alg
+        checkpoint.save(path, models=alg.models(), optimizers=alg.optimizers(), owner=type(self.agent), extra=extra)
+
+    def _state(self) -> Dict[str, Any]:
+        return {"algo": self.name, "env": self.env_id, "steps": self.steps, "updates": self.updates,
+                "last_eval_steps": self.last_eval_steps, "train_seconds": self.train_seconds,
+                "train_cpu_seconds": self.train_cpu_seconds}
+
+    def _resume(self, path: str) -> None:
+        if not os.path.isfile(path):
+            raise checkpoint.CheckpointError(f"resume: checkpoint {path} does not exist")
+        with h5py.File(path, "r") as file:
+            if TRAINER_GROUP not in file:
+                raise checkpoint.CheckpointError(f"{path} has no training state (/{TRAINER_GROUP}): it was not "
+                                                 "written by a parl_lite.train loop; use Agent.restore for weights")
+            state = dict(file[TRAINER_GROUP].attrs)
+        if state.get("algo") != self.name:
+            raise checkpoint.CheckpointError(f"{path} is a {state.get('algo')} run; this trainer runs {self.name}")
+        self.agent.restore(path)
+        self.steps, self.updates = int(state["steps"]), int(state["updates"])
+        self.last_eval_steps = int(state["last_eval_steps"])
+        self.train_seconds, self.train_cpu_seconds = float(state["train_seconds"]), float(state["train_cpu_seconds"])
+        self._read_extra(path)
+
+

@@ -1,0 +1,112 @@
+"""The off-policy loop (DQN, DDPG, TD3, SAC): one environment, a replay memory, updates from it."""
+from typing import Optional, Union
+
+import gymnasium as gym
+import h5py
+import numpy as np
+
+from parl_lite.core.agent import Agent
+from parl_lite.core.algorithm import Algorithm
+from parl_lite.train.base import Trainer
+from parl_lite.train.exploration import ContinuousExploration, EpsilonGreedy, Exploration
+from parl_lite.utils.envs import EpisodeReturns
+from parl_lite.utils.replay_memory import ReplayMemory
+
+__all__ = ["OffPolicyTrainer"]
+
+BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
+
+
+class OffPolicyTrainer(Trainer):
+    """Step one environment with the exploration policy, store every transition, and every
+    ``train_every`` steps (after ``learning_starts``) take ``gradient_steps`` updates on uniform
+    minibatches of the replay memory.
+
+    Continuous algorithms act in [-1, 1]; the loop scales their actions to the action space's
+    bounds (``high``), in training and in evaluation.
+
+    Args:
+        agent: the agent or algorithm to train; its ``learn`` gets ``obs``, ``action``, ``reward``,
+            ``next_obs`` and ``terminated`` (a true termination, not a time-limit truncation).
+        env_id: a registered gymnasium id.
+        exploration: how actions are chosen; default: epsilon-greedy (1.0 -> 0.05 over 10k steps)
+            for discrete actions, Gaussian noise 0.1 after ``learning_starts`` random steps for
+            continuous ones.
+        learning_starts: no update before this many steps.
+        train_every: environment steps between rounds of updates.
+        gradient_steps: updates per round.
+        batch_size: minibatch size.
+        memory_size: replay capacity (default: the step budget).
+        target_every: call ``algorithm.sync_target()`` every this many steps (DQN's hard copy);
+            None: the algorithm updates its target itself (DDPG, TD3, SAC).
+        **options: the :class:`Trainer` options (seed, target, eval_every, save, ...).
+    """
+
+    def __init__(self, agent: Union[Agent, Algorithm], env_id: str, *, exploration: Optional[Exploration] = None,
+                 learning_starts: int = 1_000, train_every: int = 1, gradient_steps: int = 1, batch_size: int = 256,
+                 memory_size: Optional[int] = None, target_every: Optional[int] = None, **options) -> None:
+        super().__init__(agent, env_id, **options)
+        for name, value in (("train_every", train_every), ("gradient_steps", gradient_steps),
+                            ("batch_size", batch_size)):
+            if value <= 0:
+                raise ValueError(f"{name} must be positive, got {value}")
+        self.env = gym.make(env_id)
+        space = self.env.action_space
+        self.continuous = isinstance(space, gym.spaces.Box)
+        self.act_dim = int(space.shape[0]) if self.continuous else int(space.n)
+        self.obs_dim = int(np.prod(self.env.observation_space.shape))
+        if exploration is None:
+            exploration = (ContinuousExploration(self.act_dim, 0.1, learning_starts, seed=self.seed) if self.continuous
+                           else EpsilonGreedy(self.act_dim, seed=self.seed))
+        self.exploration = exploration
+        self.learning_starts, self.train_every, self.gradient_steps = learning_starts, train_every, gradient_steps
+        self.batch_size, self.memory_size, self.target_every = batch_size, memory_size, target_every
+        self.memory: Optional[ReplayMemory] = None
+        self.returns = EpisodeReturns(1)
+        self.obs: Optional[np.ndarray] = None
+
+    def _action_scale(self) -> Optional[np.ndarray]:
+        return self.env.action_space.high if self.continuous else None
+
+    def _ensure_started(self, total_steps: int) -> None:
+        if self.memory is None:
+            self.memory = ReplayMemory(self.memory_size or total_steps, self.obs_dim,
+                                       self.act_dim if self.continuous else 0, seed=self.seed)
+        if self.obs is None:
+            self.obs, _ = self.env.reset(seed=self.seed)
+
+    def _round(self, total_steps: int) -> None:
+        self._ensure_started(total_steps)
+        step = self.steps + 1
+        action = self.exploration.act(self.agent, self.obs, step)
+        env_action = action * self.env.action_space.high if self.continuous else action
+        next_obs, reward, terminated, truncated, _ = self.env.step(env_action)
+        self.memory.append(self.obs, action, reward, next_obs, terminated)
+        self.returns.update(np.array([reward]), np.array([terminated or truncated]))
+        self.obs = self.env.reset()[0] if terminated or truncated else next_obs
+        self.steps = step
+
+        if step > self.learning_starts and step % self.train_every == 0:
+            for _ in range(self.gradient_steps):
+                self.last_stats = self.agent.learn(dict(zip(BATCH_KEYS, self.memory.sample_batch(self.batch_size))))
+                self.updates += 1
+        if self.target_every is not None and step % self.target_every == 0:
+            self.agent.alg.sync_target()
+
+    def train_return(self) -> float:
+        return self.returns.recent_mean
+
+    def _write_extra(self, file: h5py.File) -> None:
+        if self.memory is not None:
+            self.memory.write_group(file)
+
+    def _read_extra(self, path: str) -> None:
+        with h5py.File(path, "r") as file:
+            if "replay_memory" not in file:
+                return
+            max_size = int(file["replay_memory"].attrs["max_size"])
+        self.memory = ReplayMemory(max_size, self.obs_dim, self.act_dim if self.continuous else 0, seed=self.seed)
+        self.memory.load(path)
+
+    def _close(self) -> None:
+        self.env.close()

@@ -1,0 +1,80 @@
+"""The reporter: one progress display for every loop, and the scalars of the run.
+
+On a terminal it is a tqdm bar (steps, rate, ETA, last evaluation in the postfix); when stderr is not
+a terminal (CI, a file) it prints one plain line per evaluation to stdout instead, with the same
+figures. Scalars go to TensorBoard and ``scalars.csv`` through :mod:`parl_lite.utils.summary` when a
+log folder is given.
+"""
+import math
+import sys
+import time
+from typing import Dict, Optional
+
+from parl_lite.utils.summary import SummaryWriter
+
+__all__ = ["Reporter"]
+
+
+class Reporter:
+    """Progress of one run.
+
+    Args:
+        name: the algorithm's name, first on each line.
+        total_steps: the step budget (the bar's 100%).
+        start_steps: steps already done (a resumed run).
+        progress_bar: True: a bar; False: log lines; None: a bar when stderr is a terminal.
+        logdir: folder of the TensorBoard events and ``scalars.csv``; None: no files.
+    """
+
+    def __init__(self, name: str, total_steps: int, start_steps: int = 0, progress_bar: Optional[bool] = None,
+                 logdir: Optional[str] = None) -> None:
+        self.name, self.total_steps, self.start_steps = name, total_steps, start_steps
+        self.writer = SummaryWriter(logdir) if logdir else None
+        if progress_bar is None:
+            progress_bar = sys.stderr.isatty()
+        self._bar = None
+        if progress_bar:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total_steps, initial=start_steps, unit="step", unit_scale=True,
+                             desc=name, dynamic_ncols=True, file=sys.stderr)
+        self._shown_steps = start_steps
+
+    def advance(self, steps: int) -> None:
+        """Move the bar to ``steps`` environment steps."""
+        if self._bar is not None and steps > self._shown_steps:
+            self._bar.update(steps - self._shown_steps)
+        self._shown_steps = steps
+
+    def evaluation(self, steps: int, train_seconds: float, score: float, train_return: float,
+                   stats: Dict[str, float]) -> None:
+        """Report an evaluation: the bar's postfix or a log line, and the scalars."""
+        if self.writer is not None:
+            self.writer.add_scalar("eval/return", score, steps)
+            self.writer.add_scalar("train/return", train_return, steps)
+            for key, value in stats.items():
+                self.writer.add_scalar(f"train/{key}", value, steps)
+        if self._bar is not None:
+            self._bar.set_postfix(eval=f"{score:.1f}", train_return=f"{train_return:.1f}", refresh=False)
+            self.advance(steps)
+            return
+        done = steps - self.start_steps
+        rate = done / train_seconds if train_seconds > 0 else float("nan")
+        eta = max(self.total_steps - steps, 0) / rate if rate > 0 else float("nan")
+        extra = "".join(f"  {key} {value:.4g}" for key, value in list(stats.items())[:3])
+        print(f"{self.name} steps {steps:7d}/{self.total_steps}  {rate:6.0f} steps/s  ETA {_duration(eta)}  "
+              f"train return {train_return:7.1f}  eval {score:7.1f}{extra}  train {train_seconds:6.1f}s", flush=True)
+
+    def close(self) -> None:
+        """Close the bar and the log files."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        if self.writer is not None:
+            self.writer.close()
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "   ?"
+    return time.strftime("%H:%M:%S", time.gmtime(seconds)) if seconds >= 3600 else f"{seconds:4.0f}s"
