@@ -4,7 +4,6 @@
 refreshed by :meth:`DQN.sync_target` (a hard copy, or Polyak averaging with ``decay``).
 """
 import copy
-from typing import Dict
 
 import paddle
 import paddle.nn.functional as F
@@ -53,7 +52,7 @@ class DQN(Algorithm):
 
     sample = predict
 
-    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+    def learn(self, batch: dict[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
         """One Adam step on the Huber loss between ``Q(obs, action)`` and the TD target
         ``reward + gamma * (1 - terminated) * Q_target(next_obs, a*)``.
 

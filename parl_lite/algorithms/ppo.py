@@ -5,7 +5,6 @@ Policy and value function come from :class:`ActorCriticAlgorithm`: one shared ac
 (``model.policy`` / ``model.value``) or a policy model and a separate ``critic``; logits give
 discrete actions, a ``(mean, log_std)`` pair diagonal-Gaussian ones.
 """
-from typing import Dict, Optional
 
 import numpy as np
 import paddle
@@ -44,17 +43,17 @@ class PPO(ActorCriticAlgorithm):
     def __init__(
         self,
         model: Model,
-        clip_param: Optional[float] = 0.2,
-        critic: Optional[Model] = None,
+        clip_param: float | None = 0.2,
+        critic: Model | None = None,
         lr: float = 3e-4,
         epochs: int = 10,
         batch_size: int = 64,
         value_coef: float = 0.5,
         entropy_coef: float = 0.0,
-        value_clip_param: Optional[float] = None,
+        value_clip_param: float | None = None,
         kl_coef: float = 0.0,
-        kl_target: Optional[float] = None,
-        max_grad_norm: Optional[float] = 0.5,
+        kl_target: float | None = None,
+        max_grad_norm: float | None = 0.5,
         normalize_advantages: bool = True,
         seed: int = 0,
     ) -> None:
@@ -78,7 +77,7 @@ class PPO(ActorCriticAlgorithm):
         self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), epsilon=1e-5, grad_clip=clip)
 
     # ------------------------------------------------------------------ learning
-    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, float]:
+    def learn(self, batch: dict[str, paddle.Tensor]) -> dict[str, float]:
         """``epochs`` passes of minibatch Adam steps over one on-policy batch.
 
         The policy at the start of the call is the "old" policy of the KL penalty and of the
@@ -122,7 +121,7 @@ class PPO(ActorCriticAlgorithm):
         result.update(kl=kl, kl_coef=self.kl_coef)
         return result
 
-    def _minibatch_step(self, mb: Dict[str, paddle.Tensor], old_dist: Distribution) -> Dict[str, paddle.Tensor]:
+    def _minibatch_step(self, mb: dict[str, paddle.Tensor], old_dist: Distribution) -> dict[str, paddle.Tensor]:
         advantages = mb["advantages"]
         if self.normalize_advantages and len(advantages) > 1:
             advantages = (advantages - advantages.mean()) / (_std(advantages) + 1e-8)

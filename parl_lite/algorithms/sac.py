@@ -15,7 +15,6 @@ The policy is ``a = tanh(u)``, ``u ~ N(mean, exp(log_std))``; actions live in [-
 agent scales them to the environment.
 """
 import math
-from typing import Dict, Optional, Tuple
 
 import paddle
 import paddle.nn.functional as F
@@ -59,7 +58,7 @@ class SAC(SoftTargetActorCritic):
 
     def __init__(self, model: Model, gamma: float = 0.99, tau: float = 0.005,
                  actor_lr: float = 3e-4, critic_lr: float = 3e-4, alpha: float = 1.0,
-                 alpha_lr: Optional[float] = 3e-4, target_entropy: Optional[float] = None) -> None:
+                 alpha_lr: float | None = 3e-4, target_entropy: float | None = None) -> None:
         super().__init__(model, gamma, tau, actor_lr, critic_lr)
         check_hyperparameter("alpha", alpha, 0.0, float("inf"), low_open=True)
         self.temperature = EntropyTemperature(alpha)
@@ -74,7 +73,7 @@ class SAC(SoftTargetActorCritic):
         mean, _ = self.model.policy(obs)
         return paddle.tanh(mean)
 
-    def sample(self, obs: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor]:
+    def sample(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
         """A reparameterised action ``tanh(mean + std * eps)`` and its log-probability ``[batch, 1]``."""
         mean, log_std = self.model.policy(obs)
         log_std = log_std.clip(LOG_STD_MIN, LOG_STD_MAX)
@@ -90,7 +89,7 @@ class SAC(SoftTargetActorCritic):
         """The current entropy temperature."""
         return float(self.temperature.log_alpha.exp().item())
 
-    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+    def learn(self, batch: dict[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
         """One critic step, one actor step, one temperature step, one soft target update.
 
         Args:
@@ -123,7 +122,7 @@ class SAC(SoftTargetActorCritic):
         self.critic_optimizer.step()
         return critic_loss
 
-    def _learn_actor(self, obs, alpha) -> Tuple[paddle.Tensor, paddle.Tensor]:
+    def _learn_actor(self, obs, alpha) -> tuple[paddle.Tensor, paddle.Tensor]:
         with frozen(self.model.get_critic_params()):
             new_action, log_prob = self.sample(obs)
             q1, q2 = self.model.value(obs, new_action)

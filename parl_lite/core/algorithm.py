@@ -11,7 +11,8 @@ The numpy <-> tensor conversion is written once, here: every subclass's ``learn`
 ``sample`` are wrapped when the subclass is defined, so a subclass only ever sees tensors.
 """
 import functools
-from typing import Any, Callable, Dict, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import paddle
@@ -53,9 +54,9 @@ def _as_float(value: Any) -> float:
     return float("nan") if value is None else float(value)
 
 
-def _wrap_learn(learn: Callable[..., Any]) -> Callable[..., Dict[str, float]]:
+def _wrap_learn(learn: Callable[..., Any]) -> Callable[..., dict[str, float]]:
     @functools.wraps(learn)
-    def wrapper(self: "Algorithm", batch: Batch) -> Dict[str, float]:
+    def wrapper(self: "Algorithm", batch: Batch) -> dict[str, float]:
         if not isinstance(batch, Mapping):
             raise TypeError(f"{type(self).__name__}.learn takes one batch mapping names to arrays, "
                             f"got {type(batch).__name__}")
@@ -104,7 +105,7 @@ class Algorithm:
             raise TypeError(f"model must be a parl_lite.Model, got {type(model).__name__}")
         self.model = model
 
-    def learn(self, batch: Batch) -> Dict[str, float]:
+    def learn(self, batch: Batch) -> dict[str, float]:
         """Update the model(s) from a batch of experience.
 
         Args:
@@ -123,11 +124,11 @@ class Algorithm:
         """Return an exploratory output (e.g. an action drawn from the policy)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement sample()")
 
-    def models(self) -> Dict[str, Model]:
+    def models(self) -> dict[str, Model]:
         """Every :class:`Model` attribute of this algorithm, by attribute name."""
         return {name: value for name, value in vars(self).items() if isinstance(value, Model)}
 
-    def optimizers(self) -> Dict[str, paddle.optimizer.Optimizer]:
+    def optimizers(self) -> dict[str, paddle.optimizer.Optimizer]:
         """Every optimizer attribute of this algorithm, by attribute name."""
         return {
             name: value
@@ -135,10 +136,10 @@ class Algorithm:
             if isinstance(value, paddle.optimizer.Optimizer)
         }
 
-    def get_weights(self) -> Dict[str, np.ndarray]:
+    def get_weights(self) -> dict[str, np.ndarray]:
         """Weights of ``self.model`` (see :meth:`Model.get_weights`)."""
         return self.model.get_weights()
 
-    def set_weights(self, weights: Dict[str, np.ndarray]) -> None:
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Load weights into ``self.model`` (see :meth:`Model.set_weights`)."""
         self.model.set_weights(weights)

@@ -9,7 +9,7 @@ A process killed by SIGKILL cannot remove its temporary ``.<name>.tmp-<pid>``: t
 import os
 import stat
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import h5py
 

@@ -7,14 +7,14 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import click
 
 _DYNAMIC = {"none", "-1", "?"}
 
 
-def _parse_shape(ctx: click.Context, param: click.Parameter, values: Tuple[str, ...]) -> List[List[Optional[int]]]:
+def _parse_shape(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[list[int | None]]:
     shapes = []
     for text in values:
         dims = []
@@ -31,8 +31,8 @@ def _parse_shape(ctx: click.Context, param: click.Parameter, values: Tuple[str, 
     return shapes
 
 
-def _constructor_kwargs(model_kwargs: Optional[Dict[str, Any]], model_class: Optional[str], checkpoint_path: Path,
-                        role: str) -> Dict[str, Any]:
+def _constructor_kwargs(model_kwargs: dict[str, Any] | None, model_class: str | None, checkpoint_path: Path,
+                        role: str) -> dict[str, Any]:
     """``--model-kwargs`` when given; else, unless ``--model-class`` names another class, the
     constructor arguments the checkpoint recorded for ``role`` (models record theirs); else none."""
     if model_kwargs is not None:
@@ -47,7 +47,7 @@ def _constructor_kwargs(model_kwargs: Optional[Dict[str, Any]], model_class: Opt
     return {}
 
 
-def _parse_kwargs(ctx: click.Context, param: click.Parameter, text: Optional[str]) -> Optional[Dict[str, Any]]:
+def _parse_kwargs(ctx: click.Context, param: click.Parameter, text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
@@ -95,7 +95,7 @@ def _load_class(path: str) -> type:
     return value
 
 
-def _stored_class(checkpoint_path: Path, role: str) -> Optional[str]:
+def _stored_class(checkpoint_path: Path, role: str) -> str | None:
     """The model class a checkpoint records for ``role`` (``None`` if it records none), after the
     header and every weight of ``role`` were checked (checksums, finite values): nothing named in a
     file is imported before the file proved sound."""
@@ -129,8 +129,8 @@ def _stored_class(checkpoint_path: Path, role: str) -> Optional[str]:
                    "onnx: the own translation only; paddle2onnx: paddle2onnx only.")
 @click.option("--app-dir", default=".", show_default=True, type=click.Path(file_okay=False),
               help="Folder put first on the Python path, to import the model class from.")
-def export_command(checkpoint_path: Path, input_shapes, output: Optional[Path], model_class: Optional[str],
-                   model_kwargs: Dict[str, Any], role: str, output_names: Tuple[str, ...], opset: int,
+def export_command(checkpoint_path: Path, input_shapes, output: Path | None, model_class: str | None,
+                   model_kwargs: dict[str, Any], role: str, output_names: tuple[str, ...], opset: int,
                    backend: str, app_dir: str) -> None:
     """Export a model from an HDF5 checkpoint (written by Agent.save) to ONNX.
 

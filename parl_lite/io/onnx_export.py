@@ -24,7 +24,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import onnx
@@ -53,7 +54,7 @@ def export_onnx(
     path: "str | os.PathLike",
     input_spec: Any,
     *,
-    output_names: Optional[Sequence[str]] = None,
+    output_names: Sequence[str] | None = None,
     opset_version: int = 17,
     backend: str = "auto",
     verify: bool = True,
@@ -107,7 +108,7 @@ def _label(model: Any) -> str:
 # ---------------------------------------------------------------- inputs
 
 
-def _input_specs(model: Any, input_spec: Any, label: str) -> List[InputSpec]:
+def _input_specs(model: Any, input_spec: Any, label: str) -> list[InputSpec]:
     """Normalise ``input_spec`` to named InputSpecs, one per ``forward`` input."""
     if not isinstance(model, paddle.nn.Layer):
         raise OnnxExportError(f"{label}: export_onnx needs a paddle.nn.Layer, got {type(model).__name__}")
@@ -200,7 +201,7 @@ def _paddle2onnx_available() -> bool:
         return False
 
 
-def _export(model: paddle.nn.Layer, specs: List[InputSpec], output_names: Optional[Sequence[str]], opset: int,
+def _export(model: paddle.nn.Layer, specs: list[InputSpec], output_names: Sequence[str] | None, opset: int,
             backend: str, verify: bool, timeout: float, label: str) -> onnx.ModelProto:
     """Build, name, check and verify the graph. Under "auto" the translation in Python comes first
     (milliseconds); if it cannot translate the model, or its graph does not pass, paddle2onnx does."""
@@ -229,8 +230,8 @@ def _export(model: paddle.nn.Layer, specs: List[InputSpec], output_names: Option
         raise OnnxExportError(f"{error}\n(parl_lite's own translation failed too: {translation_failure})") from error
 
 
-def _finish(proto: onnx.ModelProto, model: paddle.nn.Layer, specs: List[InputSpec],
-            output_names: Optional[Sequence[str]], verify: bool, label: str) -> onnx.ModelProto:
+def _finish(proto: onnx.ModelProto, model: paddle.nn.Layer, specs: list[InputSpec],
+            output_names: Sequence[str] | None, verify: bool, label: str) -> onnx.ModelProto:
     proto = _name_outputs(proto, output_names, label)
     try:
         onnx.checker.check_model(proto, full_check=True)
@@ -241,7 +242,7 @@ def _finish(proto: onnx.ModelProto, model: paddle.nn.Layer, specs: List[InputSpe
     return proto
 
 
-def _translate(model: paddle.nn.Layer, specs: List[InputSpec], opset: int, label: str) -> onnx.ModelProto:
+def _translate(model: paddle.nn.Layer, specs: list[InputSpec], opset: int, label: str) -> onnx.ModelProto:
     try:
         return pir_to_onnx.translate(model, specs, opset)
     except (pir_to_onnx.UnsupportedOperatorError, pir_to_onnx.TraceError) as error:
@@ -251,7 +252,7 @@ def _translate(model: paddle.nn.Layer, specs: List[InputSpec], opset: int, label
 
 
 def _export_with_paddle2onnx(
-    model: paddle.nn.Layer, specs: List[InputSpec], opset: int, timeout: float, label: str
+    model: paddle.nn.Layer, specs: list[InputSpec], opset: int, timeout: float, label: str
 ) -> onnx.ModelProto:
     with tempfile.TemporaryDirectory(prefix="parl_lite_onnx_") as workdir:
         prefix = os.path.join(workdir, "model")
@@ -295,7 +296,7 @@ def _describe_failure(label: str, result: subprocess.CompletedProcess, report: s
     return message + ". paddle2onnx said:\n" + "\n".join(errors or lines[-12:])
 
 
-def _read_report(report: str) -> List[Dict[str, str]]:
+def _read_report(report: str) -> list[dict[str, str]]:
     try:
         with open(report) as handle:
             return [entry for entry in json.load(handle) if "op" in entry]
@@ -327,7 +328,7 @@ def _weights_as_initializers(proto: onnx.ModelProto, model: paddle.nn.Layer) -> 
     return proto
 
 
-def _rename_inputs(nodes: Sequence[onnx.NodeProto], renames: Dict[str, str]) -> None:
+def _rename_inputs(nodes: Sequence[onnx.NodeProto], renames: dict[str, str]) -> None:
     """Rename the inputs of ``nodes``, including those of subgraphs (If / Loop bodies)."""
     for node in nodes:
         node.input[:] = [renames.get(name, name) for name in node.input]
@@ -339,7 +340,7 @@ def _rename_inputs(nodes: Sequence[onnx.NodeProto], renames: Dict[str, str]) -> 
 # ---------------------------------------------------------------- outputs, checks, file
 
 
-def _name_outputs(proto: onnx.ModelProto, output_names: Optional[Sequence[str]], label: str) -> onnx.ModelProto:
+def _name_outputs(proto: onnx.ModelProto, output_names: Sequence[str] | None, label: str) -> onnx.ModelProto:
     """Give the graph outputs their names (paddle2onnx calls them ``fetch_name_<i>``)."""
     outputs = proto.graph.output
     names = list(output_names) if output_names is not None else [f"output_{i}" for i in range(len(outputs))]
@@ -359,7 +360,7 @@ def _name_outputs(proto: onnx.ModelProto, output_names: Optional[Sequence[str]],
     return proto
 
 
-def _verify(model: paddle.nn.Layer, proto: onnx.ModelProto, specs: List[InputSpec], label: str) -> None:
+def _verify(model: paddle.nn.Layer, proto: onnx.ModelProto, specs: list[InputSpec], label: str) -> None:
     """Run the graph once in onnxruntime and compare it with paddle on the same random input."""
     import onnxruntime
 

@@ -6,7 +6,8 @@ operators in :data:`SUPPORTED_OPS`) in milliseconds, and works where paddle2onnx
 installed (Python 3.13). Anything else raises :class:`UnsupportedOperatorError` naming the
 operator and the layer it comes from.
 """
-from typing import Any, Dict, List, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import onnx
@@ -62,11 +63,11 @@ class _Translator:
     def __init__(self, model: paddle.nn.Layer, opset: int) -> None:
         self.opset = opset
         self.structured = {tensor.name: name for name, tensor in model.state_dict().items()}
-        self.names: Dict[str, Any] = {}       # PIR value id -> ONNX name (a list for builtin.combine)
-        self.constants: Dict[str, np.ndarray] = {}  # PIR value id -> array of full / full_int_array
-        self.nodes: List[onnx.NodeProto] = []
-        self.initializers: List[onnx.TensorProto] = []
-        self.inputs: List[onnx.ValueInfoProto] = []
+        self.names: dict[str, Any] = {}       # PIR value id -> ONNX name (a list for builtin.combine)
+        self.constants: dict[str, np.ndarray] = {}  # PIR value id -> array of full / full_int_array
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+        self.inputs: list[onnx.ValueInfoProto] = []
 
     def run(self, program) -> onnx.ModelProto:
         tensors, values = program.parameters
@@ -92,7 +93,7 @@ class _Translator:
             self.names[value.id] = self._constant(self.constants[value.id])
         return self.names[value.id]
 
-    def _emit(self, op, op_type: str, inputs: List[str], **attributes) -> str:
+    def _emit(self, op, op_type: str, inputs: list[str], **attributes) -> str:
         result = op.results()[0]
         name = f"v{len(self.names)}_{op_type.lower()}"
         self.nodes.append(helper.make_node(op_type, inputs, [name], name=name, **attributes))
@@ -186,7 +187,7 @@ class _Translator:
             names.append(name)
         self._emit(op, "MatMul", names)
 
-    def _node(self, op_type: str, inputs: List[str], **attributes) -> str:
+    def _node(self, op_type: str, inputs: list[str], **attributes) -> str:
         """An intermediate node whose result is not a PIR value."""
         name = f"n{len(self.nodes)}_{op_type.lower()}"
         self.nodes.append(helper.make_node(op_type, inputs, [name], name=name, **attributes))
@@ -254,7 +255,7 @@ SUPPORTED_OPS = tuple(sorted([*_UNARY, *_BINARY, *_REDUCE, "softmax", "log_softm
                               "dropout (evaluation)", "batch_norm (evaluation)", "full", "full_int_array"]))
 
 
-def _where(attrs: Dict[str, Any]) -> str:
+def _where(attrs: dict[str, Any]) -> str:
     layer = attrs.get("struct_name")
     return f" (in layer {layer})" if layer else " (in forward itself, outside any sublayer)"
 

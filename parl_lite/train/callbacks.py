@@ -3,7 +3,7 @@
 A callback sees the trainer (``trainer.steps``, ``trainer.agent``, ``trainer.last_stats``, ...) after
 every round of experience and after every evaluation; returning False from either stops training.
 """
-from typing import Iterable, List, Optional, Union
+from collections.abc import Iterable
 
 __all__ = ["Callback", "CallbackList", "StopOnThreshold", "EveryNSteps"]
 
@@ -30,7 +30,7 @@ class CallbackList(Callback):
     """Several callbacks in order; training stops when any of them says so."""
 
     def __init__(self, callbacks: Iterable[Callback]) -> None:
-        self.callbacks: List[Callback] = list(callbacks)
+        self.callbacks: list[Callback] = list(callbacks)
 
     def on_training_start(self, trainer: "object") -> None:
         for callback in self.callbacks:
@@ -82,7 +82,7 @@ class EveryNSteps(Callback):
         return True
 
 
-def as_callback(callback: Optional[Union[Callback, Iterable[Callback]]]) -> Callback:
+def as_callback(callback: Callback | Iterable[Callback] | None) -> Callback:
     """One callback from None, a callback or a list of them."""
     if callback is None:
         return Callback()

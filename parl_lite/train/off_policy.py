@@ -1,5 +1,4 @@
 """The off-policy loop (DQN, DDPG, TD3, SAC): one environment, a replay memory, updates from it."""
-from typing import Optional, Union
 
 import gymnasium as gym
 import h5py
@@ -42,9 +41,9 @@ class OffPolicyTrainer(Trainer):
         **options: the :class:`Trainer` options (seed, target, eval_every, save, ...).
     """
 
-    def __init__(self, agent: Union[Agent, Algorithm], env_id: str, *, exploration: Optional[Exploration] = None,
+    def __init__(self, agent: Agent | Algorithm, env_id: str, *, exploration: Exploration | None = None,
                  learning_starts: int = 1_000, train_every: int = 1, gradient_steps: int = 1, batch_size: int = 256,
-                 memory_size: Optional[int] = None, target_every: Optional[int] = None, **options) -> None:
+                 memory_size: int | None = None, target_every: int | None = None, **options) -> None:
         super().__init__(agent, env_id, **options)
         for name, value in (("train_every", train_every), ("gradient_steps", gradient_steps),
                             ("batch_size", batch_size)):
@@ -61,11 +60,11 @@ class OffPolicyTrainer(Trainer):
         self.exploration = exploration
         self.learning_starts, self.train_every, self.gradient_steps = learning_starts, train_every, gradient_steps
         self.batch_size, self.memory_size, self.target_every = batch_size, memory_size, target_every
-        self.memory: Optional[ReplayMemory] = None
+        self.memory: ReplayMemory | None = None
         self.returns = EpisodeReturns(1)
-        self.obs: Optional[np.ndarray] = None
+        self.obs: np.ndarray | None = None
 
-    def _action_scale(self) -> Optional[np.ndarray]:
+    def _action_scale(self) -> np.ndarray | None:
         return self.env.action_space.high if self.continuous else None
 
     def _ensure_started(self, total_steps: int) -> None:

@@ -1,5 +1,4 @@
 """The on-policy loop (PPO, A2C): rollouts from a vector environment, advantages, one ``learn``."""
-from typing import Dict, Optional, Union
 
 import numpy as np
 
@@ -13,8 +12,8 @@ from parl_lite.utils.schedulers import LinearDecayScheduler
 __all__ = ["OnPolicyTrainer", "advantage_batch"]
 
 
-def advantage_batch(agent: Agent, rollout: Dict[str, np.ndarray], gamma: float,
-                    gae_lambda: float) -> Dict[str, np.ndarray]:
+def advantage_batch(agent: Agent, rollout: dict[str, np.ndarray], gamma: float,
+                    gae_lambda: float) -> dict[str, np.ndarray]:
     """Flatten a ``[T, N]`` rollout into the batch PPO and A2C learn from.
 
     Values come from the agent's current value function (one forward over ``obs`` and
@@ -54,7 +53,7 @@ class OnPolicyTrainer(Trainer):
         **options: the :class:`Trainer` options (seed, target, eval_every, save, ...).
     """
 
-    def __init__(self, agent: Union[Agent, Algorithm], env_id: str, *, num_envs: int = 8, rollout_steps: int = 32,
+    def __init__(self, agent: Agent | Algorithm, env_id: str, *, num_envs: int = 8, rollout_steps: int = 32,
                  gamma: float = 0.99, gae_lambda: float = 0.95, anneal: bool = False, **options) -> None:
         super().__init__(agent, env_id, **options)
         if rollout_steps <= 0:
@@ -64,8 +63,8 @@ class OnPolicyTrainer(Trainer):
         self.gamma, self.gae_lambda, self.anneal = gamma, gae_lambda, anneal
         alg = self.agent.alg
         self._base_lr = alg.optimizer.get_lr() if anneal else None
-        self._base_clip: Optional[float] = getattr(alg, "clip_param", None) if anneal else None
-        self._schedule: Optional[LinearDecayScheduler] = None
+        self._base_clip: float | None = getattr(alg, "clip_param", None) if anneal else None
+        self._schedule: LinearDecayScheduler | None = None
 
     def _budget(self, total_steps: int) -> int:
         per_round = self.rollout_steps * self.num_envs

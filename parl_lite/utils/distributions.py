@@ -7,7 +7,7 @@ one value per batch row. Sampling draws from paddle's global generator, so ``pad
 makes it repeat.
 """
 import math
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import paddle
 import paddle.nn.functional as F
@@ -101,10 +101,10 @@ class DiagGaussian:
         return terms.sum(axis=-1)
 
 
-Distribution = Union[Categorical, DiagGaussian]
+Distribution = Categorical | DiagGaussian
 
 
-def make_distribution(params: Union[paddle.Tensor, Sequence[paddle.Tensor]]) -> Distribution:
+def make_distribution(params: paddle.Tensor | Sequence[paddle.Tensor]) -> Distribution:
     """Build the distribution a policy head returned.
 
     Args:

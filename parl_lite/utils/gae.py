@@ -1,5 +1,4 @@
 """Generalised advantage estimation (Schulman et al., 2016), with correct episode truncation."""
-from typing import Tuple
 
 import numpy as np
 
@@ -14,7 +13,7 @@ def gae(
     episode_end: np.ndarray,
     gamma: float,
     lam: float,
-) -> Tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray]:
     """Advantages and value targets of a time-major rollout.
 
     ``delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)`` and

@@ -9,7 +9,7 @@ which is everything GAE and V-trace need with the learner's own value function, 
 ``RolloutWorker`` wraps one with a local copy of the policy, to be run as a ``@remote_class``
 actor (A3C, IMPALA): ``collect(weights, steps)`` loads the learner's weights, then collects.
 """
-from typing import Callable, Dict, List, Optional, Tuple
+from collections.abc import Callable
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from parl_lite.utils.envs import EpisodeReturns, final_observations, make_vector
 
 __all__ = ["VectorRollout", "RolloutWorker"]
 
-Policy = Callable[[np.ndarray], Tuple[np.ndarray, np.ndarray]]
+Policy = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 class VectorRollout:
@@ -37,7 +37,7 @@ class VectorRollout:
         self.returns = EpisodeReturns(num_envs)
         self.steps = 0
 
-    def collect(self, policy: Policy, steps: int) -> Dict[str, np.ndarray]:
+    def collect(self, policy: Policy, steps: int) -> dict[str, np.ndarray]:
         """Play ``steps`` steps in every copy.
 
         Args:
@@ -49,8 +49,8 @@ class VectorRollout:
             ``[T, N, ...]`` arrays and ``episode_returns`` (see the module docstring).
         """
         keys = ("obs", "actions", "log_probs", "rewards", "terminated", "ends", "next_obs")
-        buffer: Dict[str, List[np.ndarray]] = {key: [] for key in keys}
-        episode_returns: List[float] = []
+        buffer: dict[str, list[np.ndarray]] = {key: [] for key in keys}
+        episode_returns: list[float] = []
         for _ in range(steps):
             actions, log_probs = policy(self.obs)
             env_actions = np.clip(actions, self.low, self.high) if self.continuous else actions
@@ -90,11 +90,11 @@ class RolloutWorker:
         self.algorithm = ActorCriticAlgorithm(model_fn())
         self.rollout = VectorRollout(env_id, num_envs, seed)
 
-    def _policy(self, obs: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    def _policy(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         actions, log_probs = self.algorithm.sample(self._paddle.to_tensor(obs, dtype="float32"))
         return actions.numpy(), log_probs.numpy()
 
-    def collect(self, weights: Optional[Dict[str, np.ndarray]], steps: int) -> Dict[str, np.ndarray]:
+    def collect(self, weights: dict[str, np.ndarray] | None, steps: int) -> dict[str, np.ndarray]:
         """Load ``weights`` (None: keep the current ones) and collect ``steps`` steps.
 
         Returns:

@@ -3,7 +3,7 @@
 Both follow PARL's interface: ``step(n)`` advances by ``n`` steps and returns the new value;
 ``value`` (or ``value_at(t)``) reads without advancing.
 """
-from typing import Sequence, Tuple
+from collections.abc import Sequence
 
 __all__ = ["LinearDecayScheduler", "PiecewiseScheduler"]
 
@@ -60,7 +60,7 @@ class PiecewiseScheduler(_Scheduler):
             must increase strictly.
     """
 
-    def __init__(self, schedule: Sequence[Tuple[int, float]]) -> None:
+    def __init__(self, schedule: Sequence[tuple[int, float]]) -> None:
         schedule = [(int(step), float(value)) for step, value in schedule]
         if not schedule or schedule[0][0] != 0:
             raise ValueError(f"schedule must start at step 0, got {schedule[:1]}")
