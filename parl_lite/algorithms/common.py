@@ -14,7 +14,9 @@ __all__ = ["frozen", "check_hyperparameter", "SoftTargetActorCritic", "transitio
 def transition_columns(batch: dict[str, paddle.Tensor]) -> tuple[paddle.Tensor, ...]:
     """``(obs, action, reward, next_obs, terminated)`` of a replay batch, with ``reward`` and
     ``terminated`` as float32 columns ``[batch, 1]`` (they may come as ``[batch]``)."""
-    column = lambda name: batch[name].astype("float32").reshape([-1, 1])
+    def column(name: str) -> paddle.Tensor:
+        return batch[name].astype("float32").reshape([-1, 1])
+
     return batch["obs"], batch["action"], column("reward"), batch["next_obs"], column("terminated")
 
 
@@ -32,7 +34,7 @@ def frozen(parameters: Sequence[paddle.Tensor]) -> Iterator[None]:
     try:
         yield
     finally:
-        for parameter, stop in zip(parameters, previous):
+        for parameter, stop in zip(parameters, previous, strict=True):
             parameter.stop_gradient = stop
 
 

@@ -78,7 +78,10 @@ class IMPALA(ActorCriticAlgorithm):
             ``policy_loss``, ``value_loss``, ``entropy``, ``mean_rho`` (mean importance ratio).
         """
         T, B = batch["rewards"].shape
-        flat = lambda x: x.reshape([T * B, *x.shape[2:]])
+
+        def flat(x: paddle.Tensor) -> paddle.Tensor:
+            return x.reshape([T * B, *x.shape[2:]])
+
         obs = flat(batch["obs"])
         dist = self.distribution(obs)
         log_probs = dist.log_prob(flat(batch["actions"]))

@@ -74,7 +74,8 @@ class PPO(ActorCriticAlgorithm):
         self.normalize_advantages = normalize_advantages
         self.rng = np.random.default_rng(seed)
         clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
-        self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), epsilon=1e-5, grad_clip=clip)
+        self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), epsilon=1e-5,
+                                               grad_clip=clip)
 
     # ------------------------------------------------------------------ learning
     def learn(self, batch: dict[str, paddle.Tensor]) -> dict[str, float]:
@@ -138,7 +139,8 @@ class PPO(ActorCriticAlgorithm):
         value = self.value(mb["obs"])
         value_loss = (value - mb["returns"]) ** 2
         if self.value_clip_param is not None:
-            clipped_value = mb["values"] + paddle.clip(value - mb["values"], -self.value_clip_param, self.value_clip_param)
+            clipped_value = mb["values"] + paddle.clip(value - mb["values"], -self.value_clip_param,
+                                                       self.value_clip_param)
             value_loss = paddle.maximum(value_loss, (clipped_value - mb["returns"]) ** 2)
         value_loss = 0.5 * value_loss.mean()
 

@@ -78,14 +78,15 @@ def _load_class(path: str) -> type:
         candidates = [(".".join(parts[:i]), ".".join(parts[i:])) for i in range(len(parts) - 1, 0, -1)]
     if not candidates or not all(candidates[0]):
         raise _ClassNotUsable(f"{path!r} is not of the form package.module:ClassName")
-    for module_name, qualname in candidates:
+    for candidate in candidates:
         try:
-            value: Any = importlib.import_module(module_name)
+            value: Any = importlib.import_module(candidate[0])
             break
         except ImportError as error:
             failure = error
     else:
         raise _ClassNotUsable(f"cannot import the module of {path!r}: {failure} (is it on the path? see --app-dir)")
+    module_name, qualname = candidate
     for part in qualname.split("."):
         if not hasattr(value, part):
             raise _ClassNotUsable(f"module {module_name!r} has no class {qualname!r}")

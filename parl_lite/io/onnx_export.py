@@ -349,7 +349,7 @@ def _name_outputs(proto: onnx.ModelProto, output_names: Sequence[str] | None, la
                               f"output of forward")
     taken = {name for node in proto.graph.node for name in node.output}
     taken |= {value.name for value in proto.graph.input} | {init.name for init in proto.graph.initializer}
-    for output, name in zip(outputs, names):
+    for output, name in zip(outputs, names, strict=True):
         if output.name == name:
             continue
         if name in taken:
@@ -372,7 +372,8 @@ def _verify(model: paddle.nn.Layer, proto: onnx.ModelProto, specs: list[InputSpe
     except Exception as error:
         shapes = {name: value.shape for name, value in feeds.items()}
         raise OnnxExportError(f"{label}: paddle forward fails on the verification input {shapes} (dynamic "
-                              f"dimensions set to {_VERIFY_BATCH}): {error}; give fixed sizes or verify=False") from error
+                              f"dimensions set to {_VERIFY_BATCH}): {error}; give fixed sizes or verify=False"
+                              ) from error
     expected = [np.asarray(t.numpy()) for t in (expected if isinstance(expected, (list, tuple)) else [expected])]
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
@@ -382,8 +383,9 @@ def _verify(model: paddle.nn.Layer, proto: onnx.ModelProto, specs: list[InputSpe
     except Exception as error:
         raise OnnxExportError(f"{label}: onnxruntime cannot run the exported graph: {error}") from error
     if len(actual) != len(expected):
-        raise OnnxExportError(f"{label}: the ONNX graph has {len(actual)} outputs, paddle forward returns {len(expected)}")
-    for output, got, want in zip(session.get_outputs(), actual, expected):
+        raise OnnxExportError(f"{label}: the ONNX graph has {len(actual)} outputs, "
+                              f"paddle forward returns {len(expected)}")
+    for output, got, want in zip(session.get_outputs(), actual, expected, strict=True):
         if got.shape != want.shape or not np.allclose(got, want, rtol=_VERIFY_RTOL, atol=_VERIFY_ATOL):
             difference = np.abs(got - want).max() if got.shape == want.shape else f"shape {got.shape} vs {want.shape}"
             raise OnnxExportError(f"{label}: output {output.name!r} of the ONNX graph differs from paddle "

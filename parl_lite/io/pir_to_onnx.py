@@ -71,7 +71,7 @@ class _Translator:
 
     def run(self, program) -> onnx.ModelProto:
         tensors, values = program.parameters
-        for tensor, value in zip(tensors, values):
+        for tensor, value in zip(tensors, values, strict=True):
             name = self.structured.get(tensor.name, tensor.name)
             self.initializers.append(numpy_helper.from_array(np.asarray(tensor.numpy()), name=name))
             self.names[value.id] = name
@@ -119,7 +119,15 @@ class _Translator:
         kind = op.name()
         operands = [value for value in op.operands_source() if value.initialized()]
         attrs = op.attrs()
+        if self._graph_op(kind, op, operands, attrs):
+            return
         short = kind.partition(".")[2]
+        if not (self._math_op(short, op, operands, attrs) or self._layout_op(short, op, operands, attrs)):
+            raise UnsupportedOperatorError(f"operator {short or kind}{_where(attrs)} has no translation "
+                                           f"(supported: {', '.join(SUPPORTED_OPS)})")
+
+    def _graph_op(self, kind: str, op, operands, attrs) -> bool:
+        """Inputs, constants and bookkeeping operators; False if ``kind`` is none of them."""
         if kind == "pd_op.data":
             name = attrs["name"]
             shape = [dim if dim >= 0 else ("batch" if axis == 0 else f"dim_{axis}")
@@ -127,7 +135,7 @@ class _Translator:
             self.inputs.append(helper.make_tensor_value_info(name, _onnx_dtype(op.results()[0]), shape))
             self.names[op.results()[0].id] = name
         elif kind in _PLUMBING:
-            return
+            pass
         elif kind == "builtin.combine":
             self.names[op.results()[0].id] = [self._name(value) for value in operands]
         elif kind == "pd_op.full":
@@ -136,7 +144,13 @@ class _Translator:
         elif kind == "pd_op.full_int_array":
             result = op.results()[0]
             self.constants[result.id] = np.asarray(attrs["value"], dtype=_numpy_dtype(result))
-        elif short in _UNARY:
+        else:
+            return False
+        return True
+
+    def _math_op(self, short: str, op, operands, attrs) -> bool:
+        """Element-wise, matrix, reduction and normalisation operators; False if ``short`` is none of them."""
+        if short in _UNARY:
             self._emit(op, _UNARY[short], [self._name(operands[0])])
         elif short in _BINARY:
             self._emit(op, _BINARY[short], [self._name(v) for v in operands])
@@ -151,14 +165,6 @@ class _Translator:
             self._scale(op, operands, attrs)
         elif short == "conv2d":
             self._conv2d(op, operands, attrs)
-        elif short == "flatten":
-            self._flatten(op, operands, attrs)
-        elif short == "reshape":
-            self._emit(op, "Reshape", [self._name(operands[0]), self._name(operands[1])])
-        elif short == "transpose":
-            self._emit(op, "Transpose", [self._name(operands[0])], perm=list(attrs["perm"]))
-        elif short == "concat":
-            self._emit(op, "Concat", self._name(operands[0]), axis=int(self._python(op, operands[1])[0]))
         elif short in _REDUCE:
             self._reduce(op, operands, attrs, _REDUCE[short])
         elif short == "clip":
@@ -173,12 +179,26 @@ class _Translator:
         elif short in ("batch_norm", "batch_norm_"):
             self._batch_norm(op, operands, attrs)
         else:
-            raise UnsupportedOperatorError(f"operator {short or kind}{_where(attrs)} has no translation "
-                                           f"(supported: {', '.join(SUPPORTED_OPS)})")
+            return False
+        return True
+
+    def _layout_op(self, short: str, op, operands, attrs) -> bool:
+        """Operators that move or regroup elements; False if ``short`` is none of them."""
+        if short == "flatten":
+            self._flatten(op, operands, attrs)
+        elif short == "reshape":
+            self._emit(op, "Reshape", [self._name(operands[0]), self._name(operands[1])])
+        elif short == "transpose":
+            self._emit(op, "Transpose", [self._name(operands[0])], perm=list(attrs["perm"]))
+        elif short == "concat":
+            self._emit(op, "Concat", self._name(operands[0]), axis=int(self._python(op, operands[1])[0]))
+        else:
+            return False
+        return True
 
     def _matmul(self, op, operands, attrs) -> None:
         names = []
-        for value, transposed in zip(operands, (attrs["transpose_x"], attrs["transpose_y"])):
+        for value, transposed in zip(operands, (attrs["transpose_x"], attrs["transpose_y"]), strict=True):
             name = self._name(value)
             if transposed:
                 rank = len(value.shape)

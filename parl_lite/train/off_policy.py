@@ -87,7 +87,8 @@ class OffPolicyTrainer(Trainer):
 
         if step > self.learning_starts and step % self.train_every == 0:
             for _ in range(self.gradient_steps):
-                self.last_stats = self.agent.learn(dict(zip(BATCH_KEYS, self.memory.sample_batch(self.batch_size))))
+                batch = self.memory.sample_batch(self.batch_size)
+                self.last_stats = self.agent.learn(dict(zip(BATCH_KEYS, batch, strict=True)))
                 self.updates += 1
         if self.target_every is not None and step % self.target_every == 0:
             self.agent.alg.sync_target()

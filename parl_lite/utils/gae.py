@@ -39,7 +39,8 @@ def gae(
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"lam must be in [0, 1], got {lam}")
     arrays = [np.asarray(a, dtype=np.float64) for a in (rewards, values, next_values, terminated, episode_end)]
-    shapes = {name: a.shape for name, a in zip(("rewards", "values", "next_values", "terminated", "episode_end"), arrays)}
+    names = ("rewards", "values", "next_values", "terminated", "episode_end")
+    shapes = {name: a.shape for name, a in zip(names, arrays, strict=True)}
     if len(set(shapes.values())) != 1:
         raise ValueError(f"gae: shapes differ: {shapes}")
     rewards, values, next_values, terminated, episode_end = arrays

@@ -118,7 +118,7 @@ class ReplayMemory:
             raise ValueError(f"extend: {count} transitions do not fit in max_size={self.max_size}")
         arrays = {
             name: _checked(name, value, (count, *getattr(self, name).shape[1:]), getattr(self, name).dtype)
-            for name, value in zip(_FIELDS, (obs, action, reward, next_obs, terminated))
+            for name, value in zip(_FIELDS, (obs, action, reward, next_obs, terminated), strict=True)
         }
         indices = (self._next_index + np.arange(count)) % self.max_size
         for name, values in arrays.items():

@@ -59,7 +59,7 @@ class VectorRollout:
             episode_returns += self.returns.update(rewards, ends)
             row = (self.obs, actions, log_probs, rewards.astype(np.float32), terminated, ends,
                    final_observations(next_obs, ends, info))
-            for key, value in zip(keys, row):
+            for key, value in zip(keys, row, strict=True):
                 buffer[key].append(value)
             self.obs = next_obs
         self.steps += steps * self.env.num_envs

@@ -4,6 +4,7 @@ Both follow PARL's interface: ``step(n)`` advances by ``n`` steps and returns th
 ``value`` (or ``value_at(t)``) reads without advancing.
 """
 from collections.abc import Sequence
+from itertools import pairwise
 
 __all__ = ["LinearDecayScheduler", "PiecewiseScheduler"]
 
@@ -64,7 +65,7 @@ class PiecewiseScheduler(_Scheduler):
         schedule = [(int(step), float(value)) for step, value in schedule]
         if not schedule or schedule[0][0] != 0:
             raise ValueError(f"schedule must start at step 0, got {schedule[:1]}")
-        for (previous, _), (step, _) in zip(schedule, schedule[1:]):
+        for (previous, _), (step, _) in pairwise(schedule):
             if step <= previous:
                 raise ValueError(f"schedule steps must increase strictly, got {previous} then {step}")
         self.schedule = schedule
