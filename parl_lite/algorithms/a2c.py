@@ -5,6 +5,7 @@ A2C and A3C share this update: A3C only differs in who collects the batch (async
 actors with slightly stale weights, see :class:`parl_lite.train.AsyncTrainer`).
 """
 
+from collections.abc import Mapping
 import paddle
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
@@ -54,7 +55,7 @@ class A2C(ActorCriticAlgorithm):
         else:
             raise ValueError(f"optimizer must be 'rmsprop' or 'adam', got {optimizer!r}")
 
-    def learn(self, batch: dict[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
+    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
         """One gradient step on a batch.
 
         Args:

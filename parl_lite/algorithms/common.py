@@ -1,7 +1,7 @@
 """Small pieces shared by the actor-critic algorithms."""
 import copy
 from contextlib import contextmanager
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import paddle
 
@@ -11,7 +11,7 @@ from parl_lite.core.model import Model
 __all__ = ["frozen", "check_hyperparameter", "SoftTargetActorCritic", "transition_columns", "GlobalNormClip"]
 
 
-def transition_columns(batch: dict[str, paddle.Tensor]) -> tuple[paddle.Tensor, ...]:
+def transition_columns(batch: Mapping[str, paddle.Tensor]) -> tuple[paddle.Tensor, ...]:
     """``(obs, action, reward, next_obs, terminated)`` of a replay batch, with ``reward`` and
     ``terminated`` as float32 columns ``[batch, 1]`` (they may come as ``[batch]``)."""
     def column(name: str) -> paddle.Tensor:

@@ -11,6 +11,7 @@ Actions live in [-1, 1] (``policy`` ends in tanh); the agent scales them to the 
 adds the exploration noise.
 """
 
+from collections.abc import Mapping
 import paddle
 import paddle.nn.functional as F
 
@@ -43,7 +44,7 @@ class DDPG(SoftTargetActorCritic):
         """The deterministic action ``pi(obs)`` in [-1, 1]."""
         return self.model.policy(obs)
 
-    def learn(self, batch: dict[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
+    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
         """One critic step, one actor step, one soft target update.
 
         Args:

@@ -11,6 +11,7 @@ A time-limit truncation is handled exactly: the step bootstraps from ``V(final o
 (added to its reward) and the trace stops there, as at a termination.
 """
 
+from collections.abc import Mapping
 import numpy as np
 import paddle
 
@@ -63,7 +64,7 @@ class IMPALA(ActorCriticAlgorithm):
         clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
         self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), grad_clip=clip)
 
-    def learn(self, batch: dict[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
+    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
         """One gradient step on a batch of time-major trajectories.
 
         Args:

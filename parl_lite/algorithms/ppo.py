@@ -6,13 +6,14 @@ Policy and value function come from :class:`ActorCriticAlgorithm`: one shared ac
 discrete actions, a ``(mean, log_std)`` pair diagonal-Gaussian ones.
 """
 
+from collections.abc import Mapping
 import numpy as np
 import paddle
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
 from parl_lite.algorithms.common import GlobalNormClip
 from parl_lite.core.model import Model
-from parl_lite.utils.distributions import Distribution
+from parl_lite.utils.distributions import DiagGaussian, Distribution
 
 __all__ = ["PPO"]
 
@@ -78,7 +79,7 @@ class PPO(ActorCriticAlgorithm):
                                                grad_clip=clip)
 
     # ------------------------------------------------------------------ learning
-    def learn(self, batch: dict[str, paddle.Tensor]) -> dict[str, float]:
+    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, float]:
         """``epochs`` passes of minibatch Adam steps over one on-policy batch.
 
         The policy at the start of the call is the "old" policy of the KL penalty and of the
@@ -101,7 +102,8 @@ class PPO(ActorCriticAlgorithm):
         n = batch["obs"].shape[0]
         with paddle.no_grad():
             old_dist = self.distribution(batch["obs"])
-        stats = {"policy_loss": [], "value_loss": [], "entropy": [], "clip_fraction": []}
+        stats: dict[str, list[paddle.Tensor]] = {key: [] for key in ("policy_loss", "value_loss", "entropy",
+                                                                     "clip_fraction")}
         for _ in range(self.epochs):
             order = self.rng.permutation(n)
             for start in range(0, n, self.batch_size):
@@ -156,7 +158,7 @@ class PPO(ActorCriticAlgorithm):
 
 def _gather_distribution(dist: Distribution, index: paddle.Tensor) -> Distribution:
     """The rows ``index`` of a (constant) distribution."""
-    if hasattr(dist, "mean"):
+    if isinstance(dist, DiagGaussian):
         return type(dist)(paddle.gather(dist.mean, index), paddle.gather(dist.log_std, index))
     return type(dist)(paddle.gather(dist.logits, index))
 

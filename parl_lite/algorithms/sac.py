@@ -14,6 +14,7 @@ Update on a batch ``(obs, action, reward, next_obs, terminal)``, with ``alpha = 
 The policy is ``a = tanh(u)``, ``u ~ N(mean, exp(log_std))``; actions live in [-1, 1] and the
 agent scales them to the environment.
 """
+from collections.abc import Mapping
 import math
 
 import paddle
@@ -89,7 +90,7 @@ class SAC(SoftTargetActorCritic):
         """The current entropy temperature."""
         return float(self.temperature.log_alpha.exp().item())
 
-    def learn(self, batch: dict[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
+    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
         """One critic step, one actor step, one temperature step, one soft target update.
 
         Args:
@@ -105,7 +106,7 @@ class SAC(SoftTargetActorCritic):
         critic_loss = self._learn_critic(obs, action, reward, next_obs, terminal, alpha)
         actor_loss, log_prob = self._learn_actor(obs, alpha)
         if self.alpha_optimizer is not None:
-            self._learn_alpha(log_prob, action.shape[-1])
+            self._learn_alpha(self.alpha_optimizer, log_prob, action.shape[-1])
         self.sync_target()
         return {"critic_loss": critic_loss, "actor_loss": actor_loss, "alpha": alpha}
 
@@ -132,9 +133,9 @@ class SAC(SoftTargetActorCritic):
         self.actor_optimizer.step()
         return actor_loss, log_prob.detach()
 
-    def _learn_alpha(self, log_prob: paddle.Tensor, act_dim: int) -> None:
+    def _learn_alpha(self, optimizer: paddle.optimizer.Optimizer, log_prob: paddle.Tensor, act_dim: int) -> None:
         target_entropy = -float(act_dim) if self.target_entropy is None else self.target_entropy
         alpha_loss = -(self.temperature.log_alpha * (log_prob + target_entropy)).mean()
-        self.alpha_optimizer.clear_grad()
+        optimizer.clear_grad()
         alpha_loss.backward()
-        self.alpha_optimizer.step()
+        optimizer.step()

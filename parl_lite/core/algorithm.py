@@ -22,6 +22,7 @@ from parl_lite.core.model import Model
 __all__ = ["Algorithm", "to_tensor", "to_numpy"]
 
 Batch = Mapping[str, Any]
+_WRAPPED_MARK = "__wrapped_by_algorithm__"  # set on the methods __init_subclass__ already wrapped
 
 
 def to_tensor(value: Any) -> Any:
@@ -63,7 +64,7 @@ def _wrap_learn(learn: Callable[..., Any]) -> Callable[..., dict[str, float]]:
         stats = learn(self, {key: to_tensor(value) for key, value in batch.items()})
         return {key: _as_float(value) for key, value in stats.items()}
 
-    wrapper.__wrapped_by_algorithm__ = True
+    setattr(wrapper, _WRAPPED_MARK, True)
     return wrapper
 
 
@@ -75,7 +76,7 @@ def _wrap_acting(method: Callable[..., Any]) -> Callable[..., Any]:
         with paddle.no_grad():
             return to_numpy(method(self, to_tensor(obs), *args, **kwargs))
 
-    wrapper.__wrapped_by_algorithm__ = True
+    setattr(wrapper, _WRAPPED_MARK, True)
     return wrapper
 
 
@@ -97,13 +98,14 @@ class Algorithm:
         wrappers = {"learn": _wrap_learn, "predict": _wrap_acting, "sample": _wrap_acting, "value": _wrap_acting}
         for name, wrap in wrappers.items():
             method = cls.__dict__.get(name)
-            if callable(method) and not getattr(method, "__wrapped_by_algorithm__", False):
+            if callable(method) and not getattr(method, _WRAPPED_MARK, False):
                 setattr(cls, name, wrap(method))
 
-    def __init__(self, model: Model = None) -> None:
+    def __init__(self, model: Model | None = None) -> None:
         if model is not None and not isinstance(model, Model):
             raise TypeError(f"model must be a parl_lite.Model, got {type(model).__name__}")
-        self.model = model
+        # Any: the roles a subclass calls (policy, value, get_critic_params, ...) are its model's own.
+        self.model: Any = model
 
     def learn(self, batch: Batch) -> dict[str, float]:
         """Update the model(s) from a batch of experience.

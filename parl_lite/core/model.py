@@ -31,7 +31,7 @@ class Model(paddle.nn.Layer):
         super().__init_subclass__(**kwargs)
         init = cls.__dict__.get("__init__")
         if init is not None:
-            cls.__init__ = _recording_init(init)
+            cls.__init__ = _recording_init(init)  # type: ignore[method-assign]  # wraps the subclass's own
 
     def constructor_args(self) -> dict[str, Any] | None:
         """The keyword arguments that rebuild this model (``type(model)(**args)``), or None when
