@@ -2,12 +2,15 @@
 dataclass into a command line (``--total-steps 1000``, ``--no-double`` for a True boolean)."""
 import argparse
 import dataclasses
-from typing import Any, TypeVar, get_args, get_origin, get_type_hints
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_hints
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["arg", "TrainArgs", "parse_args"]
 
-ArgsT = TypeVar("ArgsT")
+ArgsT = TypeVar("ArgsT", bound="DataclassInstance")
 
 
 def arg(default: Any, help: str, choices: Sequence[Any] | None = None) -> Any:  # noqa: A002 - argparse's name

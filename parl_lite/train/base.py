@@ -22,7 +22,7 @@ from parl_lite.train.evaluation import Evaluator
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
 
-__all__ = ["Trainer", "EnvSpaces", "env_spaces"]
+__all__ = ["Trainer", "EnvSpaces", "env_spaces", "spaces_of"]
 
 TRAINER_GROUP = "trainer"
 INTERRUPTED_EXIT_CODE = 130
@@ -41,13 +41,24 @@ def env_spaces(env_id: str) -> EnvSpaces:
     """Observation and action sizes of a gymnasium environment (a flat Box observation)."""
     env = gym.make(env_id)
     try:
-        space = env.action_space
-        continuous = isinstance(space, gym.spaces.Box)
-        act_dim = int(space.shape[0]) if continuous else int(space.n)
-        return EnvSpaces(int(np.prod(env.observation_space.shape)), act_dim, continuous,
-                         space.high if continuous else None)
+        return spaces_of(env, env_id)
     finally:
         env.close()
+
+
+def spaces_of(env: gym.Env, env_id: str) -> EnvSpaces:
+    """Observation and action sizes of ``env`` (made from ``env_id``, named in errors): a flat Box
+    observation, a Box or Discrete action space."""
+    obs_shape = env.observation_space.shape
+    if obs_shape is None:
+        raise ValueError(f"{env_id}: the observation space {env.observation_space} has no shape")
+    obs_dim = int(np.prod(obs_shape))
+    space = env.action_space
+    if isinstance(space, gym.spaces.Box):
+        return EnvSpaces(obs_dim, int(space.shape[0]), True, space.high)
+    if isinstance(space, gym.spaces.Discrete):
+        return EnvSpaces(obs_dim, int(space.n), False, None)
+    raise ValueError(f"{env_id}: the action space {space} is neither a Box nor Discrete")
 
 
 class Trainer:
@@ -140,9 +151,8 @@ class Trainer:
         total = self._budget(total_timesteps)
         if self.resume_path:
             self._resume(self.resume_path)
-        callbacks = [StopOnThreshold(self.target)] if self.target is not None else []
-        callbacks.append(as_callback(callback))
-        callbacks = as_callback(callbacks)
+        stop: list[Callback] = [StopOnThreshold(self.target)] if self.target is not None else []
+        callbacks = as_callback([*stop, as_callback(callback)])
         self.evaluator = Evaluator(self.env_id, self.eval_episodes, self.eval_seed, self._action_scale())
         reporter = Reporter(self.name, total, self.steps, progress_bar, self.logdir)
         interrupted = False

@@ -12,7 +12,7 @@ __all__ = ["Exploration", "EpsilonGreedy", "ContinuousExploration"]
 class Exploration:
     """Chooses the action to play at an environment step."""
 
-    def act(self, agent: Agent, obs: np.ndarray, step: int) -> np.ndarray:
+    def act(self, agent: Agent, obs: np.ndarray, step: int) -> np.ndarray | int:
         """The action for one observation at environment step ``step`` (1-based)."""
         raise NotImplementedError
 

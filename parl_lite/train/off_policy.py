@@ -1,12 +1,14 @@
 """The off-policy loop (DQN, DDPG, TD3, SAC): one environment, a replay memory, updates from it."""
 
+from typing import Any
+
 import gymnasium as gym
 import h5py
 import numpy as np
 
 from parl_lite.core.agent import Agent
 from parl_lite.core.algorithm import Algorithm
-from parl_lite.train.base import Trainer
+from parl_lite.train.base import Trainer, spaces_of
 from parl_lite.train.exploration import ContinuousExploration, EpsilonGreedy, Exploration
 from parl_lite.utils.envs import EpisodeReturns
 from parl_lite.utils.replay_memory import ReplayMemory
@@ -50,10 +52,7 @@ class OffPolicyTrainer(Trainer):
             if value <= 0:
                 raise ValueError(f"{name} must be positive, got {value}")
         self.env = gym.make(env_id)
-        space = self.env.action_space
-        self.continuous = isinstance(space, gym.spaces.Box)
-        self.act_dim = int(space.shape[0]) if self.continuous else int(space.n)
-        self.obs_dim = int(np.prod(self.env.observation_space.shape))
+        self.obs_dim, self.act_dim, self.continuous, self.action_high = spaces_of(self.env, env_id)
         if exploration is None:
             exploration = (ContinuousExploration(self.act_dim, 0.1, learning_starts, seed=self.seed) if self.continuous
                            else EpsilonGreedy(self.act_dim, seed=self.seed))
@@ -65,33 +64,36 @@ class OffPolicyTrainer(Trainer):
         self.obs: np.ndarray | None = None
 
     def _action_scale(self) -> np.ndarray | None:
-        return self.env.action_space.high if self.continuous else None
+        return self.action_high
 
-    def _ensure_started(self, total_steps: int) -> None:
+    def _ensure_started(self, total_steps: int) -> tuple[ReplayMemory, np.ndarray]:
+        """The replay memory and the current observation, made on the first round."""
         if self.memory is None:
             self.memory = ReplayMemory(self.memory_size or total_steps, self.obs_dim,
                                        self.act_dim if self.continuous else 0, seed=self.seed)
         if self.obs is None:
             self.obs, _ = self.env.reset(seed=self.seed)
+        return self.memory, self.obs
 
     def _round(self, total_steps: int) -> None:
-        self._ensure_started(total_steps)
+        memory, obs = self._ensure_started(total_steps)
         step = self.steps + 1
-        action = self.exploration.act(self.agent, self.obs, step)
-        env_action = action * self.env.action_space.high if self.continuous else action
+        action = self.exploration.act(self.agent, obs, step)
+        env_action = action * self.action_high if self.action_high is not None else action
         next_obs, reward, terminated, truncated, _ = self.env.step(env_action)
-        self.memory.append(self.obs, action, reward, next_obs, terminated)
+        memory.append(obs, action, float(reward), next_obs, terminated)
         self.returns.update(np.array([reward]), np.array([terminated or truncated]))
         self.obs = self.env.reset()[0] if terminated or truncated else next_obs
         self.steps = step
 
         if step > self.learning_starts and step % self.train_every == 0:
             for _ in range(self.gradient_steps):
-                batch = self.memory.sample_batch(self.batch_size)
+                batch = memory.sample_batch(self.batch_size)
                 self.last_stats = self.agent.learn(dict(zip(BATCH_KEYS, batch, strict=True)))
                 self.updates += 1
         if self.target_every is not None and step % self.target_every == 0:
-            self.agent.alg.sync_target()
+            target_holder: Any = self.agent.alg  # DQN, DDPG, TD3, SAC: sync_target()
+            target_holder.sync_target()
 
     def train_return(self) -> float:
         return self.returns.recent_mean

@@ -1,5 +1,7 @@
 """The on-policy loop (PPO, A2C): rollouts from a vector environment, advantages, one ``learn``."""
 
+from typing import Any
+
 import numpy as np
 
 from parl_lite.core.agent import Agent
@@ -24,7 +26,8 @@ def advantage_batch(agent: Agent, rollout: dict[str, np.ndarray], gamma: float,
     """
     T, N = rollout["rewards"].shape
     flat_obs = rollout["obs"].reshape(T * N, -1)
-    both = agent.alg.value(np.concatenate([flat_obs, rollout["next_obs"].reshape(T * N, -1)]))
+    critic: Any = agent.alg  # an actor-critic algorithm (PPO, A2C): it has value(obs)
+    both = critic.value(np.concatenate([flat_obs, rollout["next_obs"].reshape(T * N, -1)]))
     values, next_values = both[:T * N].reshape(T, N), both[T * N:].reshape(T, N)
     advantages, returns = gae(rollout["rewards"], values, next_values, rollout["terminated"], rollout["ends"],
                               gamma, gae_lambda)
@@ -61,7 +64,7 @@ class OnPolicyTrainer(Trainer):
         self.rollout = VectorRollout(env_id, num_envs, seed=self.seed)
         self.num_envs, self.rollout_steps = num_envs, rollout_steps
         self.gamma, self.gae_lambda, self.anneal = gamma, gae_lambda, anneal
-        alg = self.agent.alg
+        alg: Any = self.agent.alg  # PPO or A2C: optimizer, clip_param (PPO)
         self._base_lr = alg.optimizer.get_lr() if anneal else None
         self._base_clip: float | None = getattr(alg, "clip_param", None) if anneal else None
         self._schedule: LinearDecayScheduler | None = None
@@ -74,9 +77,9 @@ class OnPolicyTrainer(Trainer):
         return num_updates * per_round
 
     def _round(self, total_steps: int) -> None:
-        if self._schedule is not None:
+        if self._schedule is not None and self._base_lr is not None:  # both set when annealing
             fraction = self._schedule.value_at(self.updates)
-            alg = self.agent.alg
+            alg: Any = self.agent.alg
             alg.optimizer.set_lr(self._base_lr * fraction)
             if self._base_clip is not None:
                 alg.clip_param = self._base_clip * max(fraction, 1e-3)

@@ -10,10 +10,15 @@ which is everything GAE and V-trace need with the learner's own value function, 
 actor (A3C, IMPALA): ``collect(weights, steps)`` loads the learner's weights, then collects.
 """
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
+from gymnasium.spaces import Box
 
 from parl_lite.utils.envs import EpisodeReturns, final_observations, make_vector_env
+
+if TYPE_CHECKING:  # actors import paddle only when they run a policy
+    from parl_lite.core.model import Model
 
 __all__ = ["VectorRollout", "RolloutWorker"]
 
@@ -32,8 +37,9 @@ class VectorRollout:
     def __init__(self, env_id: str, num_envs: int, seed: int) -> None:
         self.env, self.obs = make_vector_env(env_id, num_envs, seed)
         space = self.env.single_action_space
-        self.continuous = len(space.shape) > 0
-        self.low, self.high = (space.low, space.high) if self.continuous else (None, None)
+        self.continuous = isinstance(space, Box)
+        self.low: np.ndarray | None = space.low if isinstance(space, Box) else None
+        self.high: np.ndarray | None = space.high if isinstance(space, Box) else None
         self.returns = EpisodeReturns(num_envs)
         self.steps = 0
 
@@ -80,7 +86,7 @@ class RolloutWorker:
         seed: seeds the environments and the actor's paddle generator.
     """
 
-    def __init__(self, model_fn: Callable[[], "object"], env_id: str, num_envs: int, seed: int) -> None:
+    def __init__(self, model_fn: Callable[[], "Model"], env_id: str, num_envs: int, seed: int) -> None:
         import paddle  # only the actor processes that run a policy pay for paddle
 
         from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
