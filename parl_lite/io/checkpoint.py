@@ -23,6 +23,7 @@ import json
 import os
 from pathlib import Path
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import h5py
 import numpy as np
@@ -110,8 +111,9 @@ def load(
         raise CheckpointError(f"checkpoint {path} is truncated or corrupted: {error}") from error
     for role, model in models.items():
         model.set_weights(weights[role])
-    for name, state in optimizer_states.items():
-        optimizers[name].set_state_dict(state)
+    if optimizers is not None:
+        for name, state in optimizer_states.items():
+            optimizers[name].set_state_dict(state)
 
 
 def open_checkpoint(path: Path) -> h5py.File:
@@ -230,7 +232,7 @@ def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, vers
         if opt_name not in optimizers:
             raise CheckpointError(f"checkpoint {path} holds optimizer {opt_name!r}, which the algorithm "
                                   f"does not have (it has {sorted(optimizers)})")
-        state = {}
+        state: dict[str, Any] = {}
         for name in _dataset_names(group):
             parameter, slot = name.rsplit("/", 1)
             if parameter not in unique_names:
@@ -283,7 +285,7 @@ def _read_scheduler(group: h5py.Group, path: Path) -> dict:
 
 def _structured_parameter_names(models: Mapping[str, Model]) -> dict[str, str]:
     """paddle's generated parameter name -> ``role/structured name``."""
-    names = {}
+    names: dict[str, str] = {}
     for role, model in models.items():
         for name, parameter in model.named_parameters():
             names.setdefault(parameter.name, f"{role}/{name}")

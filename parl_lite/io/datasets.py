@@ -49,7 +49,7 @@ def open_hdf5(path: Path, what: str, error_type: type[Exception]) -> h5py.File:
 
 
 def _checksum(value: np.ndarray) -> int:
-    return zlib.crc32(np.ascontiguousarray(value).reshape(-1).view(np.uint8))  # the bytes, not a copy
+    return zlib.crc32(np.ascontiguousarray(value).reshape(-1).view(np.uint8).data)  # the bytes, not a copy
 
 
 def write_dataset(group: h5py.Group, name: str, value) -> h5py.Dataset:

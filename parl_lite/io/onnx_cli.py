@@ -15,9 +15,9 @@ _DYNAMIC = {"none", "-1", "?"}
 
 
 def _parse_shape(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[list[int | None]]:
-    shapes = []
+    shapes: list[list[int | None]] = []
     for text in values:
-        dims = []
+        dims: list[int | None] = []
         for token in text.strip().strip("[]()").split(","):
             token = token.strip()
             if token.lower() in _DYNAMIC:
@@ -72,7 +72,8 @@ def _load_class(path: str) -> type:
     import paddle
 
     if ":" in path:
-        candidates = [path.split(":", 1)]
+        module_part, _, class_part = path.partition(":")
+        candidates = [(module_part, class_part)]
     else:  # package.module.Outer.Inner: the longest importable prefix is the module
         parts = path.split(".")
         candidates = [(".".join(parts[:i]), ".".join(parts[i:])) for i in range(len(parts) - 1, 0, -1)]

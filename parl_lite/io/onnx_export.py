@@ -314,7 +314,8 @@ def _weights_as_initializers(proto: onnx.ModelProto, model: paddle.nn.Layer) -> 
     renames, kept = {}, []
     for node in graph.node:
         source = node.output[0] if node.op_type == "Constant" and len(node.output) == 1 else None
-        if source in structured and len(node.attribute) == 1 and node.attribute[0].name == "value":
+        is_value = len(node.attribute) == 1 and node.attribute[0].name == "value"
+        if source is not None and source in structured and is_value:
             tensor = onnx.TensorProto()
             tensor.CopyFrom(node.attribute[0].t)
             tensor.name = structured[source] if structured[source] not in taken else source

@@ -93,6 +93,10 @@ class _Translator:
             self.names[value.id] = self._constant(self.constants[value.id])
         return self.names[value.id]
 
+    def _combined(self, value) -> list[str]:
+        """The names a ``builtin.combine`` value groups (the inputs of concat)."""
+        return self.names[value.id]
+
     def _emit(self, op, op_type: str, inputs: list[str], **attributes) -> str:
         result = op.results()[0]
         name = f"v{len(self.names)}_{op_type.lower()}"
@@ -191,7 +195,7 @@ class _Translator:
         elif short == "transpose":
             self._emit(op, "Transpose", [self._name(operands[0])], perm=list(attrs["perm"]))
         elif short == "concat":
-            self._emit(op, "Concat", self._name(operands[0]), axis=int(self._python(op, operands[1])[0]))
+            self._emit(op, "Concat", self._combined(operands[0]), axis=int(self._python(op, operands[1])[0]))
         else:
             return False
         return True
@@ -256,7 +260,7 @@ class _Translator:
     def _reduce(self, op, operands, attrs, op_type: str) -> None:
         axes = [int(axis) for axis in np.ravel(self._python(op, operands[1]))]
         inputs = [self._name(operands[0])]
-        options = {"keepdims": int(attrs["keepdim"])}
+        options: dict[str, Any] = {"keepdims": int(attrs["keepdim"])}
         if axes and (op_type == "ReduceSum" or self.opset >= 18):  # axes became an input
             inputs.append(self._constant(np.array(axes, dtype=np.int64)))
         elif axes:
