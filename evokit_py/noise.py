@@ -70,18 +70,19 @@ class NoiseTable:
     context manager) and :meth:`attach` everywhere else (``close`` only).
     """
 
-    def __init__(self, memory: shared_memory.SharedMemory, seed: int, size: int, owner: bool):
+    def __init__(self, memory: Optional[shared_memory.SharedMemory], seed: int, size: int, owner: bool):
         self._memory = memory
         # the owner's guarantee: the segment goes with the table object, or with the process
         self._unlink_at_exit = weakref.finalize(self, _unlink_segment, memory) if owner else None
         self.seed = seed
         self.size = size
         self.owner = owner
-        self.values = np.ndarray((size,), dtype=np.float32, buffer=memory.buf)
+        self.values = np.ndarray((size,), dtype=np.float32, buffer=memory.buf if memory else None)
 
     @property
-    def name(self) -> str:
-        return self._memory.name
+    def name(self) -> Optional[str]:
+        """The shared-memory name (None for a table rebuilt in this process's own memory)."""
+        return self._memory.name if self._memory else None
 
     @classmethod
     def create(cls, seed: int, size: int) -> "NoiseTable":
@@ -89,9 +90,21 @@ class NoiseTable:
         if size <= 0:
             raise ValueError(f"cache_size must be > 0, got {size}")
         memory = shared_memory.SharedMemory(create=True, size=size * 4)
-        table = cls(memory, seed, size, owner=True)
-        np.random.default_rng(seed).standard_normal(size, dtype=np.float32, out=table.values)
-        return table
+        return cls(memory, seed, size, owner=True)._fill()
+
+    @classmethod
+    def attach_or_rebuild(cls, name: str, seed: int, size: int) -> "NoiseTable":
+        """Map the table another process created; where no segment of that name exists (another
+        host: a cluster node, a Ray worker elsewhere), build the same values from ``seed`` in this
+        process's own memory, so that results do not depend on where a sampler runs."""
+        try:
+            return cls.attach(name, seed, size)
+        except FileNotFoundError:
+            return cls(None, seed, size, owner=False)._fill()
+
+    def _fill(self) -> "NoiseTable":
+        np.random.default_rng(self.seed).standard_normal(self.size, dtype=np.float32, out=self.values)
+        return self
 
     @classmethod
     def attach(cls, name: str, seed: int, size: int) -> "NoiseTable":
@@ -101,6 +114,8 @@ class NoiseTable:
     def close(self) -> None:
         """Unmap this process's view (the segment stays for the other processes)."""
         self.values = None
+        if self._memory is None:
+            return
         try:
             self._memory.close()
         except BufferError:  # a caller still holds a slice: the mapping goes with the last one

@@ -28,10 +28,12 @@ class EvaluationPool:
         workers: number of worker processes (remote backend).
         backend: ``"remote"`` (one ``parl_lite`` actor per worker process) or ``"inprocess"``
             (one sampler in this process, whatever ``workers`` says; for tests and debugging).
+        address: where the remote samplers run, as ``parl_lite.connect`` takes it (``host:port``
+            of a parl_lite cluster, ``ray://local``, ...; default: the local pool).
     """
 
     def __init__(self, config: ESConfig, policy_bytes: bytes, noise: NoiseSpec, workers: int,
-                 backend: str = "remote"):
+                 backend: str = "remote", address: Optional[str] = None):
         if workers < 1:
             raise ValueError(f"train.workers must be >= 1, got {workers}")
         if backend not in ("remote", "inprocess"):
@@ -39,6 +41,9 @@ class EvaluationPool:
         self.backend = backend
         if backend == "remote":
             import parl_lite
+
+            if address is not None:
+                parl_lite.connect(address)
             remote_sampler = parl_lite.remote_class(wait=False)(Sampler)
             self.workers = [remote_sampler(config, policy_bytes, noise) for _ in range(workers)]
         else:

@@ -146,14 +146,16 @@ class Sampler:
     Args:
         config: the ES config (env, max steps, episodes per candidate, normalisation).
         policy_bytes: the serialized weights-as-inputs policy graph.
-        noise: where the noise table lives (attached, never owned, by the sampler).
+        noise: where the noise table lives (attached, never owned, by the sampler; rebuilt from
+            its seed where that shared memory does not exist).
     """
 
     def __init__(self, config: ESConfig, policy_bytes: bytes, noise: NoiseSpec):
         self.config = config
         self.env = make_env(config)
         self.policy = OnnxPolicy.from_bytes(policy_bytes)
-        self._table = NoiseTable.attach(noise.table_name, noise.seed, noise.table_size) if noise.table_name else None
+        self._table = (NoiseTable.attach_or_rebuild(noise.table_name, noise.seed, noise.table_size)
+                       if noise.table_name else None)
         self.noise = NoiseSource(noise.seed, noise.dim, self._table)
         tanh = config.policy.onnx is None and config.policy.mlp.output_activation in ("auto", "tanh")
         self.action_map = ActionMap(self.env.action_space, tanh)

@@ -163,9 +163,9 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     solved = interrupted = False
 
     try:
-        pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), hp.workers, backend)
+        pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), hp.workers, backend, hp.address)
         echo(f"es-train: {config.env.id}, {config.solver.type}, {solver.dim} parameters, population "
-             f"{config.solver.population_size}, {hp.workers} worker(s) ({backend}), {_noise_text(agent)}, "
+             f"{config.solver.population_size}, {hp.workers} worker(s) ({hp.address or backend}), {_noise_text(agent)}, "
              f"start-up {time.perf_counter() - started:.2f}s")
         with _StopFlag() as stop, open(csv_path, "w", newline="") as csv_file:
             writer = csv.DictWriter(csv_file, CSV_FIELDS)

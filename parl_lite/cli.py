@@ -4,6 +4,7 @@ import json
 
 import click
 
+from parl_lite.ext.cluster import commands as cluster_commands
 from parl_lite.io.onnx_cli import export_command
 from parl_lite.version import __version__
 
@@ -17,9 +18,25 @@ def main() -> None:
 @main.command()
 @click.option("--pid", type=int, default=None, help="Show only the pool of this process.")
 @click.option("--json", "as_json", is_flag=True, help="Print the raw status as JSON.")
-def status(pid: "int | None", as_json: bool) -> None:
-    """Show the local pools running on this machine: workers, actors, memory, calls served."""
+@click.option("--address", default=None,
+              help="Also show the cluster at this host:port (default: the one this machine started).")
+@click.option("--token-file", type=click.Path(dir_okay=False), default=None, help="The cluster token.")
+def status(pid: "int | None", as_json: bool, address: "str | None", token_file: "str | None") -> None:
+    """Show the cluster this machine started (nodes, CPUs, memory, actors, clients) and the local
+    pools running on this machine: workers, actors, memory, calls served."""
+    from parl_lite.ext.cluster.commands import cluster_status, print_cluster_status
+    from parl_lite.ext.cluster.wire import ClusterError
     from parl_lite.remote.status import find_pools, read_status
+
+    if pid is None:
+        try:
+            cluster = cluster_status(address, token_file)
+        except (ClusterError, OSError) as error:
+            raise click.ClickException(str(error)) from error
+        if cluster is not None and as_json:
+            click.echo(json.dumps(cluster, indent=2))
+        elif cluster is not None:
+            print_cluster_status(cluster)
 
     pids = [pid] if pid is not None else find_pools()
     pools = []
@@ -51,7 +68,9 @@ def status(pid: "int | None", as_json: bool) -> None:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a config value, e.g. --set train.workers=1 --set solver.optimizer.base_lr=0.05.")
 @click.option("--in-process", is_flag=True, help="Evaluate in this process instead of the worker pool (debugging).")
-def es_train(config_path, resume, overrides, in_process) -> None:
+@click.option("--address", default=None,
+              help="Evaluate on this backend (parl_lite.connect address, e.g. ray://local); same as --set train.address=...")
+def es_train(config_path, resume, overrides, in_process, address) -> None:
     """Train a policy with evolution strategies (evokit_py): candidates are evaluated in parallel on
     the local pool, progress is printed per generation, a checkpoint is written every
     train.checkpoint_every generations and on Ctrl-C, and the best policy is exported to ONNX."""
@@ -59,9 +78,11 @@ def es_train(config_path, resume, overrides, in_process) -> None:
     from evokit_py.train import train
 
     try:
+        if address is not None:
+            overrides = (*overrides, f"train.address={json.dumps(address)}")
         config = resolve_config(config_path, overrides)
         result = train(config, resume=resume, backend="inprocess" if in_process else "remote", echo=click.echo)
-    except (ConfigError, ValueError) as error:
+    except (ConfigError, ValueError, ImportError, ConnectionError) as error:  # ImportError: a backend plugin
         raise click.ClickException(str(error)) from error
     except OSError as error:  # a file the run writes (the policy, the log) could not be written
         raise click.ClickException(str(error)) from error
@@ -75,7 +96,40 @@ def es_train(config_path, resume, overrides, in_process) -> None:
         raise SystemExit(130)
 
 
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def plugins(as_json: bool) -> None:
+    """List the installed plugins (entry-point groups parl_lite.backends and evokit_py.solvers):
+    group, name, module, distribution and version, and whether each one loads."""
+    from parl_lite.ext.plugins import PluginError, installed
+
+    rows = []
+    for plugin in installed():
+        try:
+            plugin.load()
+            problem = None
+        except PluginError as error:
+            problem = str(error.__cause__ or error)
+        rows.append({"group": plugin.group, "name": plugin.name, "module": plugin.value,
+                     "distribution": plugin.distribution, "version": plugin.version,
+                     "loads": problem is None, "error": problem})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("no plugin is installed")
+        return
+    click.echo(f"{'group':<20} {'name':<12} {'module':<40} {'distribution':<24} loads")
+    for row in rows:
+        origin = f"{row['distribution']} {row['version']}" if row["distribution"] else "?"
+        click.echo(f"{row['group']:<20} {row['name']:<12} {row['module']:<40} {origin:<24} "
+                   f"{'yes' if row['loads'] else 'NO: ' + row['error']}")
+
+
 main.add_command(export_command)
+main.add_command(cluster_commands.start)
+main.add_command(cluster_commands.connect)
+main.add_command(cluster_commands.stop)
 
 if __name__ == "__main__":
     main()

@@ -1,6 +1,6 @@
 """Benchmark of ``@remote_class`` on the local pool against plain-Python baselines, in one run.
 
-    python scripts/bench_remote.py [--calls 3000]
+    python scripts/bench_remote.py [--calls 3000] [--address ray://local]
 
 Prints one JSON line:
 - sync trivial call (median µs) and its ratio to a raw ``multiprocessing.Pipe`` round trip;
@@ -9,6 +9,9 @@ Prints one JSON line:
 - PARL's example, 5 actors each summing to 1e7 from 5 threads, against serial and plain threads
   (median of interleaved rounds);
 - creating 8 actors on a warm pool (ms per actor).
+
+With ``--address ray://...`` the actors run on Ray, and plain Ray actors of the same class are measured
+alongside (interleaved where it matters): ``plain_ray_*`` figures and ``*_vs_plain_ray`` ratios.
 """
 import argparse
 import json
@@ -89,6 +92,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=3000, help="trivial calls timed for the latency figures")
     parser.add_argument("--array-repeats", type=int, default=5, help="64 MB round trips timed (median)")
     parser.add_argument("--example-rounds", type=int, default=3, help="rounds of PARL's example (median)")
+    parser.add_argument("--address", default=None,
+                        help="parl_lite.connect address (default: the local pool); ray://... adds plain Ray figures")
     args = parser.parse_args()
     figures = {}
 
@@ -113,27 +118,44 @@ def main() -> None:
     pipe_array()
     figures["pipe_64mb_ms"] = _median_seconds(pipe_array, args.array_repeats) * 1e3
 
-    parl_lite.connect()
+    parl_lite.connect(args.address)
+    plain = None
+    if args.address and args.address.startswith("ray://"):
+        from plain_ray_baseline import PlainRayWorker
+
+        plain = PlainRayWorker(Worker)
     actor = RemoteWorker()
     for _ in range(200):
         actor.noop()
     # interleaved rounds, one median over all of each: wake-up latency of idle virtual cores drifts
-    pipe_samples, ours_samples = [], []
+    pipe_samples, ours_samples, plain_samples = [], [], []
     for _ in range(10):
         pipe_samples += _samples(pipe_round_trip, args.calls // 10)
         ours_samples += _samples(actor.noop, args.calls // 10)
+        if plain:
+            plain_samples += _samples(plain.noop, args.calls // 10)
     figures["pipe_round_trip_us"] = statistics.median(pipe_samples) * 1e6
     figures["sync_call_us"] = statistics.median(ours_samples) * 1e6
     figures["sync_call_vs_pipe"] = figures["sync_call_us"] / figures["pipe_round_trip_us"]
+    if plain:
+        figures["plain_ray_sync_call_us"] = statistics.median(plain_samples) * 1e6
+        figures["sync_call_vs_plain_ray"] = figures["sync_call_us"] / figures["plain_ray_sync_call_us"]
 
     async_actor = AsyncWorker()
     parl_lite.get([async_actor.noop() for _ in range(500)])
     seconds = _timed(lambda: parl_lite.get([async_actor.noop() for _ in range(5000)]))
     figures["async_calls_per_s"] = 5000 / seconds
+    if plain:
+        plain.async_noops(500)
+        figures["plain_ray_async_calls_per_s"] = 5000 / _timed(lambda: plain.async_noops(5000))
+        figures["plain_ray_future_calls_per_s"] = 5000 / _timed(lambda: plain.future_noops(5000))
 
     actor.echo(array)
     figures["ours_64mb_ms"] = _median_seconds(lambda: actor.echo(array), args.array_repeats) * 1e3
     figures["64mb_speedup_vs_pipe"] = figures["pipe_64mb_ms"] / figures["ours_64mb_ms"]
+    if plain:
+        plain.echo(array)
+        figures["plain_ray_64mb_ms"] = _median_seconds(lambda: plain.echo(array), args.array_repeats) * 1e3
     ours.send(None)
     server.join()
 
@@ -151,14 +173,21 @@ def main() -> None:
     for handle in [actor, async_actor, *summing]:
         handle.close()
 
-    creation = []
+    creation, plain_creation = [], []
     created = []
     for _ in range(8):
         start = time.perf_counter()
         created.append(RemoteWorker())
         creation.append(time.perf_counter() - start)
+        if plain:
+            start = time.perf_counter()
+            created.append(plain.create())
+            plain_creation.append(time.perf_counter() - start)
     figures["create_actor_ms_mean"] = statistics.mean(creation) * 1e3
     figures["create_actor_ms_max"] = max(creation) * 1e3
+    if plain:
+        figures["plain_ray_create_actor_ms_mean"] = statistics.mean(plain_creation) * 1e3
+        plain.close()
     parl_lite.shutdown()
     print(json.dumps({name: round(value, 3) for name, value in figures.items()}))
 

@@ -32,3 +32,32 @@ def nothing_of_ours_is_left_behind():
     assert leftovers == [], f"shared memory left behind: {leftovers}"
     stray = _processes_with("parl_lite.remote.zygote", prefix)  # workers are forks: same line
     assert stray == [], f"zygote or worker processes left behind: {stray}"
+
+
+@pytest.fixture(params=sorted(__import__("backends").BACKENDS))
+def backend(request, tmp_path_factory):
+    """Each backend of ``tests/backends.py`` in turn (a backend that cannot run here is skipped):
+    connected, and checked for leftovers afterwards."""
+    from backends import BACKENDS
+
+    folder = tmp_path_factory.getbasetemp() / f"backend-{request.param}"
+    with BACKENDS[request.param](folder) as connected:
+        yield connected
+
+
+@pytest.fixture(scope="session", autouse=True)
+def clusters_are_stopped():
+    """The clusters the ``backend`` fixture started are stopped (and checked) at the end."""
+    yield
+    from backends import stop_clusters
+
+    stop_clusters()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ray_is_stopped():
+    """The Ray the ``backend`` fixture started is stopped (and checked) at the end."""
+    yield
+    from backends import stop_ray
+
+    stop_ray()

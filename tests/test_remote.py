@@ -1,6 +1,8 @@
-"""``@remote_class`` on the local pool: real worker processes, real shared memory."""
+"""``@remote_class`` on every backend (the ``backend`` fixture: the local pool, the cluster, ...) and
+on the local pool alone where a test checks the pool's own parts (shared memory, zygote, pids)."""
 import concurrent.futures
 import os
+import re
 import signal
 import threading
 import time
@@ -14,7 +16,8 @@ from parl_lite.remote import api
 
 import remote_actors
 from remote_actors import Counter, CustomError, FailingInit, WithClose
-from remote_helpers import assert_nothing_left, wait_for_exit, wait_for_file
+from backends import local_backend
+from remote_helpers import wait_for_exit, wait_for_file
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -23,17 +26,13 @@ AsyncCounter = remote_class(Counter, wait=False)
 
 
 @pytest.fixture
-def pool():
-    """A fresh local pool; afterwards no worker, zygote or segment of it may be left."""
-    parl_lite.shutdown()  # a pool another test module left running (pools are reused, like Ray's)
-    backend = parl_lite.connect(num_workers=2)
-    yield backend
-    pids = [worker["pid"] for worker in backend.status()["workers"]] + [backend.status()["zygote_pid"]]
-    parl_lite.shutdown()
-    assert_nothing_left(pids, backend.session_prefix)
+def pool(tmp_path):
+    """A fresh local pool, for the tests of the pool's own parts."""
+    with local_backend(tmp_path) as backend:
+        yield backend
 
 
-def test_the_issue_example_runs_actors_in_parallel(pool):
+def test_the_issue_example_runs_actors_in_parallel(backend):
     actors = [RemoteCounter(0, 2) for _ in range(5)]
     assert len({actor.pid() for actor in actors}) == 5  # one process per actor, more than CPUs
     results = [None] * 5
@@ -54,14 +53,14 @@ def test_the_issue_example_runs_actors_in_parallel(pool):
     assert actors[0].scale == 3
 
 
-def test_different_actors_run_at_the_same_time(pool, tmp_path):
+def test_different_actors_run_at_the_same_time(backend, tmp_path):
     first, second = RemoteCounter(), AsyncCounter()
     pending = second.rendezvous(str(tmp_path / "b"), str(tmp_path / "a"), 10.0)
     assert first.rendezvous(str(tmp_path / "a"), str(tmp_path / "b"), 10.0) is True
     assert pending.result(timeout=10) is True
 
 
-def test_numpy_arrays_nested_in_containers_round_trip(pool):
+def test_numpy_arrays_nested_in_containers_round_trip(backend):
     big = np.arange(2**18, dtype=np.float64).reshape(512, 512)  # 2 MB: through shared memory
     fortran = np.asfortranarray(np.random.default_rng(0).normal(size=(300, 200)))
     strided = np.arange(100_000, dtype=np.int32)[::2]  # not contiguous: pickled in-band
@@ -77,7 +76,7 @@ def test_numpy_arrays_nested_in_containers_round_trip(pool):
     assert actor.echo(big)[0, 0] == 0.0
 
 
-def test_large_arrays_in_the_constructor(pool):
+def test_large_arrays_in_the_constructor(backend):
     weights = np.full((1024, 1024), 0.5, dtype=np.float32)
     actor = RemoteCounter(0, weights)
     np.testing.assert_array_equal(actor.scale, weights)
@@ -95,7 +94,7 @@ def test_shared_memory_segments_are_reused_and_freed(pool):
     assert len(session_segments(pool.session_prefix)) <= 6
 
 
-def test_futures_with_wait_false(pool):
+def test_futures_with_wait_false(backend):
     actor = AsyncCounter(10)
     future = actor.add(5)
     assert isinstance(future, parl_lite.Future)
@@ -109,7 +108,7 @@ def test_futures_with_wait_false(pool):
     assert future.cancel() is False
 
 
-def test_result_timeout_does_not_lose_the_result(pool, tmp_path):
+def test_result_timeout_does_not_lose_the_result(backend, tmp_path):
     actor = AsyncCounter()
     marker = tmp_path / "started"
     slow = actor.rendezvous(str(marker), str(tmp_path / "never"), 1.0)
@@ -118,13 +117,13 @@ def test_result_timeout_does_not_lose_the_result(pool, tmp_path):
     assert slow.result(timeout=10) is False
 
 
-def test_calls_on_one_actor_run_in_the_order_sent(pool):
+def test_calls_on_one_actor_run_in_the_order_sent(backend):
     actor = AsyncCounter()
     parl_lite.get([actor.record(i) for i in range(500)])
     assert actor.seen == list(range(500))  # attribute reads are synchronous even with wait=False
 
 
-def test_eight_threads_by_2000_calls_every_result_checked(pool):
+def test_eight_threads_by_2000_calls_every_result_checked(backend):
     actors = [RemoteCounter(0) for _ in range(2)]
     errors = []
 
@@ -144,7 +143,7 @@ def test_eight_threads_by_2000_calls_every_result_checked(pool):
     assert errors == []
 
 
-def test_exception_in_a_method_keeps_type_traceback_and_actor(pool):
+def test_exception_in_a_method_keeps_type_traceback_and_actor(backend):
     actor = RemoteCounter(1)
     with pytest.raises(ValueError) as caught:
         actor.fail("bad input 7")
@@ -162,14 +161,14 @@ def test_exception_in_a_method_keeps_type_traceback_and_actor(pool):
     assert actor.add(1) == 3
 
 
-def test_exception_in_init_is_raised_at_construction(pool):
+def test_exception_in_init_is_raised_at_construction(backend):
     Failing = remote_class(FailingInit)
     with pytest.raises(RuntimeError, match="constructor refused: no"):
         Failing("no")
     assert RemoteCounter(4).add(1) == 5  # the pool goes on
 
 
-def test_serialization_errors_name_the_method(pool):
+def test_serialization_errors_name_the_method(backend):
     actor = RemoteCounter()
     with pytest.raises(parl_lite.SerializationError, match=r"Counter\.echo\(\).*argument"):
         actor.echo(threading.Lock())
@@ -178,20 +177,20 @@ def test_serialization_errors_name_the_method(pool):
     assert actor.add(2) == 2
 
 
-def test_lambdas_travel_with_cloudpickle(pool):
+def test_lambdas_travel_with_cloudpickle(backend):
     actor = RemoteCounter()
     assert actor.echo(5) == 5
     func = actor.echo(lambda x: x + 1)
     assert func(1) == 2
 
 
-def test_missing_method_raises_attribute_error_at_the_call(pool):
+def test_missing_method_raises_attribute_error_at_the_call(backend):
     actor = RemoteCounter()
     with pytest.raises(AttributeError, match="no_such_method"):
         actor.no_such_method()
 
 
-def test_sigkill_during_a_call_fails_pending_and_later_calls_fast(pool, tmp_path):
+def test_sigkill_during_a_call_fails_pending_and_later_calls_fast(backend, tmp_path):
     actor = AsyncCounter()
     bystander = RemoteCounter(0)
     marker = tmp_path / "pid"
@@ -210,7 +209,7 @@ def test_sigkill_during_a_call_fails_pending_and_later_calls_fast(pool, tmp_path
     assert RemoteCounter(7).add(1) == 8
 
 
-def test_a_worker_that_exits_fails_its_call(pool):
+def test_a_worker_that_exits_fails_its_call(backend):
     actor = RemoteCounter()
     with pytest.raises(parl_lite.ActorDiedError, match="exited"):
         actor.exit_now()
@@ -218,7 +217,7 @@ def test_a_worker_that_exits_fails_its_call(pool):
         actor.add(1)
 
 
-def test_memory_limit_stops_the_actor(pool):
+def test_memory_limit_stops_the_actor(backend):
     Limited = remote_class(Counter, max_memory=150)
     actor = Limited()
     assert actor.allocate(10) == 10
@@ -233,24 +232,24 @@ def test_max_memory_must_be_positive():
         remote_class(Counter, max_memory=0)
 
 
-def test_remote_output_reaches_the_caller_with_a_prefix(pool, capsys):
+def test_remote_output_reaches_the_caller_with_a_prefix(backend, capsys):
     actor = RemoteCounter()
     actor.shout("hello from the actor")
     captured = capsys.readouterr()
-    pid = actor.pid()
-    assert f"(Counter pid={pid}) hello from the actor\n" in captured.out
-    assert f"(Counter pid={pid}) to stderr: hello from the actor\n" in captured.err
-    assert f"(Counter pid={pid}) logged: hello from the actor\n" in captured.err
+    prefix = rf"\(Counter pid={actor.pid()}( host=\S+)?\) "  # the cluster adds the node's host
+    assert re.search(prefix + "hello from the actor\n", captured.out)
+    assert re.search(prefix + "to stderr: hello from the actor\n", captured.err)
+    assert re.search(prefix + "logged: hello from the actor\n", captured.err)
 
 
-def test_workers_limit_threads_and_do_not_import_paddle(pool):
+def test_workers_limit_threads_and_do_not_import_paddle(backend):
     actor = RemoteCounter()
     assert actor.environment("OMP_NUM_THREADS") == "1"
     assert actor.environment("OPENBLAS_NUM_THREADS") == "1"
     assert actor.imported("paddle") is False
 
 
-def test_close_and_del_give_the_worker_back(pool, tmp_path):
+def test_close_and_del_give_the_worker_back(backend, tmp_path):
     actor = RemoteCounter()
     pid = actor.pid()
     actor.close()
@@ -269,7 +268,7 @@ def test_close_and_del_give_the_worker_back(pool, tmp_path):
     assert marker.read_text() == "closed"
 
 
-def test_handles_cannot_be_pickled(pool):
+def test_handles_cannot_be_pickled(backend):
     import pickle
 
     actor = RemoteCounter()
@@ -277,15 +276,15 @@ def test_handles_cannot_be_pickled(pool):
         pickle.dumps(actor)
 
 
-def test_connect_twice_with_other_settings_is_refused(pool):
-    assert parl_lite.connect() is pool
+def test_connect_twice_with_other_settings_is_refused(backend):
+    assert parl_lite.connect() is backend
     with pytest.raises(RuntimeError, match="already connected"):
         parl_lite.connect(num_workers=3)
 
 
 def test_unknown_address_names_the_missing_backend():
-    with pytest.raises(ValueError, match="ray://"):
-        parl_lite.connect("ray://127.0.0.1:6379")
+    with pytest.raises(ValueError, match="nosuch://"):
+        parl_lite.connect("nosuch://127.0.0.1:6379")
     assert api._backend is None
 
 
@@ -297,7 +296,7 @@ def test_bad_pool_settings_are_named():
     assert api._backend is None
 
 
-def test_module_level_classes_are_shipped_by_reference(pool):
+def test_module_level_classes_are_shipped_by_reference(backend):
     # the undecorated class is importable by the worker: it travels as a reference
     actor = RemoteCounter()
     assert actor.imported("remote_actors") is True
@@ -311,3 +310,20 @@ def test_the_remote_runtime_does_not_import_paddle():
     code = ("import sys, parl_lite; from parl_lite import remote_class, connect, get, wait; "
             "import parl_lite.remote.pool; assert 'paddle' not in sys.modules, 'paddle imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_an_output_hook_receives_actor_output_instead_of_printing(capsys):
+    from parl_lite.remote.backend import ActorOptions
+    from parl_lite.remote.pool import LocalPool
+
+    received = []
+    pool = LocalPool(num_workers=1, on_output=lambda worker, stream, text: received.append((worker.pid, stream, text)))
+    try:
+        actor = pool.create_actor(Counter, (), {}, ActorOptions())
+        pid = actor.result(actor.call("pid", (), {}))
+        actor.result(actor.call("shout", ("hooked",), {}))
+        assert (pid, "stdout", "hooked\n") in received
+        assert (pid, "stderr", "to stderr: hooked\n") in received
+        assert "hooked" not in capsys.readouterr().out
+    finally:
+        pool.shutdown()

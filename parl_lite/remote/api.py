@@ -14,7 +14,6 @@ import concurrent.futures
 import functools
 import inspect
 import threading
-from importlib.metadata import entry_points
 from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend
@@ -27,6 +26,7 @@ __all__ = [
 ]
 
 BACKEND_ENTRY_POINTS = "parl_lite.backends"
+CLUSTER_SCHEME = "cluster"  # the plugin that serves a plain "host:port" address
 
 _backend: Optional[Backend] = None
 _backend_lock = threading.Lock()
@@ -36,15 +36,18 @@ T = TypeVar("T", bound=type)
 
 
 def connect(address: Optional[str] = None, num_workers: Optional[int] = None,
-            threads_per_worker: int = 1) -> Backend:
+            threads_per_worker: int = 1, **backend_options: Any) -> Backend:
     """Start (or join) the backend that hosts actors. Optional: the first actor calls it.
 
     Args:
-        address: ``None`` for the local process pool; ``scheme://...`` for a backend plugin
-            registered under the ``parl_lite.backends`` entry-point group.
+        address: ``None`` for the local process pool; ``host:port`` for a parl_lite cluster
+            (``parl-lite start``); ``scheme://...`` for a backend plugin registered under the
+            ``parl_lite.backends`` entry-point group.
         num_workers: worker processes kept started and idle (default: the number of usable CPUs).
             More actors than that may be created; each further one forks a process.
         threads_per_worker: OMP/MKL/OpenBLAS threads in each worker (default 1).
+        backend_options: passed to the backend, e.g. ``distributed_files=[...]`` and
+            ``token_file=...`` for a cluster.
 
     Returns:
         The backend now in use.
@@ -56,11 +59,12 @@ def connect(address: Optional[str] = None, num_workers: Optional[int] = None,
     global _backend, _shutdown_registered
     with _backend_lock:
         if _backend is not None:
-            if address is None and num_workers is None:
+            if address is None and num_workers is None and not backend_options:
                 return _backend
             raise RuntimeError("parl_lite is already connected; call parl_lite.shutdown() before "
                                "connecting again with other settings")
-        _backend = _make_backend(address, num_workers=num_workers, threads_per_worker=threads_per_worker)
+        _backend = _make_backend(address, num_workers=num_workers, threads_per_worker=threads_per_worker,
+                                 **backend_options)
         if not _shutdown_registered:
             atexit.register(shutdown)
             _shutdown_registered = True
@@ -72,14 +76,16 @@ def _make_backend(address: Optional[str], **options: Any) -> Backend:
         from parl_lite.remote.pool import LocalPool
 
         return LocalPool(**options)
-    scheme = address.split("://", 1)[0] if "://" in address else ""
-    plugins = {entry.name: entry for entry in entry_points(group=BACKEND_ENTRY_POINTS)}
-    if scheme not in plugins:
-        installed = ", ".join(sorted(plugins)) or "none"
+    from parl_lite.ext import plugins
+
+    scheme = address.split("://", 1)[0] if "://" in address else CLUSTER_SCHEME
+    plugin = plugins.find(BACKEND_ENTRY_POINTS, scheme)
+    if plugin is None:
+        installed = ", ".join(p.name for p in plugins.installed(BACKEND_ENTRY_POINTS)) or "none"
         raise ValueError(f"parl_lite.connect(address={address!r}): no backend handles "
                          f"{scheme + '://' if scheme else 'this address'} (installed backend plugins: "
                          f"{installed}); connect() without an address starts the local pool")
-    return plugins[scheme].load()(address, **options)
+    return plugin.load()(address, **options)  # PluginError names a plugin that does not load
 
 
 def shutdown() -> None:

@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from multiprocessing.connection import Connection
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import cloudpickle
 
@@ -299,6 +299,9 @@ class WorkerProcess(ActorChannel):
             f"{self.actor_name}.{what}: the reply cannot be unpickled here: {type(exc).__name__}: {exc}"))
 
     def _print(self, stream_name: str, text: str) -> None:
+        if self._pool.on_output is not None:
+            self._pool.on_output(self, stream_name, text)
+            return
         stream = sys.stdout if stream_name == "stdout" else sys.stderr
         prefix = f"({self.label}) "
         stream.write("".join(prefix + line for line in text.splitlines(keepends=True)))
@@ -326,9 +329,12 @@ class LocalPool(Backend):
     Args:
         num_workers: idle worker processes kept ready (default: the number of usable CPUs).
         threads_per_worker: value of OMP/MKL/OpenBLAS thread counts in the workers.
+        on_output: called as ``on_output(worker, stream_name, text)`` with each chunk of actor output
+            (whole lines) instead of printing it as ``(<Class> pid=N) line``.
     """
 
-    def __init__(self, num_workers: Optional[int] = None, threads_per_worker: int = 1) -> None:
+    def __init__(self, num_workers: Optional[int] = None, threads_per_worker: int = 1,
+                 on_output: Optional[Callable[["WorkerProcess", str, str], None]] = None) -> None:
         if num_workers is None:
             num_workers = len(os.sched_getaffinity(0))
         if not isinstance(num_workers, int) or num_workers < 0:
@@ -337,6 +343,7 @@ class LocalPool(Backend):
             raise ValueError(f"threads_per_worker must be a positive integer, got {threads_per_worker!r}")
         self.num_workers = num_workers
         self.threads_per_worker = threads_per_worker
+        self.on_output = on_output
         self.session_prefix = f"parl_lite_{os.getpid()}_{uuid.uuid4().hex[:8]}_"
         self.started_at = time.time()
         self._lock = threading.Lock()

@@ -1,0 +1,136 @@
+"""The node side of one actor: runs in a worker process of the node's ``LocalPool``.
+
+The node creates an :class:`ActorHost` in a pool worker and calls :meth:`ActorHost.serve`, which
+fetches the client's already authenticated TCP socket from the node (a file descriptor passed over a
+Unix socket in the node's private folder), then builds the client's actor and serves its calls over
+that socket directly: one hop between caller and actor, as with the local pool's pipe. The node
+still owns the process (memory limit, death, output) through the pool.
+"""
+import json
+import os
+import socket
+import sys
+import threading
+from typing import Any, Optional, TextIO
+
+from parl_lite.ext.cluster import framing
+from parl_lite.remote import protocol
+from parl_lite.remote.errors import RemoteFailure
+from parl_lite.remote.worker import _ForwardedStream, _run
+
+__all__ = ["ActorHost", "UNKNOWN_CALL"]
+
+UNKNOWN_CALL = -1  # call id of an ERROR about a request that could not be unpickled (the oldest one)
+_STATS_PERIOD = 0.5
+
+
+class _TeeChannel:
+    """Where an actor's output lines go: to the client (OUTPUT messages, in order with the replies)
+    and to the node's pool (which keeps recent lines for the master)."""
+
+    def __init__(self, host: "ActorHost", node_stream: TextIO) -> None:
+        self.host = host
+        self.node_stream = node_stream
+
+    def send(self, message: tuple) -> None:
+        self.host.send(message)
+        self.node_stream.write(message[2])
+        self.node_stream.flush()
+
+
+class ActorHost:
+    """Hosts one client actor in this worker process (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._framed: Optional[framing.FramedSocket] = None
+        self._send_lock = threading.Lock()
+        self._calls_served = 0
+        self._last_error: Optional[str] = None
+        self._state = "starting"
+
+    def send(self, message: Any) -> None:
+        body, buffers = framing.encode(message)
+        with self._send_lock:
+            self._framed.send(body, buffers)
+
+    def serve(self, handoff_path: str, ticket: str, work_folder: str, stats_path: str, host: str) -> None:
+        """Take the client's socket, then serve the actor until the client stops it or leaves.
+
+        Args:
+            handoff_path: the node's Unix socket that hands over client sockets (relative to the
+                node's working folder, which is this process's working folder until now).
+            ticket: proves to the node which client socket is ours.
+            work_folder: the client's shipped files; the actor's cwd and first ``sys.path`` entry.
+            stats_path: where calls served and the last error are written for the node.
+            host: this node's host name, for the client's output prefix.
+        """
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
+            unix.connect(handoff_path)
+            unix.sendall(ticket.encode())
+            _, fds, _, _ = socket.recv_fds(unix, 1, 1)
+        if not fds:
+            raise RuntimeError("the node handed over no client socket")
+        self._framed = framing.FramedSocket(socket.socket(fileno=fds[0]), "the client")
+        os.chdir(work_folder)
+        sys.path.insert(0, work_folder)
+        sys.stdout = _ForwardedStream(_TeeChannel(self, sys.stdout), "stdout")
+        sys.stderr = _ForwardedStream(_TeeChannel(self, sys.stderr), "stderr")
+        stop = threading.Event()
+        writer = threading.Thread(target=self._write_stats, args=(stats_path, stop), daemon=True)
+        writer.start()
+        try:
+            self.send(("ready", os.getpid(), host))
+            self._serve_calls()
+        finally:
+            stop.set()
+            writer.join()
+            self._framed.close()
+
+    def _serve_calls(self) -> None:
+        actor: Any = None
+        while True:
+            try:
+                body, buffers = self._framed.receive()
+            except (EOFError, OSError):
+                return
+            try:
+                message = framing.decode(body, buffers)
+            except Exception as exc:  # e.g. an argument's class does not exist here
+                self.send((protocol.ERROR, UNKNOWN_CALL, RemoteFailure.from_exception(exc)))
+                continue
+            kind = message[0]
+            if kind == protocol.STOP:
+                return
+            call_id = message[1]
+            try:
+                actor, value = _run(actor, message)
+                reply = (protocol.OK, call_id, value)
+                if kind == protocol.CREATE:
+                    self._state = "alive"
+            except Exception as exc:
+                self._last_error = f"{type(exc).__qualname__}: {exc}"
+                reply = (protocol.ERROR, call_id, RemoteFailure.from_exception(exc))
+            message = value = None
+            sys.stdout.flush()
+            sys.stderr.flush()
+            self._calls_served += 1
+            try:
+                self.send(reply)
+            except (EOFError, OSError):
+                return
+            except Exception as exc:  # the value cannot be pickled
+                self.send((protocol.ERROR, call_id, RemoteFailure.from_exception(exc, serialization=True)))
+
+    def _write_stats(self, path: str, stop: threading.Event) -> None:
+        """Keep ``path`` up to date for the node (which reports it to the master) until ``stop``."""
+        written = None
+        while True:
+            stopping = stop.wait(_STATS_PERIOD)
+            stats = {"calls_served": self._calls_served, "last_error": self._last_error, "state": self._state}
+            if stats != written:
+                with open(f"{path}.tmp", "w") as handle:
+                    json.dump(stats, handle)
+                os.replace(f"{path}.tmp", path)
+                written = stats
+            if stopping:
+                return

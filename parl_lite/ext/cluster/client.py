@@ -1,0 +1,197 @@
+"""The caller's side of the cluster: ``parl_lite.connect("host:port")`` returns a :class:`ClusterBackend`.
+
+Creating an actor asks the master for a node with a free CPU, ships the user's files to that node
+once (a *session* connection that stays open: the node sends on it why an actor died), then opens a
+connection of the actor's own to the node, which hands it to the worker process hosting the actor.
+From then on calls and replies travel between this process and that worker directly.
+"""
+import os
+import socket
+import sys
+import threading
+import uuid
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+import cloudpickle
+
+from parl_lite.ext.cluster import wire
+from parl_lite.ext.cluster.channel import ClusterActor
+from parl_lite.ext.cluster.local_state import load_token
+from parl_lite.ext.cluster.shipping import DEFAULT_LIMIT_MB, collect_files
+from parl_lite.remote.backend import ActorOptions, Backend
+from parl_lite.remote.errors import SerializationError
+
+__all__ = ["ClusterBackend", "NodeSession", "connect_cluster"]
+
+
+class NodeSession:
+    """This client's session with one node: the shipped files live as long as it is open, and the
+    node reports on it why an actor ended."""
+
+    def __init__(self, address: str, host: str, token: bytes, client_id: str, files: Dict[str, bytes]) -> None:
+        self.address = address
+        self.host = host
+        self.actors: Dict[str, ClusterActor] = {}
+        self._lock = threading.Lock()
+        names = list(files)
+        self.framed, _ = wire.open_connection(address, token, "session", client_id=client_id, files=names)
+        self.framed.send(b"files", [memoryview(files[name]) for name in names])
+        reply = self.framed.receive_json()
+        if not reply.get("ok"):
+            self.framed.close()
+            raise wire.ClusterError(f"the node at {address} refused our files: {reply.get('error')}")
+        self.gone = False
+        threading.Thread(target=self._listen, daemon=True, name=f"parl_lite-session-{address}").start()
+
+    def _listen(self) -> None:
+        self.framed.sock.settimeout(wire.SILENCE_LIMIT)  # the node beats every HEARTBEAT_PERIOD
+        try:
+            while True:
+                message = self.framed.receive_json()
+                actor = self.actors.get(message.get("actor_id"))
+                if actor is not None and message.get("type") == "ended":
+                    actor.give_verdict(message["kind"], message.get("text", ""))
+        except (EOFError, OSError, ValueError):
+            pass
+        self.gone = True
+        for actor in list(self.actors.values()):
+            actor.give_verdict("node", "its connection closed")
+
+    def close(self) -> None:
+        self.framed.close()
+
+
+class ClusterBackend(Backend):
+    """Actors on the nodes of a parl_lite cluster.
+
+    Args:
+        address: the master's ``host:port``.
+        distributed_files: globs of further files the actors need (configs, data), shipped with the
+            ``*.py`` files of the driver script's folder.
+        token_file: the cluster token (default: ``$PARL_LITE_TOKEN``, else this machine's token file).
+        placement_timeout: seconds an actor's creation waits for a free CPU before it fails.
+        max_ship_mb: limit on the size of the shipped files.
+        num_workers, threads_per_worker: accepted because ``parl_lite.connect`` passes them; a
+            cluster's nodes decide their own (``--cpus``; one thread per worker).
+    """
+
+    def __init__(self, address: str, distributed_files: Sequence[str] = (), token_file: Optional[str] = None,
+                 placement_timeout: float = 30.0, max_ship_mb: float = DEFAULT_LIMIT_MB,
+                 num_workers: Optional[int] = None, threads_per_worker: int = 1) -> None:
+        if "://" in address:
+            address = address.split("://", 1)[1]
+        wire.split_address(address)
+        self.address = address
+        self.placement_timeout = placement_timeout
+        self._token = load_token(token_file)
+        self._files = collect_files(list(distributed_files), max_ship_mb)
+        main = sys.modules.get("__main__")
+        self._master, reply = wire.open_connection(
+            address, self._token, "client", pid=os.getpid(), host=socket.gethostname(),
+            script=getattr(main, "__file__", None) or "<interactive>")
+        self.client_id = reply["client_id"]
+        self._master_lock = threading.Lock()
+        self._sessions: Dict[str, NodeSession] = {}
+        self._sessions_lock = threading.Lock()
+        self._class_blobs: Dict[type, bytes] = {}
+        self._closings: "list[ClusterActor]" = []
+        self._closing_wake = threading.Condition()
+        self._actors: Dict[str, ClusterActor] = {}
+        self._closed = False
+        self._closer = threading.Thread(target=self._close_actors, daemon=True, name="parl_lite-closer")
+        self._closer.start()
+
+    # --- Backend --------------------------------------------------------------------------------
+    def create_actor(self, cls: type, args: Tuple[Any, ...], kwargs: Dict[str, Any],
+                     options: ActorOptions) -> ClusterActor:
+        if self._closed:
+            raise RuntimeError("the parl_lite cluster connection is shut down")
+        blob = self._class_blob(cls)
+        place = self._ask_master({"type": "place", "timeout": self.placement_timeout})
+        session = self._session(place["node_id"], place["address"], place["host"])
+        actor_id = uuid.uuid4().hex[:12]
+        framed, _ = wire.open_connection(place["address"], self._token, "actor", client_id=self.client_id,
+                                         actor_id=actor_id, reservation=place["reservation"],
+                                         max_memory=options.max_memory, class_name=cls.__qualname__)
+        actor = ClusterActor(actor_id, cls.__qualname__, framed, session, options.max_memory, self._queue_close)
+        session.actors[actor_id] = actor
+        self._actors[actor_id] = actor
+        try:
+            actor.start(blob, args, kwargs)
+        except BaseException:
+            actor.close()
+            raise
+        return actor
+
+    def status(self) -> Dict[str, Any]:
+        return self._ask_master({"type": "status"})["status"]
+
+    def shutdown(self) -> None:
+        if self._closed:
+            return
+        for actor in list(self._actors.values()):
+            actor.close()
+        self._closed = True
+        with self._closing_wake:
+            self._closing_wake.notify()
+        self._closer.join(timeout=10)
+        for session in self._sessions.values():
+            session.close()
+        self._master.close()
+
+    # --- internals ------------------------------------------------------------------------------
+    def _class_blob(self, cls: type) -> bytes:
+        blob = self._class_blobs.get(cls)
+        if blob is None:
+            try:
+                blob = cloudpickle.dumps(cls, protocol=5)
+            except Exception as exc:
+                raise SerializationError(f"class {cls.__qualname__} cannot be pickled to send it to a "
+                                         f"node: {type(exc).__name__}: {exc}") from exc
+            self._class_blobs[cls] = blob
+        return blob
+
+    def _ask_master(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        with self._master_lock:
+            try:
+                self._master.send_json(request)
+                reply = self._master.receive_json()
+            except (EOFError, OSError) as exc:
+                raise wire.ClusterError(f"the parl_lite cluster master at {self.address} is gone "
+                                        f"({exc}); its actors are lost") from exc
+        if "error" in reply:
+            raise wire.ClusterError(reply["error"])
+        return reply
+
+    def _session(self, node_id: str, address: str, host: str) -> NodeSession:
+        with self._sessions_lock:
+            session = self._sessions.get(node_id)
+            if session is None or session.gone:
+                session = NodeSession(address, host, self._token, self.client_id, self._files)
+                self._sessions[node_id] = session
+            return session
+
+    def _queue_close(self, actor: ClusterActor) -> None:
+        self._closings.append(actor)  # list.append is atomic: safe from __del__
+        if self._closing_wake.acquire(blocking=False):
+            try:
+                self._closing_wake.notify()
+            finally:
+                self._closing_wake.release()
+
+    def _close_actors(self) -> None:
+        while True:
+            with self._closing_wake:
+                self._closing_wake.wait_for(lambda: self._closings or self._closed, timeout=0.1)
+            while self._closings:
+                actor = self._closings.pop(0)
+                actor.send_stop()
+                self._actors.pop(actor.actor_id, None)
+                actor.node.actors.pop(actor.actor_id, None)
+            if self._closed and not self._closings:
+                return
+
+
+def connect_cluster(address: str, **options: Any) -> ClusterBackend:
+    """The ``parl_lite.backends`` entry point: ``parl_lite.connect("host:port", ...)``."""
+    return ClusterBackend(address, **options)

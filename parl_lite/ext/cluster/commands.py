@@ -1,0 +1,192 @@
+"""The click commands ``start``, ``connect``, ``stop`` and the cluster part of ``status``."""
+import json
+import os
+import select
+import shutil
+import socket
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import click
+
+from parl_lite.ext.cluster import local_state, wire
+from parl_lite.ext.cluster.node import PRIVATE_PREFIX
+
+__all__ = ["start", "connect", "stop", "cluster_status", "print_cluster_status"]
+
+_READY_TIMEOUT = 60.0
+_MODULE_MARK = "parl_lite.ext.cluster."
+
+
+def _spawn(role: str, arguments: List[str], token_file: Optional[str]) -> Dict[str, Any]:
+    """Start ``python -m parl_lite.ext.cluster.<role>`` in the background and wait until it is ready."""
+    home = local_state.cluster_home(create=True)
+    ready = home / f"{role}-{os.getpid()}-{time.time_ns()}.ready"
+    log_path = home / f"{role}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    command = [sys.executable, "-m", f"{_MODULE_MARK}{role}", *arguments, "--ready-file", str(ready)]
+    if token_file:
+        command += ["--token-file", token_file]
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    deadline = time.monotonic() + _READY_TIMEOUT
+    while not ready.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-15:])
+            raise click.ClickException(f"the {role} did not start (log {log_path}):\n{tail}")
+        time.sleep(0.02)
+    info = json.loads(ready.read_text())
+    ready.unlink()
+    entry = {"pid": process.pid, "role": role, "address": info["address"], "cwd": os.getcwd(),
+             "log": str(log_path), "started_at": time.time()}
+    local_state.record_process(entry)
+    return entry
+
+
+def _live_entries() -> List[Dict[str, Any]]:
+    return [entry for entry in local_state.read_state()["processes"] if _is_ours(entry["pid"])]
+
+
+def _is_ours(pid: int) -> bool:
+    """The pid still runs one of our cluster processes (not a process that reused the pid)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return _MODULE_MARK.encode() in cmdline.read()
+    except OSError:
+        return False
+
+
+def _token_option(function):
+    return click.option("--token-file", type=click.Path(dir_okay=False), default=None,
+                        help=f"The cluster token (default: ${local_state.TOKEN_VARIABLE}, else "
+                             "~/.parl_lite/token written by `parl-lite start`).")(function)
+
+
+@click.command()
+@click.option("--port", type=int, default=8010, show_default=True, help="TCP port of the master (0: any free one).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to listen on; 0.0.0.0 lets other machines join (they need the token).")
+@click.option("--cpus", type=int, default=None,
+              help="CPUs of this machine given to actors (default: all usable; 0: master only).")
+def start(port: int, host: str, cpus: Optional[int]) -> None:
+    """Start a cluster master on this machine (and a node with this machine's CPUs).
+
+    A new random token is written to ~/.parl_lite/token (mode 0600); every other machine needs a
+    copy of it (--token-file or PARL_LITE_TOKEN) to join or use the cluster.
+    """
+    if any(entry["role"] == "master" for entry in _live_entries()):
+        raise click.ClickException("a cluster master started from this machine is running; "
+                                   "`parl-lite stop` it first")
+    token = local_state.create_token()
+    master = _spawn("master", ["--host", host, "--port", str(port)], str(token))
+    click.echo(f"parl_lite cluster master at {master['address']} (pid {master['pid']})")
+    click.echo(f"token: {token} (mode 0600; copy it to machines that join)")
+    cpus = len(os.sched_getaffinity(0)) if cpus is None else cpus
+    if cpus > 0:
+        node = _spawn("node", ["--address", master["address"], "--cpus", str(cpus), "--host", host], str(token))
+        click.echo(f"node with {cpus} CPU(s) at {node['address']} (pid {node['pid']}), working folder {node['cwd']}")
+    if host in ("0.0.0.0", "::"):
+        click.echo(f"other machines reach it at {socket.gethostname()}:{master['address'].rsplit(':', 1)[1]} "
+                   "(or this machine's IP address)")
+    click.echo(f"join:   parl-lite connect --address {master['address']} [--cpus N] [--token-file FILE]")
+    click.echo(f"use:    parl_lite.connect(\"{master['address']}\")")
+
+
+@click.command()
+@click.option("--address", required=True, help="The master's host:port.")
+@click.option("--cpus", type=int, default=None, help="CPUs given to actors (default: all usable).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface clients reach this node on.")
+@click.option("--port", type=int, default=0, show_default=True, help="TCP port for clients (0: any free one).")
+@_token_option
+def connect(address: str, cpus: Optional[int], host: str, port: int, token_file: Optional[str]) -> None:
+    """Add this machine's CPUs to a cluster; the current folder is the node's working folder."""
+    try:
+        wire.split_address(address)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--address") from exc
+    cpus = len(os.sched_getaffinity(0)) if cpus is None else cpus
+    if cpus < 1:
+        raise click.BadParameter(f"a node needs at least one CPU, got {cpus}", param_hint="--cpus")
+    node = _spawn("node", ["--address", address, "--cpus", str(cpus), "--host", host, "--port", str(port)],
+                  token_file)
+    click.echo(f"node with {cpus} CPU(s) at {node['address']} (pid {node['pid']}) joined {address}")
+
+
+@click.command()
+def stop() -> None:
+    """Stop the cluster processes this machine's `start` and `connect` started (their pids only)."""
+    entries = local_state.read_state()["processes"]
+    ordered = [e for e in entries if e["role"] == "node"] + [e for e in entries if e["role"] != "node"]
+    stopped = 0
+    for entry in ordered:
+        if not _is_ours(entry["pid"]):
+            continue
+        os.kill(entry["pid"], signal.SIGTERM)
+        if not _wait_for_exit(entry["pid"], 15.0):
+            os.kill(entry["pid"], signal.SIGKILL)
+            _wait_for_exit(entry["pid"], 5.0)
+        click.echo(f"stopped the {entry['role']} at {entry['address']} (pid {entry['pid']})")
+        stopped += 1
+    for entry in entries:  # a node that was SIGKILLed could not remove its private folder
+        if entry["role"] == "node" and not _is_ours(entry["pid"]):
+            for folder in Path(entry["cwd"]).glob(f"{PRIVATE_PREFIX}{entry['pid']}_*"):
+                shutil.rmtree(folder, ignore_errors=True)
+    local_state.forget_processes([entry["pid"] for entry in entries])
+    if not stopped:
+        click.echo("no cluster process started from this machine is running")
+
+
+def _wait_for_exit(pid: int, timeout: float) -> bool:
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([pidfd], [], [], timeout)[0])
+    finally:
+        os.close(pidfd)
+
+
+def cluster_status(address: Optional[str], token_file: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The status of the cluster at ``address`` (default: the master this machine started), or None
+    if there is none to ask."""
+    if address is None:
+        masters = [entry for entry in _live_entries() if entry["role"] == "master"]
+        if not masters:
+            return None
+        address = masters[0]["address"]
+    framed, _ = wire.open_connection(address, local_state.load_token(token_file), "observer")
+    try:
+        framed.send_json({"type": "status"})
+        return framed.receive_json()["status"]
+    finally:
+        framed.close()
+
+
+def print_cluster_status(status: Dict[str, Any]) -> None:
+    """Print a cluster status as tables of nodes, clients and actors."""
+    alive = [node for node in status["nodes"] if node["alive"]]
+    click.echo(f"cluster at {status['address']}: {len(alive)} node(s) alive, "
+               f"{sum(n['cpus_used'] for n in alive)}/{sum(n['cpus_total'] for n in alive)} CPUs used, "
+               f"{len(status['clients'])} client(s)")
+    click.echo(f"  {'node':<9} {'address':<22} {'CPUs':>7} {'mem MB':>15} {'load':>6}  state")
+    for node in status["nodes"]:
+        load = f"{node['load'][-1][1]:.2f}" if node["load"] else "-"
+        click.echo(f"  {node['id']:<9} {node['address']:<22} {node['cpus_used']:>3}/{node['cpus_total']:<3} "
+                   f"{node['mem_used_mb']:>7.0f}/{node['mem_total_mb']:<7.0f} {load:>6}  "
+                   f"{'alive' if node['alive'] else 'dead'}")
+    for client in status["clients"]:
+        click.echo(f"  client {client['id']} pid {client['pid']} on {client['host']}: {client['script']} "
+                   f"({client['actors']} actor(s))")
+    if status["actors"]:
+        click.echo(f"  {'actor':<13} {'class':<20} {'node':<9} {'pid':>7} {'state':<8} {'calls':>7} {'rss MB':>7}")
+    for actor in status["actors"]:
+        click.echo(f"  {actor['id']:<13} {actor['class']:<20} {actor['node']:<9} {actor['pid']:>7} "
+                   f"{actor['state']:<8} {actor['calls_served']:>7} {actor['rss_mb']:>7.1f}")

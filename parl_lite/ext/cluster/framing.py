@@ -1,0 +1,155 @@
+"""Messages on an authenticated cluster connection: frames, and the pickles inside them.
+
+Each message is one frame::
+
+    header  "!IH" (body length, number of raw buffers) + "!Q" per buffer (its length)
+    body    JSON (control messages) or a pickle-5 stream (actor messages)
+    buffers the pickle's out-of-band buffers (numpy arrays), raw, received straight into their
+            final memory with ``recv_into`` (no copy into or out of a pickle)
+
+This module is all a node's worker process needs to serve an actor (it imports no hashing, no
+authentication: the node did that before handing the socket over).
+"""
+import json
+import pickle
+import socket
+import struct
+from typing import Any, Dict, List, Sequence, Tuple
+
+import cloudpickle
+import numpy
+
+__all__ = ["FramedSocket", "encode", "decode", "INLINE_LIMIT"]
+
+INLINE_LIMIT = 64 * 1024  # buffers smaller than this stay inside the pickle
+_HEADER = struct.Struct("!IH")
+_SIZE = struct.Struct("!Q")
+_READ_CHUNK = 256 * 1024
+
+
+def encode(message: Any) -> Tuple[bytes, List[memoryview]]:
+    """Pickle ``message`` (pickle, then cloudpickle for lambdas and ``__main__`` classes); buffers of
+    :data:`INLINE_LIMIT` bytes or more are returned apart, to be sent raw."""
+    buffers: List[memoryview] = []
+
+    def out_of_band(buffer: pickle.PickleBuffer) -> bool:
+        raw = buffer.raw()
+        if raw.nbytes < INLINE_LIMIT:
+            return True
+        buffers.append(raw)
+        return False
+
+    try:
+        return pickle.dumps(message, protocol=5, buffer_callback=out_of_band), buffers
+    except (pickle.PicklingError, TypeError, AttributeError):
+        buffers.clear()
+        return cloudpickle.dumps(message, protocol=5, buffer_callback=out_of_band), buffers
+
+
+def decode(body: bytes, buffers: Sequence[Any]) -> Any:
+    """Rebuild what :func:`encode` pickled; arrays view the received buffers (writable, no copy)."""
+    return pickle.loads(body, buffers=buffers)
+
+
+class FramedSocket:
+    """Messages over an authenticated TCP socket. ``send`` may be called from several threads;
+    one thread at a time receives."""
+
+    def __init__(self, sock: socket.socket, peer: str) -> None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock = sock
+        self.peer = peer
+        self._inbox = bytearray(_READ_CHUNK)
+        self._start = 0  # unread bytes of the inbox are [_start, _end)
+        self._end = 0
+
+    # --- sending --------------------------------------------------------------------------------
+    def send(self, body: bytes, buffers: Sequence[memoryview] = ()) -> None:
+        """Send one message (the caller serialises concurrent senders)."""
+        if not buffers:  # the common case: one send of header and body
+            self.sock.sendall(_HEADER.pack(len(body), 0) + body)
+            return
+        header = _HEADER.pack(len(body), len(buffers)) + b"".join(_SIZE.pack(b.nbytes) for b in buffers)
+        parts = [memoryview(header + body), *(b.cast("B") for b in buffers)]
+        while parts:
+            sent = self.sock.sendmsg(parts[:64])
+            while parts and sent >= parts[0].nbytes:
+                sent -= parts[0].nbytes
+                parts.pop(0)
+            if parts and sent:
+                parts[0] = parts[0][sent:]
+
+    def send_json(self, message: Dict[str, Any]) -> None:
+        self.send(json.dumps(message).encode())
+
+    # --- receiving ------------------------------------------------------------------------------
+    def _fill(self) -> None:
+        if self._start == self._end:
+            self._start = self._end = 0
+        elif self._end == len(self._inbox):
+            del self._inbox[:self._start]
+            self._end -= self._start
+            self._start = 0
+            self._inbox.extend(bytes(max(0, _READ_CHUNK - len(self._inbox))))
+        received = self.sock.recv_into(memoryview(self._inbox)[self._end:])
+        if not received:
+            raise EOFError(f"{self.peer} closed the connection")
+        self._end += received
+
+    def _take(self, size: int) -> bytes:
+        while self._end - self._start < size:
+            if len(self._inbox) - self._start < size:  # a body larger than the inbox: make room
+                del self._inbox[:self._start]
+                self._end -= self._start
+                self._start = 0
+                self._inbox.extend(bytes(size - len(self._inbox)))
+            self._fill()
+        data = bytes(self._inbox[self._start:self._start + size])
+        self._start += size
+        return data
+
+    def _take_into(self, target: "numpy.ndarray") -> None:
+        view = memoryview(target)
+        buffered = min(self._end - self._start, len(target))
+        view[:buffered] = self._inbox[self._start:self._start + buffered]
+        self._start += buffered
+        filled = buffered
+        while filled < len(target):
+            received = self.sock.recv_into(view[filled:])
+            if not received:
+                raise EOFError(f"{self.peer} closed the connection")
+            filled += received
+
+    def receive(self) -> Tuple[bytes, List["numpy.ndarray"]]:
+        """The next message's body and raw buffers.
+
+        Raises:
+            EOFError: the peer closed the connection.
+            OSError: the connection broke.
+        """
+        if self._end - self._start < _HEADER.size:
+            self._fill()
+        body_size, count = _HEADER.unpack(self._take(_HEADER.size))
+        if not count and self._end - self._start >= body_size:  # the common case: all in the inbox
+            body = bytes(memoryview(self._inbox)[self._start:self._start + body_size])
+            self._start += body_size
+            return body, []
+        sizes = [_SIZE.unpack(self._take(_SIZE.size))[0] for _ in range(count)]
+        body = self._take(body_size)
+        buffers = []
+        for size in sizes:
+            buffer = numpy.empty(size, numpy.uint8)  # not zero-filled, unlike bytearray(size)
+            self._take_into(buffer)
+            buffers.append(buffer)
+        return body, buffers
+
+    def receive_json(self) -> Dict[str, Any]:
+        body, _ = self.receive()
+        return json.loads(body)
+
+    def close(self) -> None:
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()

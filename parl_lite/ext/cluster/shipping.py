@@ -1,0 +1,81 @@
+"""The user's source files, from the driver's machine to a per-client work folder on each node.
+
+The client collects the ``*.py`` files of the driver script's folder and the ``distributed_files``
+globs (relative globs keep their relative path; an absolute path lands at the top of the work folder
+under its own name) and sends them once to each node it places actors on, before the first actor
+there starts. The node writes them under a fresh folder it removes when the client leaves.
+"""
+import glob
+import os
+import sys
+from pathlib import Path, PurePosixPath
+from typing import Dict, List, Optional, Sequence
+
+from parl_lite.ext.cluster.wire import ClusterError
+
+__all__ = ["collect_files", "write_files", "DEFAULT_LIMIT_MB"]
+
+DEFAULT_LIMIT_MB = 64.0
+
+
+def _driver_folder() -> Optional[Path]:
+    """The folder of the script ``python path/to/script.py`` runs; None for ``python -m``, console
+    scripts (``parl-lite``, ``pytest``) and interactive sessions, which are not the user's folder."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if not path or not path.endswith(".py") or getattr(main, "__spec__", None) is not None:
+        return None
+    return Path(path).resolve().parent
+
+
+def collect_files(distributed_files: Sequence[str], limit_mb: float) -> Dict[str, bytes]:
+    """Read the files to ship: relative path in the work folder -> content.
+
+    Raises:
+        FileNotFoundError: a ``distributed_files`` entry matches no file.
+        ClusterError: the files add up to more than ``limit_mb``.
+    """
+    files: Dict[str, Path] = {}
+    folder = _driver_folder()
+    if folder is not None:
+        for path in sorted(folder.glob("*.py")):
+            files[path.name] = path
+    for pattern in distributed_files:
+        matches = sorted(glob.glob(pattern, recursive=True))
+        matches = [match for match in matches if os.path.isfile(match)]
+        if not matches:
+            raise FileNotFoundError(f"distributed_files: {pattern!r} matches no file (relative to "
+                                    f"{os.getcwd()})")
+        for match in matches:
+            relative = Path(match).name if os.path.isabs(pattern) else os.path.normpath(match)
+            files[str(PurePosixPath(*Path(relative).parts))] = Path(match)
+    total = sum(path.stat().st_size for path in files.values())
+    if total > limit_mb * 2**20:
+        largest = sorted(files.items(), key=lambda item: -item[1].stat().st_size)[:3]
+        raise ClusterError(f"the files to ship to the cluster add up to {total / 2**20:.1f} MB, over the "
+                           f"limit of {limit_mb:g} MB (largest: "
+                           + ", ".join(f"{name} {path.stat().st_size / 2**20:.1f} MB" for name, path in largest)
+                           + "); ship fewer distributed_files or raise max_ship_mb=")
+    return {name: path.read_bytes() for name, path in files.items()}
+
+
+def safe_relative(name: str) -> PurePosixPath:
+    """``name`` as a path inside the work folder, or ValueError if it would leave it."""
+    path = PurePosixPath(name)
+    if path.is_absolute() or not path.parts or any(part in ("..", "") for part in path.parts):
+        raise ValueError(f"refusing to write the shipped file {name!r} outside the work folder")
+    return path
+
+
+def write_files(folder: Path, names: List[str], contents: Sequence[bytes], limit_mb: float) -> None:
+    """Write shipped files under ``folder`` (the node's side).
+
+    Raises:
+        ValueError: a name leaves the folder, or the files exceed ``limit_mb``.
+    """
+    if sum(len(content) for content in contents) > limit_mb * 2**20:
+        raise ValueError(f"the shipped files exceed this node's limit of {limit_mb:g} MB")
+    for name, content in zip(names, contents):
+        target = folder.joinpath(*safe_relative(name).parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
