@@ -23,7 +23,7 @@ from evokit_py.checkpoint import SolverCheckpointError, check_resume, read_check
 from evokit_py.config import ESConfig, config_from_yaml_text, default_config, load_config
 from evokit_py.noise import NoiseSource, NoiseTable, SamplingInfo
 from evokit_py.policy import OnnxPolicy
-from evokit_py.rollout import OBS_CLIP, ActionMap, NoiseSpec, ObsStats, make_env, make_policy
+from evokit_py.rollout import OBS_CLIP, ActionMap, NoiseSpec, ObsStats, check_policy, make_env, make_policy
 from evokit_py.solvers import Solver, make_solver
 from parl_lite.io.atomic import write_bytes_atomically
 
@@ -79,12 +79,19 @@ class ESAgent:
 
     def load_inference_model(self, onnx_path: "Optional[str | Path]" = None) -> None:
         """Use the ONNX policy at ``onnx_path`` (its float weights become the initial parameters),
-        or, with no path, the config's ``policy`` (ONNX file or MLP)."""
+        or, with no path, the config's ``policy`` (ONNX file or MLP).
+
+        Raises:
+            ValueError: the policy does not fit the environment (naming the file and the space).
+        """
         shared = self._shared
         if onnx_path is not None:
             self._policy, shared.x0 = OnnxPolicy.from_file(onnx_path)
         else:
             self._policy, shared.x0 = make_policy(self.config, shared.env)
+        onnx_file = onnx_path or self.config.policy.onnx
+        source = f"policy.onnx {onnx_file}" if onnx_file else "policy.mlp"
+        check_policy(self._policy, shared.env, source)
         shared.policy_model = self._policy.model
         tanh = onnx_path is None and self.config.policy.onnx is None and \
             self.config.policy.mlp.output_activation in ("auto", "tanh")
@@ -155,10 +162,17 @@ class ESAgent:
             x = np.clip((x - stats.mean()) / stats.std(), -OBS_CLIP, OBS_CLIP).astype(np.float32)
         return self._action_map(self._policy(x)[0])
 
-    def update(self, sampling_infos: Sequence[SamplingInfo], rewards: Sequence[float]) -> None:
-        """Tell the solver the rewards of these candidates; every clone sees the new parameters."""
-        self.solver.tell(list(sampling_infos), rewards)
+    def update(self, sampling_infos: Sequence[SamplingInfo], rewards: Sequence[float],
+               stale: str = "refuse") -> int:
+        """Tell the solver the rewards of these candidates; every clone sees the new parameters.
+
+        Infos may come from the last ``solver.max_staleness`` versions (BASIC_ES corrects them);
+        older ones raise :class:`~evokit_py.solvers.StaleSampleError` (``stale="refuse"``) or are
+        left out and counted (``stale="drop"``). Returns the number dropped.
+        """
+        dropped = self.solver.tell(list(sampling_infos), rewards, stale)
         self._shared.pending = []
+        return dropped
 
     def _refresh(self) -> None:
         if self._policy is None:
@@ -171,13 +185,22 @@ class ESAgent:
             self._policy.set_parameters(solver.solution())
             self._generation = solver.generation
 
-    def save_inference_model(self, path: "str | Path", params: Optional[np.ndarray] = None) -> None:
+    def save_inference_model(self, path: "str | Path", params: Optional[np.ndarray] = None,
+                             obs_stats: Optional[dict] = None) -> None:
         """Write a standalone ONNX model of ``params`` (default: the current solution), weights as
-        initializers and the observation normalisation folded in when configured, atomically."""
+        initializers and the observation normalisation folded in when configured, atomically.
+
+        Args:
+            obs_stats: the normalisation statistics (an :meth:`ObsStats.state_dict`) that go with
+                ``params``; default: the current ones.
+        """
         normalise = self.config.observation_normalization
         params = self.solver.solution() if params is None else params
-        model = self._policy.to_onnx(params, self.obs_stats.mean() if normalise else None,
-                                     self.obs_stats.std() if normalise else None)
+        stats = self.obs_stats
+        if obs_stats is not None:
+            stats = ObsStats(len(stats.mean()))
+            stats.load_state_dict(obs_stats)
+        model = self._policy.to_onnx(params, stats.mean() if normalise else None, stats.std() if normalise else None)
         self._generation = -1  # to_onnx changed the policy's parameters
         write_bytes_atomically(path, model.SerializeToString())
 
@@ -213,7 +236,11 @@ class ESAgent:
         if stored.solver.population_size != self.config.solver.population_size:
             raise SolverCheckpointError(f"{path}: solver.population_size was {stored.solver.population_size}, "
                                         f"the config says {self.config.solver.population_size}")
-        solver.load_state_dict(groups["solver"])
+        try:
+            solver.load_state_dict(groups["solver"])
+        except KeyError as error:
+            raise SolverCheckpointError(f"{path}: the {attrs['solver_type']} state has no {error} (written by an "
+                                        f"older evokit_py?)") from error
         self.obs_stats.load_state_dict(groups["obs_stats"])
         self._shared.pending = []
         self._generation = -1

@@ -88,17 +88,17 @@ class AdamConfig:
 @dataclass
 class OptimizerConfig:
     """EvoKit's optimizer block; used by BASIC_ES."""
-    type: Literal["SGD", "MOMENTUM", "ADAM"] = "ADAM"
-    base_lr: float = field(default=0.01, metadata=_POSITIVE)
+    type: Literal["SGD", "MOMENTUM", "ADAM"] = "SGD"
+    base_lr: float = field(default=0.05, metadata=_POSITIVE)
     momentum: MomentumConfig = field(default_factory=MomentumConfig)
     adam: AdamConfig = field(default_factory=AdamConfig)
 
 
 @dataclass
 class GaussianSamplingConfig:
-    std: float = field(default=0.05, metadata=_POSITIVE)
+    std: float = field(default=0.1, metadata=_POSITIVE)
     cached: bool = True  # True: a shared noise table; False: noise regenerated from a per-sample seed
-    seed: int = field(default=1024, metadata=_NON_NEGATIVE)
+    seed: int = field(default=7, metadata=_NON_NEGATIVE)
     cache_size: int = field(default=1_000_000, metadata=_POSITIVE)
 
 
@@ -110,8 +110,16 @@ class SamplingConfig:
 
 @dataclass
 class CMAESConfig:
-    """CMA-ES: the initial step size is ``solver.sampling.gaussian_sampling.std``."""
+    """CMA-ES: the initial step size is ``solver.sampling.gaussian_sampling.std``; termination
+    thresholds are pycma's defaults (0 disables one)."""
     mu: Optional[int] = field(default=None, metadata=_POSITIVE)  # None: population_size // 2
+    active: bool = True  # negative weights for the worst candidates (active CMA)
+    diagonal: bool = False  # separable CMA-ES: diagonal covariance (as solver.type SEP_CMA_ES)
+    restarts: int = field(default=0, metadata=_NON_NEGATIVE)  # IPOP: each restart doubles the population
+    tolfun: float = field(default=1e-11, metadata=_NON_NEGATIVE)
+    tolx: float = field(default=1e-11, metadata=_NON_NEGATIVE)
+    tolconditioncov: float = field(default=1e14, metadata=_NON_NEGATIVE)
+    tolstagnation: Optional[int] = field(default=None, metadata=_NON_NEGATIVE)  # None: 100 + 100 n^1.5 / lambda
 
 
 @dataclass
@@ -128,6 +136,8 @@ class SolverConfig:
     mirrored_sampling: bool = True  # BASIC_ES only
     fitness_shaping: Literal["centered_rank", "none"] = "centered_rank"
     weight_decay: float = field(default=0.0, metadata=_NON_NEGATIVE)
+    # asynchronous updates: samples up to this many versions old are corrected (BASIC_ES), older refused
+    max_staleness: int = field(default=4, metadata=_NON_NEGATIVE)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     cma_es: CMAESConfig = field(default_factory=CMAESConfig)
@@ -147,15 +157,18 @@ class SolverConfig:
 
 @dataclass
 class TrainConfig:
+    # sync: whole generations, exact resume; async: every worker takes the next candidate as soon as
+    # it is free, the solver updates whenever population_size results arrived (BASIC_ES only)
+    mode: Literal["sync", "async"] = "sync"
     generations: int = field(default=100, metadata=_POSITIVE)
-    target_return: Optional[float] = None  # stop when the evaluation mean reaches it
+    target_return: Optional[float] = 475.0  # stop when the evaluation mean reaches it (null: never)
     eval_every: int = field(default=1, metadata=_POSITIVE)
     eval_episodes: int = field(default=5, metadata=_POSITIVE)
     workers: int = field(default=2, metadata=_POSITIVE)
     address: Optional[str] = None  # where the workers run (parl_lite.connect); None: the local pool
     checkpoint_every: int = field(default=10, metadata=_POSITIVE)
-    checkpoint_dir: str = "runs/es/checkpoints"
-    log_dir: str = "runs/es"
+    checkpoint_dir: str = "runs/es_cartpole/checkpoints"
+    log_dir: str = "runs/es_cartpole"
 
 
 @dataclass
@@ -168,6 +181,11 @@ class ESConfig:
     observation_normalization: bool = True
     train: TrainConfig = field(default_factory=TrainConfig)
 
+    def __post_init__(self) -> None:
+        if self.train.mode == "async" and self.solver.type != "BASIC_ES":
+            raise ConfigError(f"train.mode: async needs solver.type BASIC_ES ({self.solver.type} does not correct "
+                              f"samples drawn around older parameters), got {self.solver.type}")
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
@@ -175,28 +193,7 @@ class ESConfig:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
 
-DEFAULT_CONFIG_YAML = """\
-# parl-lite es-train's built-in job: a linear policy on CartPole-v1, evaluated on the local pool.
-seed: 0
-env: {id: CartPole-v1, episodes_per_candidate: 1}
-policy: {mlp: {hidden: []}}
-solver:
-  type: BASIC_ES
-  population_size: 16
-  mirrored_sampling: true
-  fitness_shaping: centered_rank
-  optimizer: {type: SGD, base_lr: 0.05}
-  sampling: {type: GAUSSIAN_SAMPLING, gaussian_sampling: {std: 0.1, cached: true, seed: 7, cache_size: 1000000}}
-observation_normalization: true
-train:
-  generations: 100
-  target_return: 475
-  eval_episodes: 5
-  workers: 2
-  checkpoint_every: 10
-  checkpoint_dir: runs/es_cartpole/checkpoints
-  log_dir: runs/es_cartpole
-"""
+DEFAULT_CONFIG_YAML = ESConfig().to_yaml()  # the dataclass defaults are the built-in job's: one source
 
 
 def load_config(path: "str | Path") -> ESConfig:
@@ -286,8 +283,9 @@ def _join(path: str, name: str) -> str:
 
 
 def default_config() -> ESConfig:
-    """The built-in CartPole-v1 job of ``parl-lite es-train`` without ``--config``."""
-    return parse_config(yaml.safe_load(DEFAULT_CONFIG_YAML))
+    """The built-in job of ``parl-lite es-train`` without ``--config``: every key at its default (a
+    linear policy on CartPole-v1, Gaussian ES with SGD, target return 475)."""
+    return ESConfig()
 
 
 def resolve_config(path: "Optional[str | Path]", overrides: "tuple | list" = ()) -> ESConfig:
@@ -298,7 +296,7 @@ def resolve_config(path: "Optional[str | Path]", overrides: "tuple | list" = ())
         ConfigError: a bad file, override or value (naming the key).
     """
     if path is None:
-        data = yaml.safe_load(DEFAULT_CONFIG_YAML)
+        data = ESConfig().to_dict()
     else:
         path = Path(path)
         if not path.is_file():

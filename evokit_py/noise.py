@@ -32,19 +32,24 @@ class SamplingInfo:
         offset: start of the slice in the noise table (cached sampling; 0 otherwise).
         sign: +1 or -1 (mirrored pairs share seed and offset); 0 means no noise (the parent itself).
         parent: which of the solver's centres the noise is added to (GA parents; 0 otherwise).
+        version: the solver's parameter version (generation) the candidate was drawn around.
     """
     seed: int
     offset: int
     sign: int
     parent: int = 0
+    version: int = 0
 
     def to_list(self) -> List[int]:
-        return [self.seed, self.offset, self.sign, self.parent]
+        return [self.seed, self.offset, self.sign, self.parent, self.version]
 
     @classmethod
     def from_list(cls, values) -> "SamplingInfo":
-        seed, offset, sign, parent = (int(v) for v in values)
-        return cls(seed, offset, sign, parent)
+        """Read :meth:`to_list`'s list (a 4-item list from before versions means version 0)."""
+        values = [int(v) for v in values]
+        if len(values) not in (4, 5):
+            raise ValueError(f"a sampling info is [seed, offset, sign, parent, version], got {values}")
+        return cls(*values)
 
 
 _ATTACH_LOCK = threading.Lock()

@@ -1,11 +1,14 @@
-"""Online sampling, offline update: one process samples and logs, another updates the solver.
+"""Online sampling, offline update: sampler processes evaluate and log, another updates the solver.
 
-The sampler loads the solver checkpoint (if any), evaluates the generation's candidates and appends
-one JSON line to the sampling log: ``{"generation", "infos", "rewards", "obs_sum", "obs_sumsq",
-"obs_count"}`` (infos as ``[seed, offset, sign, parent]``, never the noise). The updater reads the
-line of the checkpoint's generation, tells the solver, folds in the observation statistics and
-writes the checkpoint (and an ONNX policy) atomically. Both use the same episode seeds as
-``es-train``, so a cycle of them reproduces the trainer's generations exactly.
+A sampler loads the solver checkpoint (if any), evaluates candidates of its version (all of them, or
+one shard) and appends one JSON line to the sampling log: ``{"generation", "infos", "rewards",
+"obs_sum", "obs_sumsq", "obs_count"}`` (infos as ``[seed, offset, sign, parent, version]``, never
+the noise). The updater tells the solver *every* line it has not applied yet, whatever versions they
+were sampled at (samplers that loaded an older checkpoint: BASIC_ES corrects samples up to
+``solver.max_staleness`` versions old; older ones are refused or dropped, as asked), folds in the
+observation statistics and writes the checkpoint (with the number of log lines applied) and an ONNX
+policy atomically. Both use the same episode seeds as ``es-train``, so sample/update cycles with one
+sampler reproduce the trainer's generations exactly.
 """
 import json
 import os
@@ -17,34 +20,50 @@ from evokit_py.agent import ESAgent
 from evokit_py.config import ESConfig
 from evokit_py.noise import SamplingInfo
 from evokit_py.rollout import Sampler, aggregate, candidate_seeds
+from evokit_py.schedule import normalisation
 
-__all__ = ["sample_generation", "update_from_log"]
+__all__ = ["sample_generation", "update_from_log", "LINES_APPLIED"]
+
+LINES_APPLIED = "log_lines_applied"  # checkpoint extra: how many lines of the sampling log are in the solver
 
 
-def _agent(config: ESConfig, checkpoint: Path) -> ESAgent:
+def _agent(config: ESConfig, checkpoint: Path) -> "tuple[ESAgent, dict]":
+    """An agent at the checkpoint (or at the start) and the checkpoint's extra datasets."""
     agent = ESAgent(config)
     agent.load_inference_model()
     agent.init_solver()
-    if checkpoint.is_file():
-        agent.load_solver(checkpoint)
-    return agent
+    return agent, (agent.load_solver(checkpoint) if checkpoint.is_file() else {})
 
 
-def sample_generation(config: ESConfig, checkpoint: "str | os.PathLike", log_path: "str | os.PathLike") -> int:
-    """Evaluate the checkpoint's current generation and append its infos and rewards to ``log_path``.
+def sample_generation(config: ESConfig, checkpoint: "str | os.PathLike", log_path: "str | os.PathLike",
+                      shard: int = 0, shards: int = 1) -> int:
+    """Evaluate the checkpoint's current generation, or one shard of it, and append the infos and
+    rewards to ``log_path``.
+
+    Args:
+        shard, shards: the generation is split into ``shards`` shards (every ``shards``-th mirrored
+            pair or candidate); ``shard`` ``s`` is shard ``s % shards`` of the candidates of
+            ``solver.ask(s // shards)``: samplers that outrun the updater get further candidates
+            around the same parameters.
 
     Returns:
-        The generation sampled.
+        The generation (version) sampled.
     """
+    if shard < 0 or shards < 1:
+        raise ValueError(f"need shard >= 0 and shards >= 1, got shard {shard} of {shards}")
     checkpoint, log_path = Path(checkpoint), Path(log_path)
-    with _agent(config, checkpoint) as agent:
+    agent, _ = _agent(config, checkpoint)
+    with agent:
         solver = agent.solver
         generation = solver.generation
-        infos = solver.ask()
-        normalise = config.observation_normalization
-        mean = agent.obs_stats.mean().astype("float32") if normalise else None
-        std = agent.obs_stats.std().astype("float32") if normalise else None
-        seeds = candidate_seeds(config, generation, len(infos))
+        extra_round = shard // shards
+        asked = solver.ask(extra_round)
+        group = 2 if config.solver.type == "BASIC_ES" and config.solver.mirrored_sampling else 1
+        indices = [i for i in range(len(asked)) if (i // group) % shards == shard % shards]
+        infos = [asked[i] for i in indices]
+        mean, std = normalisation(agent)
+        all_seeds = candidate_seeds(config, generation, len(asked) * (extra_round + 1))[len(asked) * extra_round:]
+        seeds = [all_seeds[i] for i in indices]
         sampler = Sampler(config, agent.policy_bytes(), agent.noise_spec())
         try:
             result = aggregate(sampler.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos],
@@ -55,35 +74,43 @@ def sample_generation(config: ESConfig, checkpoint: "str | os.PathLike", log_pat
               "rewards": result["returns"].tolist(), "obs_sum": result["obs_sum"].tolist(),
               "obs_sumsq": result["obs_sumsq"].tolist(), "obs_count": int(result["obs_count"])}
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "a") as handle:
-        handle.write(json.dumps(record) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+    descriptor = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:  # one write of the whole line: samplers running at the same time never interleave lines
+        os.write(descriptor, (json.dumps(record) + "\n").encode())
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
     return generation
 
 
 def update_from_log(config: ESConfig, checkpoint: "str | os.PathLike", log_path: "str | os.PathLike",
-                    onnx_path: "str | os.PathLike | None" = None) -> int:
-    """Apply the logged generation that matches the checkpoint, then save the checkpoint.
+                    onnx_path: "str | os.PathLike | None" = None, stale: str = "refuse") -> int:
+    """Apply every line of the sampling log not applied yet, in one update; save the checkpoint.
+
+    Args:
+        stale: ``"refuse"`` or ``"drop"`` samples older than the solver keeps (see ``Solver.tell``).
 
     Returns:
         The solver's generation after the update.
 
     Raises:
-        ValueError: the log has no line for the checkpoint's generation.
+        ValueError: the log has no new line.
+        StaleSampleError: a sample is too old and ``stale`` is ``"refuse"``.
     """
     checkpoint, log_path = Path(checkpoint), Path(log_path)
-    with _agent(config, checkpoint) as agent:
-        generation = agent.solver.generation
-        records = [json.loads(line) for line in Path(log_path).read_text().splitlines() if line.strip()]
-        matching = [r for r in records if r["generation"] == generation]
-        if not matching:
-            raise ValueError(f"sampling log {log_path} has no line for generation {generation}")
-        record = matching[-1]
-        agent.update([SamplingInfo.from_list(i) for i in record["infos"]], record["rewards"])
+    agent, extra = _agent(config, checkpoint)
+    with agent:
+        applied = int(extra.get(LINES_APPLIED, 0))
+        lines = [line for line in Path(log_path).read_text().splitlines() if line.strip()]
+        records = [json.loads(line) for line in lines[applied:]]
+        if not records:
+            raise ValueError(f"sampling log {log_path} has no line after the {applied} already applied")
+        infos = [SamplingInfo.from_list(i) for record in records for i in record["infos"]]
+        agent.update(infos, [reward for record in records for reward in record["rewards"]], stale)
         if config.observation_normalization:
-            agent.obs_stats.add(np.asarray(record["obs_sum"]), np.asarray(record["obs_sumsq"]), record["obs_count"])
-        agent.save_solver(checkpoint)
+            for record in records:
+                agent.obs_stats.add(np.asarray(record["obs_sum"]), np.asarray(record["obs_sumsq"]), record["obs_count"])
+        agent.save_solver(checkpoint, extra={LINES_APPLIED: np.asarray(len(lines))})
         if onnx_path is not None:
             agent.save_inference_model(onnx_path)
         return agent.solver.generation

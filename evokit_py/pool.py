@@ -4,7 +4,9 @@ The trainer only calls :meth:`EvaluationPool.evaluate`. Candidates go out in sma
 chunk to whichever worker finishes first, so that episodes of very different lengths (CartPole: 10
 to 500 steps) keep every worker busy. Results are put back in candidate order and summed per
 candidate, so the outcome does not depend on the number of workers or on who ran what.
+:meth:`EvaluationPool.submit` is the asynchronous mode's: one call on one chosen worker, not waited for.
 """
+import concurrent.futures
 import math
 from typing import List, Optional, Sequence
 
@@ -78,6 +80,21 @@ class EvaluationPool:
                     running[submit(worker, next_chunk)] = (worker, next_chunk)
                     next_chunk += 1
         return aggregate({key: np.concatenate([result[key] for result in results]) for key in results[0]})
+
+    @property
+    def size(self) -> int:
+        """How many calls can run at once (1 for the in-process backend)."""
+        return len(self.workers)
+
+    def submit(self, worker: int, basis: dict, obs_mean: Optional[np.ndarray], obs_std: Optional[np.ndarray],
+               infos: Sequence[List[int]], seeds: Sequence[List[int]]) -> concurrent.futures.Future:
+        """Start :meth:`Sampler.evaluate` on worker ``worker`` (0 <= worker < :attr:`size`) and return
+        its future at once (in process: a future already done)."""
+        if self.backend == "remote":
+            return self.workers[worker].evaluate(basis, obs_mean, obs_std, infos, seeds)
+        future = concurrent.futures.Future()
+        future.set_result(self.workers[worker].evaluate(basis, obs_mean, obs_std, infos, seeds))
+        return future
 
     def close(self) -> None:
         """Close every sampler (a remote actor's ``close`` ends the actor)."""

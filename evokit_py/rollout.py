@@ -15,8 +15,8 @@ from evokit_py.noise import NoiseSource, NoiseTable, SamplingInfo
 from evokit_py.policy import OnnxPolicy, build_mlp
 from evokit_py.solvers.base import Basis
 
-__all__ = ["ObsStats", "NoiseSpec", "Sampler", "make_env", "make_policy", "episode_seed", "candidate_seeds",
-           "ActionMap", "aggregate"]
+__all__ = ["ObsStats", "NoiseSpec", "Sampler", "make_env", "make_policy", "check_policy", "episode_seed",
+           "candidate_seeds", "candidate_episode_seeds", "ActionMap", "aggregate"]
 
 OBS_CLIP = 5.0
 
@@ -57,6 +57,53 @@ def make_policy(config: ESConfig, env: gym.Env) -> "tuple[OnnxPolicy, np.ndarray
     if mlp.init_std > 0:
         x0 = mlp.init_std * rng.standard_normal(policy.param_size)
     return policy, x0
+
+
+def _output_op(policy: OnnxPolicy) -> str:
+    """The op type that produces the policy's output, looking through Identity nodes."""
+    producers = {output: node for node in policy.model.graph.node for output in node.output}
+    node = producers.get(policy.output_name)
+    while node is not None and node.op_type == "Identity":
+        node = producers.get(node.input[0])
+    return node.op_type if node is not None else ""
+
+
+def check_policy(policy: OnnxPolicy, env: gym.Env, source: str) -> None:
+    """Refuse a policy that does not fit ``env`` before any episode runs.
+
+    Args:
+        source: what the policy came from, for the message (the ONNX file, or ``policy.mlp``).
+
+    Raises:
+        ValueError: naming ``source`` and the space: the observation does not go in, the output
+            size is not the action count (Discrete) or the action size (Box), or a softmax output
+            drives a continuous action.
+    """
+    obs_space, act_space = env.observation_space, env.action_space
+    if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
+        raise ValueError(f"{source}: needs a flat Box observation space, the environment has {obs_space}")
+    try:
+        output = policy(np.zeros((1, obs_space.shape[0]), dtype=np.float32))
+    except Exception as error:  # onnxruntime raises its own exception types for a wrong input
+        raise ValueError(f"{source}: does not take the observations of {obs_space} "
+                         f"(shape [1, {obs_space.shape[0]}]): {error}") from error
+    if output.ndim != 2 or output.shape[0] != 1:
+        raise ValueError(f"{source}: gives an output of shape {list(output.shape)} for one observation; "
+                         f"expected [1, actions]")
+    size = output.shape[1]
+    if isinstance(act_space, gym.spaces.Discrete):
+        if size != act_space.n:
+            raise ValueError(f"{source}: has {size} output(s), the action space {act_space} needs {act_space.n} "
+                             f"(one score per action, the action is their argmax)")
+    elif isinstance(act_space, gym.spaces.Box) and len(act_space.shape) == 1:
+        if size != act_space.shape[0]:
+            raise ValueError(f"{source}: has {size} output(s), the action space {act_space} needs "
+                             f"{act_space.shape[0]}")
+        if _output_op(policy) == "Softmax":
+            raise ValueError(f"{source}: ends in a softmax, which cannot drive the continuous action space "
+                             f"{act_space} (use tanh, scaled to the bounds, or no output activation)")
+    else:
+        raise ValueError(f"{source}: action space {act_space} is not Discrete or a flat Box")
 
 
 class ActionMap:
@@ -116,11 +163,13 @@ def candidate_seeds(config: ESConfig, generation: int, count: int) -> List[List[
     """The reset seeds of ``count`` candidates' episodes in ``generation``. With
     ``env.common_episode_seeds`` every candidate starts from the same states (common random numbers:
     candidates are compared on equal terms); otherwise each candidate gets its own."""
-    episodes = range(config.env.episodes_per_candidate)
-    if config.env.common_episode_seeds:
-        shared = [episode_seed(config.seed, generation, 0, e) for e in episodes]
-        return [list(shared) for _ in range(count)]
-    return [[episode_seed(config.seed, generation, i, e) for e in episodes] for i in range(count)]
+    return [candidate_episode_seeds(config, generation, i) for i in range(count)]
+
+
+def candidate_episode_seeds(config: ESConfig, generation: int, index: int) -> List[int]:
+    """The reset seeds of candidate ``index``'s episodes in ``generation`` (see :func:`candidate_seeds`)."""
+    index = 0 if config.env.common_episode_seeds else index
+    return [episode_seed(config.seed, generation, index, e) for e in range(config.env.episodes_per_candidate)]
 
 
 def aggregate(per_candidate: dict) -> dict:

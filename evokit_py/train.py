@@ -1,11 +1,14 @@
 """The ``parl-lite es-train`` loop: ask, evaluate in parallel, tell, log, checkpoint, export.
 
-Per generation: the solver asks for ``population_size`` sampling infos; the pool evaluates them
-(workers rebuild each candidate from the basis and the shared noise); the solver is told the mean
-returns; the observation statistics take in the generation's observations; every ``eval_every``
-generations the current solution is evaluated on ``eval_episodes`` episodes, and training stops when
-their mean reaches ``target_return``. Every random draw depends only on (seed, generation, index),
-so a run resumed from a checkpoint ends exactly where the uninterrupted run does.
+Per generation (update): a batch of ``population_size`` evaluated candidates arrives
+(:mod:`evokit_py.schedule`: whole generations in ``train.mode: sync``, results as they come in
+``async``); the solver is told their mean returns; the observation statistics take in their
+observations; every ``eval_every`` generations the current solution is evaluated on
+``eval_episodes`` episodes, and training stops when their mean reaches ``target_return`` (or when
+the solver says it is done: a CMA-ES termination criterion). In sync mode every random draw depends
+only on (seed, generation, index), so a run resumed from a checkpoint ends exactly where the
+uninterrupted run does. The exported policy is the best evaluated solution with the observation
+statistics it was evaluated with.
 
 The first Ctrl-C finishes the current generation, writes a checkpoint and stops; a second one
 interrupts at once.
@@ -22,7 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -31,7 +34,8 @@ from evokit_py.checkpoint import check_trainer_extra, read_checkpoint
 from evokit_py.config import ConfigError, ESConfig
 from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
-from evokit_py.rollout import candidate_seeds, episode_seed
+from evokit_py.rollout import ObsStats, episode_seed
+from evokit_py.schedule import async_batches, normalisation, sync_batches
 from evokit_py.solvers.base import Basis
 
 __all__ = ["TrainError", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
@@ -84,19 +88,22 @@ class _Progress:
     """The running totals a checkpoint carries besides the solver."""
     best_return: float
     best_params: np.ndarray
+    best_obs_stats: Dict[str, np.ndarray]  # the normalisation the best parameters were evaluated with
     train_seconds: float = 0.0
     episodes: int = 0
     steps: int = 0
 
     def to_extra(self) -> dict:
-        return {"best_return": np.asarray(self.best_return), "best_params": self.best_params,
+        obs = {f"best_obs_stats/{key}": value for key, value in self.best_obs_stats.items()}
+        return {"best_return": np.asarray(self.best_return), "best_params": self.best_params, **obs,
                 "train_seconds": np.asarray(self.train_seconds), "episodes": np.asarray(self.episodes),
                 "steps": np.asarray(self.steps)}
 
     @classmethod
-    def from_extra(cls, extra: dict) -> "_Progress":
-        return cls(float(extra["best_return"]), np.asarray(extra["best_params"]), float(extra["train_seconds"]),
-                   int(extra["episodes"]), int(extra["steps"]))
+    def from_extra(cls, extra: dict, obs_stats: ObsStats) -> "_Progress":
+        obs = {key.split("/", 1)[1]: value for key, value in extra.items() if key.startswith("best_obs_stats/")}
+        return cls(float(extra["best_return"]), np.asarray(extra["best_params"]), obs or obs_stats.state_dict(),
+                   float(extra["train_seconds"]), int(extra["episodes"]), int(extra["steps"]))
 
 
 class _StopFlag:
@@ -153,35 +160,37 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     agent.load_inference_model()
     agent.init_solver()
     solver = agent.solver
-    progress = _Progress(-math.inf, solver.solution())
+    progress = _Progress(-math.inf, solver.solution(), agent.obs_stats.state_dict())
     rows: List[dict] = []
     if resume and checkpoint_path.is_file():
-        progress = _Progress.from_extra(agent.load_solver(checkpoint_path))
+        progress = _Progress.from_extra(agent.load_solver(checkpoint_path), agent.obs_stats)
         rows = _read_rows(csv_path, solver.generation)
         echo(f"resumed from {checkpoint_path} at generation {solver.generation}")
-    pool = None
+    pool = batches = None
     solved = interrupted = False
+    stop_reason = None
 
     try:
         pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), hp.workers, backend, hp.address)
         echo(f"es-train: {config.env.id}, {config.solver.type}, {solver.dim} parameters, population "
-             f"{config.solver.population_size}, {hp.workers} worker(s) ({hp.address or backend}), {_noise_text(agent)}, "
+             f"{config.solver.population_size}, {hp.workers} worker(s) ({hp.address or backend}), {hp.mode} updates, "
+             f"{_noise_text(agent)}, "
              f"start-up {time.perf_counter() - started:.2f}s")
         with _StopFlag() as stop, open(csv_path, "w", newline="") as csv_file:
             writer = csv.DictWriter(csv_file, CSV_FIELDS)
             writer.writeheader()
             writer.writerows(rows)
-            while solver.generation < hp.generations and not solved:
+            batches = (async_batches if hp.mode == "async" else sync_batches)(agent, pool)
+            while solver.generation < hp.generations and not solved and stop_reason is None:
+                batch = next(batches)
                 tick = time.perf_counter()
                 generation = solver.generation
-                mean, std = _normalisation(agent)
-                infos = solver.ask()
-                seeds = candidate_seeds(config, generation, len(infos))
-                result = pool.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds)
-                agent.update(infos, result["returns"])
+                infos, result = batch.infos, batch.result
+                agent.update(infos, result["returns"], stale="drop")
                 if config.observation_normalization:
                     agent.obs_stats.add(result["obs_sum"], result["obs_sumsq"], result["obs_count"])
-                elapsed = time.perf_counter() - tick
+                elapsed = batch.seconds + time.perf_counter() - tick
+                stop_reason = solver.stop_reason()
                 progress.train_seconds += elapsed
                 progress.episodes += len(infos) * config.env.episodes_per_candidate
                 progress.steps += int(result["steps"])
@@ -190,6 +199,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                     eval_return = _evaluate_solution(agent, pool, generation)
                     if eval_return > progress.best_return:
                         progress.best_return, progress.best_params = eval_return, solver.solution()
+                        progress.best_obs_stats = agent.obs_stats.state_dict()
                     solved = hp.target_return is not None and eval_return >= hp.target_return
                 returns = result["returns"]
                 row = {"generation": generation + 1, "mean_return": float(returns.mean()),
@@ -203,7 +213,8 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 echo(f"gen {generation + 1:4d}/{hp.generations}  mean {row['mean_return']:9.2f}  "
                      f"best {row['max_return']:9.2f}  eval {eval_return:9.2f}  "
                      f"{row['episodes_per_second']:7.1f} episodes/s  train {progress.train_seconds:6.2f}s  "
-                     f"ETA {'0.0' if solved else f'{remaining:.1f}'}s")
+                     f"ETA {'0.0' if solved else f'{remaining:.1f}'}s"
+                     + (f"  ({solver.dropped_samples} stale samples dropped)" if solver.dropped_samples else ""))
                 if solver.generation % hp.checkpoint_every == 0:
                     checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo)
                 if stop.requested:
@@ -211,15 +222,18 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                     break
         checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo)
     finally:
+        if batches is not None:
+            batches.close()  # waits for the candidates still running (async)
         if pool is not None:
             pool.close()
         agent.close()
     onnx_path = None
     if not interrupted:
         onnx_path = log_dir / ONNX_NAME
-        agent.save_inference_model(onnx_path, progress.best_params)
+        agent.save_inference_model(onnx_path, progress.best_params, progress.best_obs_stats)
     total = time.perf_counter() - started
-    status = "interrupted (checkpoint written)" if interrupted else ("solved" if solved else "generation budget spent")
+    status = "interrupted (checkpoint written)" if interrupted else ("solved" if solved else (
+        f"solver stopped ({stop_reason})" if stop_reason else "generation budget spent"))
     echo(f"es-train {status}: generation {solver.generation}, best evaluation return {progress.best_return:.2f}, "
          f"train {progress.train_seconds:.2f}s, total {total:.2f}s, {progress.episodes} episodes, "
          f"{progress.steps} steps; "
@@ -275,16 +289,10 @@ def _noise_text(agent: ESAgent) -> str:
     return f"noise table {spec.table_name} ({spec.table_size * 4 / 2**20:.1f} MB shared)"
 
 
-def _normalisation(agent: ESAgent):
-    if not agent.config.observation_normalization:
-        return None, None
-    return agent.obs_stats.mean().astype(np.float32), agent.obs_stats.std().astype(np.float32)
-
-
 def _evaluate_solution(agent: ESAgent, pool: EvaluationPool, generation: int) -> float:
     """Mean return of the current solution over ``eval_episodes`` episodes (one job each)."""
     config = agent.config
-    mean, std = _normalisation(agent)
+    mean, std = normalisation(agent)
     count = config.train.eval_episodes
     basis = Basis(agent.solver.solution()[None], 0.0)
     infos = [SamplingInfo(0, 0, 0).to_list()] * count

@@ -1,26 +1,39 @@
-"""ES sampling benchmark; prints ONE JSON line.
+"""ES benchmark; prints ONE JSON line.
 
 - policy step latency (batch 1, a 4-64-64-2 tanh MLP, numpy in and out): evokit_py's ONNX policy
   vs paddle dygraph with the same weights (paddle is imported here only, never by evokit_py);
 - episodes/s evaluating the same candidates of CartPole-v1 with 1 and 2 pool workers (remote
   actors), and in this process for reference; beside it, the speed-up of a plain CPU-bound loop in
-  2 processes over 1, measured in the same run: the ceiling the other jobs on the machine leave.
+  2 processes over 1, measured in the same run: the ceiling the other jobs on the machine leave;
+- ``train.mode`` async against sync on 2 workers: evaluations/s on a task whose episode lengths vary
+  widely between candidates (CartPole-v1 with a 5000-step limit around a policy that balances,
+  std 0.2, population 8: half the episodes end within 70 steps, 3% run the 5000), and the
+  wall-clock time to an evaluation mean of 475 on CartPole-v1 (built-in job, 3 seeds), the two
+  modes interleaved;
+- CMA-ES against pycma (``pip install cma``; skipped without it), same functions, seeds, lambda,
+  sigma0 and start: evaluations to 1e-8 on the 10-D sphere, ellipsoid (condition 1e6) and
+  Rosenbrock (medians over 5 seeds), and milliseconds per generation at 500-D (sphere, lambda 22).
 
-    python scripts/bench_es.py [--candidates 64] [--repeats 3]
+    python scripts/bench_es.py [--candidates 64] [--repeats 3] [--only sampling,async,cma]
 """
 import json
 import multiprocessing
 import os
+import tempfile
 import time
+from pathlib import Path
 
 import click
 import numpy as np
 
 from evokit_py.agent import ESAgent
-from evokit_py.config import resolve_config
+from evokit_py.config import parse_config, resolve_config
+from evokit_py.noise import NoiseSource
 from evokit_py.policy import OnnxPolicy, build_mlp
 from evokit_py.pool import EvaluationPool
 from evokit_py.rollout import episode_seed
+from evokit_py.solvers import make_solver
+from evokit_py.train import train
 
 
 def _median_us(function, calls: int) -> float:
@@ -123,17 +136,167 @@ def episodes_per_second(candidates: int, repeats: int) -> dict:
     return results
 
 
+def _quiet(line: str) -> None:
+    pass
+
+
+def _train_config(workdir: Path, mode: str, overrides, label: str = ""):
+    run = workdir / (label or mode)
+    return resolve_config(None, [f"train.log_dir={run}", f"train.checkpoint_dir={run}/ck", f"train.mode={mode}",
+                                 "train.workers=2", "train.checkpoint_every=1000", *overrides])
+
+
+def _balancing_policy(workdir: Path) -> Path:
+    """A linear CartPole policy (no observation normalisation) that balances: the built-in job,
+    trained in this process until its evaluation mean reaches 475."""
+    result = train(_train_config(workdir, "sync", ["observation_normalization=false", "train.generations=60"], "source"),
+                   backend="inprocess", echo=_quiet)
+    if not result.solved:
+        raise RuntimeError("the source policy for the async benchmark did not reach 475")
+    return result.onnx_path
+
+
+def async_vs_sync(generations: int, repeats: int, seeds: int) -> dict:
+    """Evaluations/s of the two modes on widely varying episode lengths, and time to 475."""
+    figures = {}
+    with tempfile.TemporaryDirectory() as folder:
+        workdir = Path(folder)
+        policy = _balancing_policy(workdir)
+        varied = [f"policy.onnx={policy}", "observation_normalization=false", "solver.population_size=8",
+                  "env.kwargs={max_episode_steps: 5000}", "solver.sampling.gaussian_sampling.std=0.2",
+                  "solver.optimizer.base_lr=0.0001", "solver.max_staleness=16",
+                  "train.target_return=null", f"train.generations={generations}", f"train.eval_every={generations}",
+                  "train.eval_episodes=1"]
+        rates = {"sync": 0.0, "async": 0.0}
+        step_rates = {"sync": 0.0, "async": 0.0}
+        for _ in range(repeats):  # interleaved: both modes see the same background load
+            for mode in rates:
+                result = train(_train_config(workdir, mode, varied), echo=_quiet)
+                rates[mode] = max(rates[mode], result.episodes / result.train_seconds)
+                step_rates[mode] = max(step_rates[mode], result.steps / result.train_seconds)
+        figures.update({f"varied_episodes_per_s_{mode}": round(rate, 1) for mode, rate in rates.items()})
+        figures.update({f"varied_steps_per_s_{mode}": round(rate) for mode, rate in step_rates.items()})
+        figures["async_vs_sync_evaluations_per_s"] = round(rates["async"] / rates["sync"], 2)
+        figures["async_vs_sync_steps_per_s"] = round(step_rates["async"] / step_rates["sync"], 2)
+        times, generations_to_475 = {"sync": [], "async": []}, {"sync": [], "async": []}
+        for seed in range(seeds):
+            for mode in times:
+                result = train(_train_config(workdir, mode, [f"seed={seed}", f"solver.sampling.gaussian_sampling.seed={seed + 7}"]),
+                               echo=_quiet)
+                times[mode].append(round(result.total_seconds, 2) if result.solved else None)
+                generations_to_475[mode].append(result.generations)
+    figures.update({f"seconds_to_475_{mode}": values for mode, values in times.items()})
+    figures.update({f"generations_to_475_{mode}": values for mode, values in generations_to_475.items()})
+    solved = {mode: [t for t in values if t is not None] for mode, values in times.items()}
+    if all(len(values) == seeds for values in solved.values()):
+        figures["median_seconds_to_475_async_vs_sync"] = round(float(np.median(solved["async"]) / np.median(solved["sync"])), 2)
+    return figures
+
+
+def _sphere(x):
+    return float(x @ x)
+
+
+def _ellipsoid(x):
+    return float(np.sum(10 ** (6 * np.arange(len(x)) / (len(x) - 1)) * x * x))
+
+
+def _rosenbrock(x):
+    return float(np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2))
+
+
+CMA_FUNCTIONS = {"sphere": (_sphere, 1.0), "ellipsoid": (_ellipsoid, 1.0), "rosenbrock": (_rosenbrock, 0.0)}
+
+
+def _our_cma(x0: np.ndarray, sigma0: float, lam: int, seed: int):
+    config = parse_config({"solver": {"type": "CMA_ES", "population_size": lam, "sampling": {
+        "gaussian_sampling": {"std": sigma0, "seed": seed, "cached": False}}}})
+    solver = make_solver(config.solver, x0, NoiseSource(seed, len(x0)))
+
+    def generation(f):
+        infos = solver.ask()
+        values = [f(x) for x in solver.basis().candidates(infos, solver.noise)]
+        solver.tell(infos, [-v for v in values])
+        return min(values)
+    return generation
+
+
+def _pycma(cma, x0: np.ndarray, sigma0: float, lam: int, seed: int):
+    es = cma.CMAEvolutionStrategy(x0, sigma0, {"verbose": -9, "seed": seed, "popsize": lam})
+
+    def generation(f):
+        candidates = es.ask()
+        values = [f(x) for x in candidates]
+        es.tell(candidates, values)
+        return min(values)
+    return generation
+
+
+def _evaluations_to(generation, f, lam: int, target: float = 1e-8, budget: int = 30000) -> int:
+    evaluations = 0
+    while evaluations < budget:
+        evaluations += lam
+        if generation(f) < target:
+            return evaluations
+    return budget * 10  # not reached: counts as far worse than any success in the median
+
+
+def cma_vs_pycma(seeds: int, generations: int) -> dict:
+    """Evaluations to 1e-8 (10-D, lambda 10, sigma0 0.5) and ms per generation at 500-D."""
+    try:
+        import cma
+    except ImportError:
+        return {"cma_skipped": "pycma not installed (pip install cma)"}
+    figures = {"pycma_version": cma.__version__}
+    for name, (f, start) in CMA_FUNCTIONS.items():
+        x0 = np.full(10, start)
+        ours = [_evaluations_to(_our_cma(x0, 0.5, 10, seed), f, 10) for seed in range(1, seeds + 1)]
+        theirs = [_evaluations_to(_pycma(cma, x0, 0.5, 10, seed), f, 10) for seed in range(1, seeds + 1)]
+        figures[f"cma_evals_{name}_ours"] = ours
+        figures[f"cma_evals_{name}_pycma"] = theirs
+        figures[f"cma_evals_{name}_median_ours_vs_pycma"] = [int(np.median(ours)), int(np.median(theirs))]
+    dim = 500
+    lam = 4 + int(3 * np.log(dim))
+    runs = {"ours": _our_cma(np.ones(dim), 0.5, lam, 1), "pycma": _pycma(cma, np.ones(dim), 0.5, lam, 1)}
+    best = dict.fromkeys(runs, float("inf"))
+    for _ in range(4):  # interleaved blocks, the quietest block kept
+        for label, generation in runs.items():
+            start = time.perf_counter()
+            for _ in range(generations):
+                generation(_sphere)
+            best[label] = min(best[label], (time.perf_counter() - start) / generations * 1e3)
+    figures.update({f"cma_ms_per_generation_{dim}d_{label}": round(ms, 2) for label, ms in best.items()})
+    figures[f"cma_ms_per_generation_{dim}d_ours_vs_pycma"] = round(best["ours"] / best["pycma"], 2)
+    return figures
+
+
 @click.command()
 @click.option("--calls", default=3000, show_default=True, help="Policy calls timed per engine.")
 @click.option("--candidates", default=64, show_default=True, help="Candidates (episodes) per evaluation.")
 @click.option("--repeats", default=5, show_default=True, help="Evaluations per configuration (best kept).")
-def main(calls: int, candidates: int, repeats: int) -> None:
-    """Print one JSON line of ES sampling figures."""
+@click.option("--only", default="sampling,async,cma", show_default=True, help="Which parts to run.")
+@click.option("--async-generations", default=100, show_default=True, help="Generations per async/sync throughput run.")
+@click.option("--seeds", default=3, show_default=True, help="CartPole seeds for the time to 475.")
+@click.option("--cma-seeds", default=5, show_default=True, help="Seeds per function for CMA-ES vs pycma.")
+def main(calls: int, candidates: int, repeats: int, only: str, async_generations: int, seeds: int,
+         cma_seeds: int) -> None:
+    """Print one JSON line of ES figures."""
+    parts = set(only.split(","))
     load_before = os.getloadavg()[0]
-    figures = episodes_per_second(candidates, repeats)
-    figures["raw_process_speedup_2_vs_1"] = raw_process_speedup()
-    figures.update(policy_latency(calls))
-    figures["load_avg_1min_before"] = round(load_before, 2)  # other jobs on the 2 cores skew the speed-up
+    figures = {}
+    if parts & {"sampling", "async"}:  # the parallelism the other jobs on the machine leave us
+        figures["raw_process_speedup_2_vs_1"] = raw_process_speedup()
+    if "sampling" in parts:
+        figures.update(episodes_per_second(candidates, repeats))
+        figures.update(policy_latency(calls))
+    if "async" in parts:
+        click.echo("async vs sync ...", err=True)
+        figures.update(async_vs_sync(async_generations, repeats, seeds))
+    if "cma" in parts:
+        click.echo("CMA-ES vs pycma ...", err=True)
+        figures.update(cma_vs_pycma(cma_seeds, 25))
+    figures["load_avg_1min_before"] = round(load_before, 2)  # other jobs on the 2 cores skew the speed-ups
+    figures["load_avg_1min_after"] = round(os.getloadavg()[0], 2)
     click.echo(json.dumps(figures))
 
 

@@ -106,3 +106,83 @@ def test_load_config_resets_the_agent_and_releases_its_table(tmp_path, agent):
     agent.load_config(path)
     assert agent.config.solver.type == "GA" and agent._shared.solver is None
     assert not Path("/dev/shm", table).exists()
+
+
+def _onnx_file(tmp_path, obs_dim, act_dim, output="none"):
+    from evokit_py.policy import OnnxPolicy, build_mlp
+    policy = OnnxPolicy(build_mlp(obs_dim, act_dim, [], "tanh", output))
+    path = tmp_path / f"policy_{obs_dim}x{act_dim}_{output}.onnx"
+    path.write_bytes(policy.to_onnx(np.zeros(policy.param_size)).SerializeToString())
+    return path
+
+
+@pytest.mark.parametrize("env_id, obs_dim, act_dim, output, message", [
+    ("CartPole-v1", 4, 1, "none", r"has 1 output\(s\), the action space Discrete\(2\) needs 2"),
+    ("Pendulum-v1", 3, 3, "tanh", r"has 3 output\(s\), the action space Box\(-2.0, 2.0, \(1,\), float32\) needs 1"),
+    ("Pendulum-v1", 3, 1, "softmax", r"ends in a softmax, which cannot drive the continuous action space Box"),
+    ("CartPole-v1", 3, 2, "none", r"does not take the observations of Box\(.*\(4,\), float32\)"),
+])
+def test_a_policy_that_does_not_fit_the_env_is_refused_naming_file_and_space(tmp_path, env_id, obs_dim, act_dim,
+                                                                             output, message):
+    path = _onnx_file(tmp_path, obs_dim, act_dim, output)
+    agent = ESAgent(parse_config({"env": {"id": env_id}, "policy": {"onnx": str(path)}}))
+    try:
+        with pytest.raises(ValueError, match=f"policy.onnx {path}: .*" + message):
+            agent.load_inference_model()
+    finally:
+        agent.close()
+
+
+def test_a_softmax_mlp_on_a_box_space_is_refused():
+    agent = ESAgent(parse_config({"env": {"id": "Pendulum-v1"}, "policy": {"mlp": {"output_activation": "softmax"}}}))
+    try:
+        with pytest.raises(ValueError, match="policy.mlp: ends in a softmax"):
+            agent.load_inference_model()
+    finally:
+        agent.close()
+
+
+def test_the_exported_policy_carries_the_statistics_of_the_best_weights(tmp_path):
+    from onnx import numpy_helper, load
+
+    from evokit_py.checkpoint import read_checkpoint
+    from evokit_py.config import resolve_config
+    from evokit_py.train import train
+
+    config = resolve_config(None, [f"train.log_dir={tmp_path}/run", f"train.checkpoint_dir={tmp_path}/run/ck",
+                                   "train.target_return=null", "train.generations=8", "train.eval_episodes=2",
+                                   "seed=1"])  # evaluation returns 52, 101, 360, 500 (best), 500, 500, 500, 500
+    result = train(config, backend="inprocess", echo=lambda line: None)
+    _, groups = read_checkpoint(result.checkpoint_path)
+    best, final = groups["extra"], groups["obs_stats"]
+    initializers = {t.name: numpy_helper.to_array(t) for t in load(str(result.onnx_path)).graph.initializer}
+    best_mean = best["best_obs_stats/sum"] / best["best_obs_stats/count"]
+    assert np.allclose(initializers["obs_mean"], best_mean, atol=1e-6)
+    assert not np.allclose(best_mean, final["sum"] / final["count"])  # this run's best is not its last generation
+
+
+def test_one_source_of_defaults():
+    from evokit_py.config import DEFAULT_CONFIG_YAML, ESConfig, default_config, resolve_config
+    # an empty config file, the built-in job and the dataclass defaults are the same job
+    assert parse_config({}) == default_config() == resolve_config(None) == ESConfig()
+    assert parse_config(__import__("yaml").safe_load(DEFAULT_CONFIG_YAML)) == ESConfig()
+    solver = ESConfig().solver
+    assert (solver.optimizer.type, solver.optimizer.base_lr) == ("SGD", 0.05)
+    assert (solver.sampling.gaussian_sampling.std, solver.sampling.gaussian_sampling.seed) == (0.1, 7)
+
+
+def test_the_cartpole_example_file_is_the_built_in_job():
+    from pathlib import Path
+
+    from evokit_py.config import ESConfig, load_config
+    assert load_config(Path(__file__).resolve().parents[1] / "scripts" / "es_cartpole.yaml") == ESConfig()
+
+
+def test_a_checkpoint_missing_solver_state_is_a_clear_error(tmp_path, agent):
+    import h5py
+    path = tmp_path / "solver.h5"
+    agent.save_solver(path)
+    with h5py.File(path, "a") as file:
+        del file["solver/theta"]
+    with pytest.raises(SolverCheckpointError, match="BASIC_ES state has no 'theta'"):
+        agent.load_solver(path)

@@ -222,7 +222,7 @@ agent.close()
 def test_an_unknown_solver_type_lists_the_available_ones():
     from evokit_py.config import ConfigError, resolve_config
 
-    with pytest.raises(ConfigError, match=r"solver\.type: must be one of BASIC_ES, CMA_ES, GA.*got 'PSO'"):
+    with pytest.raises(ConfigError, match=r"solver\.type: must be one of BASIC_ES, CMA_ES, SEP_CMA_ES, GA.*got 'PSO'"):
         resolve_config(None, ["solver.type=PSO"])
 
 

@@ -9,16 +9,16 @@ import numpy as np
 
 from evokit_py.config import SolverConfig
 from evokit_py.noise import NoiseSource
-from evokit_py.solvers.base import Basis, Solver, centered_rank
+from evokit_py.solvers.base import Basis, Solver, StaleSampleError, centered_rank
 from evokit_py.solvers.basic_es import BasicES
-from evokit_py.solvers.cma import CMAES
+from evokit_py.solvers.cma import CMAES, CMAParameters, SepCMAES
 from evokit_py.solvers.ga import GA
 from parl_lite.ext import plugins
 
-__all__ = ["Basis", "Solver", "BasicES", "CMAES", "GA", "centered_rank", "make_solver", "solver_types",
-           "solver_class"]
+__all__ = ["Basis", "Solver", "StaleSampleError", "BasicES", "CMAES", "CMAParameters", "SepCMAES", "GA",
+           "centered_rank", "make_solver", "solver_types", "solver_class"]
 
-_SOLVERS = {"BASIC_ES": BasicES, "CMA_ES": CMAES, "GA": GA}
+_SOLVERS = {"BASIC_ES": BasicES, "CMA_ES": CMAES, "SEP_CMA_ES": SepCMAES, "GA": GA}
 
 
 def solver_types() -> List[str]:

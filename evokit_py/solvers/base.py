@@ -5,16 +5,27 @@ is evaluated somewhere (any process holding the same noise); ``solver.tell(infos
 Only the basis (once per generation), the infos and the fitness values cross process boundaries.
 The draws of generation ``g`` come from ``default_rng([sampling seed, g])``: a solver restored from a
 checkpoint asks exactly what the uninterrupted one would have asked.
+
+Versions (asynchronous updates): every ``tell`` makes a new parameter version (the generation
+number) and every asked info carries the version it was drawn around. ``tell`` takes infos of the
+current version and, from solvers that can correct them (``accepts_stale``: BASIC_ES), of the last
+``solver.max_staleness`` versions; older ones are refused (:class:`StaleSampleError`) or dropped
+and counted (``stale="drop"``), as the caller chooses.
 """
+import dataclasses
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Literal, Optional, Sequence
 
 import numpy as np
 
 from evokit_py.config import SolverConfig
 from evokit_py.noise import NoiseSource, SamplingInfo
 
-__all__ = ["Basis", "Solver", "centered_rank"]
+__all__ = ["Basis", "Solver", "StaleSampleError", "centered_rank"]
+
+
+class StaleSampleError(ValueError):
+    """A sampling info was drawn around a parameter version the solver no longer keeps."""
 
 
 @dataclass
@@ -24,7 +35,8 @@ class Basis:
     Attributes:
         centers: (k, dim) float64; k = 1 except for GA (its parents).
         sigma: the noise scale.
-        transform: (dim, dim) matrix T (CMA-ES's B·D), or ``None`` for the identity.
+        transform: (dim, dim) matrix T (CMA-ES's B·D), a (dim,) vector (a diagonal T: separable
+            CMA-ES), or ``None`` for the identity.
     """
     centers: np.ndarray
     sigma: float
@@ -36,9 +48,18 @@ class Basis:
         if info.sign:
             eps = noise.get(info).astype(np.float64)
             if self.transform is not None:
-                eps = self.transform @ eps
+                eps = self.transform @ eps if np.ndim(self.transform) == 2 else self.transform * eps
             x += (self.sigma * info.sign) * eps
         return x
+
+    def candidates(self, infos: Sequence[SamplingInfo], noise: NoiseSource) -> np.ndarray:
+        """The parameters of all ``infos`` as rows of one (len(infos), dim) float64 array (one matrix
+        product instead of one per candidate)."""
+        eps = np.stack([noise.get(info) if info.sign else np.zeros(noise.dim, np.float32) for info in infos])
+        eps = eps.astype(np.float64) * (self.sigma * np.array([info.sign for info in infos], dtype=np.float64))[:, None]
+        if self.transform is not None:
+            eps = eps @ self.transform.T if np.ndim(self.transform) == 2 else eps * self.transform
+        return self.centers[[info.parent for info in infos]] + eps
 
     def to_dict(self) -> dict:
         return {"centers": self.centers, "sigma": self.sigma, "transform": self.transform}
@@ -57,7 +78,7 @@ def centered_rank(fitness: np.ndarray) -> np.ndarray:
 
 
 class Solver:
-    """Base of the ask/tell state machines; fitness is *maximised*.
+    """Base of the ask/tell state machines; fitness is *maximised* (pass ``-f`` to minimise ``f``).
 
     Args:
         config: the ``solver`` block of the config.
@@ -75,27 +96,74 @@ class Solver:
         self.population_size = config.population_size
         self.sigma = config.sampling.gaussian_sampling.std
         self.generation = 0
+        self.max_staleness = config.max_staleness
+        self.dropped_samples = 0  # stale infos dropped by tell(..., stale="drop") so far
 
-    def _rng(self) -> np.random.Generator:
-        return np.random.default_rng([self.noise.seed, self.generation])
+    accepts_stale = False  # whether _tell corrects infos of older versions
 
-    def ask(self) -> List[SamplingInfo]:
-        """The sampling infos of this generation's candidates (same call, same answer)."""
+    def _rng(self, extra_round: int = 0) -> np.random.Generator:
+        key = [self.noise.seed, self.generation] + ([extra_round] if extra_round else [])
+        return np.random.default_rng(key)
+
+    def ask(self, extra_round: int = 0) -> List[SamplingInfo]:
+        """The sampling infos of this generation's candidates (same call, same answer), each
+        carrying the current version.
+
+        Args:
+            extra_round: 0 for the generation's candidates; k > 0 for a k-th set of further candidates
+                around the same parameters (asynchronous mode: workers that are free before the
+                update get more work instead of waiting).
+        """
+        return [dataclasses.replace(info, version=self.generation) for info in self._ask(self._rng(extra_round))]
+
+    def _ask(self, rng: np.random.Generator) -> List[SamplingInfo]:
         raise NotImplementedError
 
     def basis(self) -> Basis:
         """What this generation's candidates are built from."""
         raise NotImplementedError
 
-    def tell(self, infos: Sequence[SamplingInfo], fitness: Sequence[float]) -> None:
-        """Update from the evaluated candidates and move to the next generation."""
+    def tell(self, infos: Sequence[SamplingInfo], fitness: Sequence[float],
+             stale: Literal["refuse", "drop"] = "refuse") -> int:
+        """Update from the evaluated candidates (higher fitness is better) and move to the next version.
+
+        Args:
+            infos: sampling infos of the current version, or of one of the ``max_staleness``
+                versions before it if the solver ``accepts_stale``.
+            fitness: one finite value per info.
+            stale: what to do with an info older than that: ``"refuse"`` (raise
+                :class:`StaleSampleError`, nothing changes) or ``"drop"`` (leave it out, count it in
+                :attr:`dropped_samples`; no update at all if nothing is left).
+
+        Returns:
+            The number of infos dropped.
+        """
         fitness = np.asarray(fitness, dtype=np.float64)
         if fitness.shape != (len(infos),):
             raise ValueError(f"tell: {len(infos)} sampling infos but fitness of shape {fitness.shape}")
         if not np.all(np.isfinite(fitness)):
             raise ValueError("tell: fitness values must be finite")
-        self._tell(list(infos), fitness)
+        if stale not in ("refuse", "drop"):
+            raise ValueError(f"tell: stale must be 'refuse' or 'drop', got {stale!r}")
+        oldest = self.generation - (self.max_staleness if self.accepts_stale else 0)
+        future = [info for info in infos if info.version > self.generation]
+        if future:
+            raise ValueError(f"tell: sampling info of version {future[0].version}, the solver is at {self.generation}")
+        keep = np.array([info.version >= oldest for info in infos], dtype=bool)
+        dropped = int(len(infos) - keep.sum())
+        if dropped and stale == "refuse":
+            version = min(info.version for info in infos)
+            kept = f"versions {oldest}..{self.generation}" if oldest < self.generation else f"version {self.generation}"
+            why = f"solver.max_staleness is {self.max_staleness}" if self.accepts_stale else \
+                f"{type(self).__name__} does not correct stale samples"
+            raise StaleSampleError(f"tell: {dropped} sampling info(s) of version {version}; the solver keeps "
+                                   f"{kept} ({why})")
+        self.dropped_samples += dropped
+        if not keep.any():
+            return dropped
+        self._tell([info for info, k in zip(infos, keep) if k], fitness[keep])
         self.generation += 1
+        return dropped
 
     def _tell(self, infos: List[SamplingInfo], fitness: np.ndarray) -> None:
         raise NotImplementedError
@@ -104,10 +172,16 @@ class Solver:
         """The current best guess of the parameters (a copy)."""
         raise NotImplementedError
 
+    def stop_reason(self) -> Optional[str]:
+        """The termination criterion that ended the search, or ``None`` while it goes on."""
+        return None
+
     def state_dict(self) -> Dict[str, np.ndarray]:
         """Everything needed to continue exactly, as arrays (for HDF5)."""
-        return {"generation": np.asarray(self.generation), "sigma": np.asarray(self.sigma)}
+        return {"generation": np.asarray(self.generation), "sigma": np.asarray(self.sigma),
+                "dropped_samples": np.asarray(self.dropped_samples)}
 
     def load_state_dict(self, state: Dict[str, np.ndarray]) -> None:
         self.generation = int(state["generation"])
         self.sigma = float(state["sigma"])
+        self.dropped_samples = int(state.get("dropped_samples", 0))

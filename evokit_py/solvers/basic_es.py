@@ -3,8 +3,13 @@
     eps_i ~ N(0, I),  candidates theta + std * (+-eps_i)
     g = sum_i shaped_i * sign_i * eps_i / (n * std)      (ascent direction of the smoothed return)
     theta <- optimizer.step(theta, -g + weight_decay * theta)
+
+Asynchronous updates (EvoKit's AsyncESAgent): an info drawn around an older version ``v`` (at most
+``max_staleness`` updates back; the solver keeps those parameters) was evaluated at
+``theta_v + std * sign * eps``, i.e. at the perturbation ``sign * eps + (theta_v - theta) / std`` (in
+units of std) of the current parameters; that corrected perturbation replaces ``sign * eps``.
 """
-from typing import List
+from typing import Dict, List
 
 import numpy as np
 
@@ -17,18 +22,21 @@ __all__ = ["BasicES"]
 
 
 class BasicES(Solver):
-    """OpenAI-style Gaussian ES (``solver.type: BASIC_ES``)."""
+    """OpenAI-style Gaussian ES (``solver.type: BASIC_ES``); corrects stale samples (see above)."""
+
+    accepts_stale = True
 
     def __init__(self, config: SolverConfig, x0: np.ndarray, noise: NoiseSource):
         super().__init__(config, x0, noise)
         self.theta = np.array(x0, dtype=np.float64)
         self.optimizer = make_optimizer(config.optimizer, self.dim)
+        self.history: Dict[int, np.ndarray] = {}  # version -> theta, the max_staleness versions before this one
 
-    def ask(self) -> List[SamplingInfo]:
+    def _ask(self, rng: np.random.Generator) -> List[SamplingInfo]:
         if not self.config.mirrored_sampling:
-            return self.noise.draw(self._rng(), self.population_size)
+            return self.noise.draw(rng, self.population_size)
         infos = []
-        for info in self.noise.draw(self._rng(), self.population_size // 2):
+        for info in self.noise.draw(rng, self.population_size // 2):
             infos += [info, SamplingInfo(info.seed, info.offset, -1)]
         return infos
 
@@ -39,7 +47,14 @@ class BasicES(Solver):
         shaped = centered_rank(fitness) if self.config.fitness_shaping == "centered_rank" else fitness
         coefficients = shaped * np.array([info.sign for info in infos], dtype=np.float64)
         eps = np.stack([self.noise.get(info) for info in infos]).astype(np.float64)
-        ascent = coefficients @ eps / (len(infos) * self.sigma)
+        ascent = coefficients @ eps
+        for version in {info.version for info in infos} - {self.generation}:
+            weight = sum(f for f, info in zip(shaped, infos) if info.version == version)
+            ascent += weight * (self.history[version] - self.theta) / self.sigma
+        ascent /= len(infos) * self.sigma
+        if self.max_staleness:
+            self.history[self.generation] = self.theta
+            self.history.pop(self.generation - self.max_staleness, None)
         self.theta = self.optimizer.step(self.theta, -ascent + self.config.weight_decay * self.theta)
 
     def solution(self) -> np.ndarray:
@@ -47,9 +62,14 @@ class BasicES(Solver):
 
     def state_dict(self):
         optimizer = {f"optimizer/{k}": v for k, v in self.optimizer.state_dict().items()}
-        return {**super().state_dict(), "theta": self.theta.copy(), **optimizer}
+        versions = sorted(self.history)
+        history = np.stack([self.history[v] for v in versions]) if versions else np.zeros((0, self.dim))
+        return {**super().state_dict(), "theta": self.theta.copy(), **optimizer,
+                "history/versions": np.asarray(versions, dtype=np.int64), "history/thetas": history}
 
     def load_state_dict(self, state):
         super().load_state_dict(state)
         self.theta = np.array(state["theta"], dtype=np.float64)
+        versions, thetas = state.get("history/versions", []), state.get("history/thetas", [])
+        self.history = {int(v): np.array(t, dtype=np.float64) for v, t in zip(versions, thetas)}
         self.optimizer.load_state_dict({k.split("/", 1)[1]: v for k, v in state.items() if k.startswith("optimizer/")})

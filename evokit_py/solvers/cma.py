@@ -1,80 +1,233 @@
-"""CMA-ES (Hansen's tutorial, "The CMA Evolution Strategy", 2016): weighted recombination,
-cumulative step-size adaptation, rank-one and rank-mu covariance updates.
+"""CMA-ES as in Hansen's tutorial ("The CMA Evolution Strategy: A Tutorial", 2016, Table 1 and
+appendix B): weighted recombination, cumulative step-size adaptation, rank-one and rank-mu updates,
+active CMA (negative weights for the worst candidates), the eigendecomposition done lazily (every
+``ceil(1 / (10 n (c1 + cmu)))`` generations), termination criteria (:mod:`cma_stop`) and IPOP
+restarts (the population doubles at each restart).
 
 Candidates are ``mean + sigma * B D z`` with ``z`` the noise of a sampling info, so evaluators only
-need the basis (mean, sigma, B·D) and the infos. The eigendecomposition runs every generation:
-O(dim^3), fine for the policies ES is used on here (up to a few thousand parameters).
+need the basis (mean, sigma, B·D) and the infos. The separable variant (``diagonal``, Ros & Hansen
+2008) keeps only diag(C): O(n) memory and time per candidate, learning rates ``(n + 2) / 3`` times
+larger, positive weights only.
 """
 import math
-from typing import List
+from dataclasses import dataclass
+from typing import List, Optional
 
 import numpy as np
 
 from evokit_py.config import SolverConfig
 from evokit_py.noise import NoiseSource, SamplingInfo
 from evokit_py.solvers.base import Basis, Solver
+from evokit_py.solvers.cma_stop import CRITERIA, Termination
 
-__all__ = ["CMAES"]
+__all__ = ["CMAES", "SepCMAES", "CMAParameters"]
+
+
+@dataclass
+class CMAParameters:
+    """The strategy constants of Hansen's tutorial, Table 1, for dimension ``n`` and ``lam`` candidates.
+
+    ``weights`` has one entry per rank (best first): positive for the best ``mu``, negative (active
+    CMA) or zero for the others.
+    """
+    weights: np.ndarray
+    mu: int
+    mueff: float
+    cc: float
+    cs: float
+    c1: float
+    cmu: float
+    damps: float
+    chi_n: float
+
+    @classmethod
+    def create(cls, n: int, lam: int, mu: int, active: bool = True, diagonal: bool = False) -> "CMAParameters":
+        prime = math.log((lam + 1) / 2) - np.log(np.arange(1, lam + 1))
+        positive, negative = prime[:mu], prime[mu:]
+        mueff = positive.sum() ** 2 / np.sum(positive ** 2)
+        alpha_cov = 2.0
+        c1 = alpha_cov / ((n + 1.3) ** 2 + mueff)
+        cmu = min(1 - c1, alpha_cov * (0.25 + mueff - 2 + 1 / mueff) / ((n + 2) ** 2 + alpha_cov * mueff / 2))
+        if diagonal:
+            c1, cmu = c1 * (n + 2) / 3, cmu * (n + 2) / 3
+            c1, cmu = min(c1, 0.5), min(cmu, 1 - min(c1, 0.5))
+        weights = np.zeros(lam)
+        weights[:mu] = positive / positive.sum()
+        negative = np.minimum(negative, 0.0)
+        if active and not diagonal and mu < lam and negative.sum() < 0:
+            mueff_minus = negative.sum() ** 2 / np.sum(negative ** 2)
+            alpha_mu = 1 + c1 / cmu
+            alpha_mueff = 1 + 2 * mueff_minus / (mueff + 2)
+            alpha_posdef = (1 - c1 - cmu) / (n * cmu)
+            weights[mu:] = min(alpha_mu, alpha_mueff, alpha_posdef) * negative / np.abs(negative).sum()
+        cs = (mueff + 2) / (n + mueff + 5)
+        return cls(weights=weights, mu=mu, mueff=float(mueff), cc=(4 + mueff / n) / (n + 4 + 2 * mueff / n), cs=cs,
+                   c1=c1, cmu=cmu, damps=1 + 2 * max(0.0, math.sqrt((mueff - 1) / (n + 1)) - 1) + cs,
+                   chi_n=math.sqrt(n) * (1 - 1 / (4 * n) + 1 / (21 * n * n)))
 
 
 class CMAES(Solver):
-    """CMA-ES (``solver.type: CMA_ES``); initial step size = ``gaussian_sampling.std``."""
+    """CMA-ES (``solver.type: CMA_ES``; ``SEP_CMA_ES`` or ``cma_es.diagonal: true`` for the
+    separable variant); initial step size = ``gaussian_sampling.std``. Stale samples are refused
+    (asynchronous mode is for BASIC_ES).
+
+    After a termination criterion fires, :meth:`stop_reason` names it; with restarts left
+    (``cma_es.restarts``) the next generation starts again from ``x0`` with twice the population
+    and the initial step size (IPOP). :meth:`solution` is the current mean; :attr:`best_x` the best
+    candidate evaluated over all restarts.
+    """
+
+    diagonal = False
 
     def __init__(self, config: SolverConfig, x0: np.ndarray, noise: NoiseSource):
         super().__init__(config, x0, noise)
-        n, lam = self.dim, self.population_size
-        self.mu = config.cma_es.mu or lam // 2
-        if not 1 <= self.mu <= lam:
-            raise ValueError(f"solver.cma_es.mu must be in [1, population_size], got {self.mu}")
-        weights = math.log(self.mu + 0.5) - np.log(np.arange(1, self.mu + 1))
-        self.weights = weights / weights.sum()
-        self.mueff = 1.0 / np.sum(self.weights ** 2)
-        self.cc = (4 + self.mueff / n) / (n + 4 + 2 * self.mueff / n)
-        self.cs = (self.mueff + 2) / (n + self.mueff + 5)
-        self.c1 = 2 / ((n + 1.3) ** 2 + self.mueff)
-        self.cmu = min(1 - self.c1, 2 * (self.mueff - 2 + 1 / self.mueff) / ((n + 2) ** 2 + self.mueff))
-        self.damps = 1 + 2 * max(0.0, math.sqrt((self.mueff - 1) / (n + 1)) - 1) + self.cs
-        self.chi_n = math.sqrt(n) * (1 - 1 / (4 * n) + 1 / (21 * n * n))
-        self.mean = np.array(x0, dtype=np.float64)
-        self.C = np.eye(n)
-        self.B = np.eye(n)
+        self.diagonal = self.diagonal or config.cma_es.diagonal
+        self.x0 = np.array(x0, dtype=np.float64)
+        self.sigma0 = self.sigma
+        self.restarts_done = 0
+        self._stop_reason: Optional[str] = None
+        self.best_x, self.best_f = self.x0.copy(), math.inf
+        self._start_run(config.population_size)
+
+    def _start_run(self, lam: int) -> None:
+        """(Re)initialise the distribution around ``x0`` for ``lam`` candidates per generation."""
+        n, cma = self.dim, self.config.cma_es
+        mu = lam // 2 if cma.mu is None else min(lam, cma.mu * lam // self.config.population_size)
+        if not 1 <= mu <= lam:
+            raise ValueError(f"solver.cma_es.mu must be in [1, population_size], got {mu}")
+        self.population_size = lam
+        self.params = CMAParameters.create(n, lam, mu, cma.active, self.diagonal)
+        self.mean = self.x0.copy()
+        self.sigma = self.sigma0
+        self.C = np.ones(n) if self.diagonal else np.eye(n)
+        self.B = None if self.diagonal else np.eye(n)
         self.D = np.ones(n)
         self.pc = np.zeros(n)
         self.ps = np.zeros(n)
+        self.run_generation = 0
+        self.eigen_generation = 0
+        self.termination = Termination(n, lam, cma.tolfun, cma.tolx, cma.tolconditioncov, cma.tolstagnation)
+        self._transform = None
 
-    def ask(self) -> List[SamplingInfo]:
-        return self.noise.draw(self._rng(), self.population_size)
+    @property
+    def eigen_gap(self) -> int:
+        """Generations between two eigendecompositions of C (1 for the diagonal variant)."""
+        if self.diagonal:
+            return 1
+        return max(1, math.ceil(1 / (10 * self.dim * (self.params.c1 + self.params.cmu)) - 1e-9))
+
+    def _ask(self, rng: np.random.Generator) -> List[SamplingInfo]:
+        return self.noise.draw(rng, self.population_size)
 
     def basis(self) -> Basis:
-        return Basis(self.mean[None].copy(), self.sigma, self.B * self.D)
+        if self._transform is None:
+            self._transform = self.D.copy() if self.diagonal else self.B * self.D
+            self._transform.flags.writeable = False
+        return Basis(self.mean[None].copy(), self.sigma, self._transform)
 
     def _tell(self, infos: List[SamplingInfo], fitness: np.ndarray) -> None:
-        n = self.dim
-        best = np.argsort(-fitness, kind="stable")[:self.mu]
-        z = np.stack([self.noise.get(infos[i]) for i in best]).astype(np.float64)  # (mu, n)
-        y = z @ (self.B * self.D).T
-        z_w, y_w = self.weights @ z, self.weights @ y
+        if len(infos) != self.population_size:
+            raise ValueError(f"CMA-ES takes the whole generation: {self.population_size} candidates, got {len(infos)}")
+        p, n = self.params, self.dim
+        values = -fitness
+        order = np.argsort(values, kind="stable")
+        z = np.stack([self.noise.get(infos[i]) for i in order]).astype(np.float64)  # (lam, n), best first
+        y = z * self.D if self.diagonal else z @ (self.B * self.D).T
+        self._track_best(values[order[0]], infos[order[0]])
+        mu = p.mu
+        z_w, y_w = p.weights[:mu] @ z[:mu], p.weights[:mu] @ y[:mu]
         self.mean = self.mean + self.sigma * y_w
-        self.ps = (1 - self.cs) * self.ps + math.sqrt(self.cs * (2 - self.cs) * self.mueff) * (self.B @ z_w)
-        ps_norm = np.linalg.norm(self.ps)
-        h_sigma = ps_norm / math.sqrt(1 - (1 - self.cs) ** (2 * (self.generation + 1))) / self.chi_n < 1.4 + 2 / (n + 1)
-        self.pc = (1 - self.cc) * self.pc + h_sigma * math.sqrt(self.cc * (2 - self.cc) * self.mueff) * y_w
-        rank_one = np.outer(self.pc, self.pc) + (1 - h_sigma) * self.cc * (2 - self.cc) * self.C
-        rank_mu = (y.T * self.weights) @ y
-        self.C = (1 - self.c1 - self.cmu) * self.C + self.c1 * rank_one + self.cmu * rank_mu
-        self.sigma *= math.exp((self.cs / self.damps) * (ps_norm / self.chi_n - 1))
-        self.C = (self.C + self.C.T) / 2
-        eigenvalues, self.B = np.linalg.eigh(self.C)
-        self.D = np.sqrt(np.maximum(eigenvalues, 1e-20))
+        c_inv_sqrt_y_w = z_w if self.diagonal else self.B @ z_w
+        self.ps *= 1 - p.cs
+        self.ps += math.sqrt(p.cs * (2 - p.cs) * p.mueff) * c_inv_sqrt_y_w
+        ps_norm = float(np.linalg.norm(self.ps))
+        self.run_generation += 1
+        h_sigma = ps_norm / math.sqrt(1 - (1 - p.cs) ** (2 * self.run_generation)) < (1.4 + 2 / (n + 1)) * p.chi_n
+        self.pc *= 1 - p.cc
+        if h_sigma:
+            self.pc += math.sqrt(p.cc * (2 - p.cc) * p.mueff) * y_w
+        weights = p.weights.copy()
+        negative = weights < 0
+        if negative.any():  # active CMA: C^-1/2 y = B z, so |C^-1/2 y|^2 = |z|^2
+            weights[negative] *= n / np.maximum(np.sum(z[negative] ** 2, axis=1), 1e-300)
+        delta_h = (1 - h_sigma) * p.cc * (2 - p.cc)
+        decay = 1 + p.c1 * delta_h - p.c1 - p.cmu * p.weights.sum()
+        used = weights != 0
+        yw = y[used] * weights[used, None]
+        if self.diagonal:
+            self.C = decay * self.C + p.c1 * self.pc ** 2 + p.cmu * np.sum(yw * y[used], axis=0)
+        else:
+            self.C *= decay
+            self.C += np.outer(p.c1 * self.pc, self.pc)
+            self.C += (p.cmu * yw.T) @ y[used]
+        self.sigma *= math.exp(min(1.0, (p.cs / p.damps) * (ps_norm / p.chi_n - 1)))
+        if self.diagonal or self.run_generation - self.eigen_generation >= self.eigen_gap:
+            self._decompose()
+        self._check_termination(values)
+
+    def _decompose(self) -> None:
+        """B and D from C (D: the square roots of the eigenvalues)."""
+        if self.diagonal:
+            self.D = np.sqrt(np.maximum(self.C, 1e-300))
+        else:
+            self.C += self.C.T
+            self.C *= 0.5
+            eigenvalues, self.B = np.linalg.eigh(self.C)
+            self.D = np.sqrt(np.maximum(eigenvalues, 1e-300))
+        self.eigen_generation = self.run_generation
+        self._transform = None
+
+    def _track_best(self, value: float, info: SamplingInfo) -> None:
+        if value < self.best_f:
+            self.best_f = float(value)
+            self.best_x = self.basis().candidate(info, self.noise)
+
+    def _check_termination(self, values: np.ndarray) -> None:
+        self.termination.record(values)
+        diag_c = self.C if self.diagonal else np.diagonal(self.C)
+        reason = self.termination.reason(values, self.sigma, self.pc, diag_c, self.D ** 2)
+        if reason is None:
+            return
+        if self.restarts_done < self.config.cma_es.restarts:
+            self.restarts_done += 1
+            self._start_run(2 * self.population_size)
+        else:
+            self._stop_reason = reason
+
+    def stop_reason(self) -> Optional[str]:
+        return self._stop_reason
 
     def solution(self) -> np.ndarray:
         return self.mean.copy()
 
     def state_dict(self):
-        return {**super().state_dict(), "mean": self.mean.copy(), "C": self.C.copy(), "B": self.B.copy(),
-                "D": self.D.copy(), "pc": self.pc.copy(), "ps": self.ps.copy()}
+        scalars = {"population_size": self.population_size, "restarts_done": self.restarts_done,
+                   "run_generation": self.run_generation, "eigen_generation": self.eigen_generation,
+                   "best_f": self.best_f,
+                   "stop_reason": CRITERIA.index(self._stop_reason) + 1 if self._stop_reason else 0}
+        arrays = {"mean": self.mean, "C": self.C, "D": self.D, "pc": self.pc, "ps": self.ps, "best_x": self.best_x}
+        if not self.diagonal:
+            arrays["B"] = self.B
+        return {**super().state_dict(), **{k: np.asarray(v) for k, v in scalars.items()},
+                **{k: v.copy() for k, v in arrays.items()}, **self.termination.state_dict("termination/")}
 
     def load_state_dict(self, state):
         super().load_state_dict(state)
-        for key in ("mean", "C", "B", "D", "pc", "ps"):
+        sigma = self.sigma
+        self.restarts_done = int(state["restarts_done"])
+        self._start_run(int(state["population_size"]))
+        self.sigma = sigma
+        self.run_generation, self.eigen_generation = int(state["run_generation"]), int(state["eigen_generation"])
+        self.best_f = float(state["best_f"])
+        reason = int(state["stop_reason"])
+        self._stop_reason = CRITERIA[reason - 1] if reason else None
+        for key in ("mean", "C", "D", "pc", "ps", "best_x") + (() if self.diagonal else ("B",)):
             setattr(self, key, np.array(state[key], dtype=np.float64))
+        self.termination.load_state_dict(state, "termination/")
+        self._transform = None
+
+
+class SepCMAES(CMAES):
+    """Separable CMA-ES (``solver.type: SEP_CMA_ES``): diagonal covariance, O(n) per candidate."""
+
+    diagonal = True

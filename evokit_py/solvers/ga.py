@@ -18,15 +18,15 @@ __all__ = ["GA"]
 
 
 class GA(Solver):
-    """Truncation-selection GA (``solver.type: GA``); mutation std = ``gaussian_sampling.std``."""
+    """Truncation-selection GA (``solver.type: GA``); mutation std = ``gaussian_sampling.std``.
+    Stale samples are refused (asynchronous mode is for BASIC_ES)."""
 
     def __init__(self, config: SolverConfig, x0: np.ndarray, noise: NoiseSource):
         super().__init__(config, x0, noise)
         self.parents = np.array(x0, dtype=np.float64)[None]  # sorted best first
         self.parent_count = max(1, math.ceil(config.ga.truncation * self.population_size))
 
-    def ask(self) -> List[SamplingInfo]:
-        rng = self._rng()
+    def _ask(self, rng: np.random.Generator) -> List[SamplingInfo]:
         elites = min(self.config.ga.elite_count, len(self.parents))
         infos = [SamplingInfo(self.noise.seed, 0, 0, parent=i) for i in range(elites)]
         mutations = self.noise.draw(rng, self.population_size - elites)

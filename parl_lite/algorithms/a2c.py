@@ -4,8 +4,8 @@ One gradient step per batch on ``-log pi(a|s) A + value_coef * (V(s) - R)^2 / 2 
 A2C and A3C share this update: A3C only differs in who collects the batch (asynchronous remote
 actors with slightly stale weights, see :class:`parl_lite.train.AsyncTrainer`).
 """
-from typing import Dict, Optional
 
+from collections.abc import Mapping
 import paddle
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
@@ -32,11 +32,11 @@ class A2C(ActorCriticAlgorithm):
     def __init__(
         self,
         model: Model,
-        critic: Optional[Model] = None,
+        critic: Model | None = None,
         lr: float = 7e-4,
         value_coef: float = 0.5,
         entropy_coef: float = 0.0,
-        max_grad_norm: Optional[float] = 0.5,
+        max_grad_norm: float | None = 0.5,
         optimizer: str = "rmsprop",
         normalize_advantages: bool = False,
     ) -> None:
@@ -55,7 +55,7 @@ class A2C(ActorCriticAlgorithm):
         else:
             raise ValueError(f"optimizer must be 'rmsprop' or 'adam', got {optimizer!r}")
 
-    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
         """One gradient step on a batch.
 
         Args:

@@ -5,7 +5,6 @@ returns logits (discrete actions, :class:`Categorical`) or a ``(mean, log_std)``
 :class:`DiagGaussian`). The value function is ``model.value(obs)`` on a shared actor-critic model
 (one trunk, two heads), or ``critic(obs)`` when a separate critic model is given.
 """
-from typing import List, Optional, Tuple
 
 import paddle
 
@@ -24,7 +23,7 @@ class ActorCriticAlgorithm(Algorithm):
         critic: a separate value model, ``critic(obs) -> [batch, 1]``.
     """
 
-    def __init__(self, model: Model, critic: Optional[Model] = None) -> None:
+    def __init__(self, model: Model, critic: Model | None = None) -> None:
         super().__init__(model)
         if critic is None and not callable(getattr(model, "value", None)):
             raise ValueError(f"{type(self).__name__} needs a value function: give the model a value(obs) "
@@ -33,7 +32,7 @@ class ActorCriticAlgorithm(Algorithm):
             raise TypeError(f"critic must be a parl_lite.Model, got {type(critic).__name__}")
         self.critic = critic
 
-    def parameters(self) -> List[paddle.Tensor]:
+    def parameters(self) -> list[paddle.Tensor]:
         """Every trainable parameter of the policy and the value function, each once."""
         models = [m for m in (self.model, self.critic) if m is not None]
         return list({id(p): p for m in models for p in m.parameters()}.values())
@@ -52,7 +51,7 @@ class ActorCriticAlgorithm(Algorithm):
         """Greedy actions (the mode of the policy)."""
         return self.distribution(obs).mode()
 
-    def sample(self, obs: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor]:
+    def sample(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
         """Draw actions; returns ``(actions, log_probs)``."""
         with paddle.no_grad():
             dist = self.distribution(obs)

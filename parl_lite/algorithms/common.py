@@ -1,7 +1,7 @@
 """Small pieces shared by the actor-critic algorithms."""
 import copy
 from contextlib import contextmanager
-from typing import Dict, Iterator, Optional, Sequence, Tuple
+from collections.abc import Iterator, Mapping, Sequence
 
 import paddle
 
@@ -11,10 +11,12 @@ from parl_lite.core.model import Model
 __all__ = ["frozen", "check_hyperparameter", "SoftTargetActorCritic", "transition_columns", "GlobalNormClip"]
 
 
-def transition_columns(batch: Dict[str, paddle.Tensor]) -> Tuple[paddle.Tensor, ...]:
+def transition_columns(batch: Mapping[str, paddle.Tensor]) -> tuple[paddle.Tensor, ...]:
     """``(obs, action, reward, next_obs, terminated)`` of a replay batch, with ``reward`` and
     ``terminated`` as float32 columns ``[batch, 1]`` (they may come as ``[batch]``)."""
-    column = lambda name: batch[name].astype("float32").reshape([-1, 1])
+    def column(name: str) -> paddle.Tensor:
+        return batch[name].astype("float32").reshape([-1, 1])
+
     return batch["obs"], batch["action"], column("reward"), batch["next_obs"], column("terminated")
 
 
@@ -32,7 +34,7 @@ def frozen(parameters: Sequence[paddle.Tensor]) -> Iterator[None]:
     try:
         yield
     finally:
-        for parameter, stop in zip(parameters, previous):
+        for parameter, stop in zip(parameters, previous, strict=True):
             parameter.stop_gradient = stop
 
 
@@ -62,7 +64,7 @@ class SoftTargetActorCritic(Algorithm):
         self.actor_optimizer = paddle.optimizer.Adam(actor_lr, parameters=model.get_actor_params())
         self.critic_optimizer = paddle.optimizer.Adam(critic_lr, parameters=model.get_critic_params())
 
-    def sync_target(self, decay: Optional[float] = None) -> None:
+    def sync_target(self, decay: float | None = None) -> None:
         """``target = decay * target + (1 - decay) * model``; ``decay`` defaults to ``1 - tau``."""
         self.model.sync_weights_to(self.target_model, decay=1.0 - self.tau if decay is None else decay)
 

@@ -10,8 +10,8 @@ Update on a batch ``(obs, action, reward, next_obs, terminal)``::
 Actions live in [-1, 1] (``policy`` ends in tanh); the agent scales them to the environment and
 adds the exploration noise.
 """
-from typing import Dict
 
+from collections.abc import Mapping
 import paddle
 import paddle.nn.functional as F
 
@@ -44,7 +44,7 @@ class DDPG(SoftTargetActorCritic):
         """The deterministic action ``pi(obs)`` in [-1, 1]."""
         return self.model.policy(obs)
 
-    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
         """One critic step, one actor step, one soft target update.
 
         Args:

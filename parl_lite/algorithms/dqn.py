@@ -3,8 +3,8 @@
 ``model(obs)`` returns Q-values ``[batch, num_actions]``. A deep copy of it is the target network,
 refreshed by :meth:`DQN.sync_target` (a hard copy, or Polyak averaging with ``decay``).
 """
+from collections.abc import Mapping
 import copy
-from typing import Dict
 
 import paddle
 import paddle.nn.functional as F
@@ -53,7 +53,7 @@ class DQN(Algorithm):
 
     sample = predict
 
-    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
         """One Adam step on the Huber loss between ``Q(obs, action)`` and the TD target
         ``reward + gamma * (1 - terminated) * Q_target(next_obs, a*)``.
 

@@ -10,8 +10,8 @@ and takes one gradient step on
 A time-limit truncation is handled exactly: the step bootstraps from ``V(final observation)``
 (added to its reward) and the trace stops there, as at a termination.
 """
-from typing import Dict, Optional
 
+from collections.abc import Mapping
 import numpy as np
 import paddle
 
@@ -42,12 +42,12 @@ class IMPALA(ActorCriticAlgorithm):
     def __init__(
         self,
         model: Model,
-        critic: Optional[Model] = None,
+        critic: Model | None = None,
         gamma: float = 0.99,
         lr: float = 5e-4,
         value_coef: float = 0.5,
         entropy_coef: float = 0.0,
-        max_grad_norm: Optional[float] = 0.5,
+        max_grad_norm: float | None = 0.5,
         clip_rho_threshold: float = 1.0,
         clip_pg_rho_threshold: float = 1.0,
         clip_c_threshold: float = 1.0,
@@ -64,7 +64,7 @@ class IMPALA(ActorCriticAlgorithm):
         clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
         self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), grad_clip=clip)
 
-    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
         """One gradient step on a batch of time-major trajectories.
 
         Args:
@@ -79,7 +79,10 @@ class IMPALA(ActorCriticAlgorithm):
             ``policy_loss``, ``value_loss``, ``entropy``, ``mean_rho`` (mean importance ratio).
         """
         T, B = batch["rewards"].shape
-        flat = lambda x: x.reshape([T * B, *x.shape[2:]])
+
+        def flat(x: paddle.Tensor) -> paddle.Tensor:
+            return x.reshape([T * B, *x.shape[2:]])
+
         obs = flat(batch["obs"])
         dist = self.distribution(obs)
         log_probs = dist.log_prob(flat(batch["actions"]))

@@ -1,6 +1,6 @@
 """REINFORCE (Williams, 1992): the policy gradient with normalised discounted returns."""
-from typing import Dict
 
+from collections.abc import Mapping
 import paddle
 import paddle.nn.functional as F
 
@@ -35,7 +35,7 @@ class PolicyGradient(Algorithm):
         """Actions drawn from the policy, shape ``[batch]``."""
         return paddle.multinomial(self.model(obs), num_samples=1).squeeze(-1)
 
-    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
         """One gradient step on ``-mean(log pi(action|obs) * returns)``.
 
         Args:

@@ -5,15 +5,15 @@ Policy and value function come from :class:`ActorCriticAlgorithm`: one shared ac
 (``model.policy`` / ``model.value``) or a policy model and a separate ``critic``; logits give
 discrete actions, a ``(mean, log_std)`` pair diagonal-Gaussian ones.
 """
-from typing import Dict, Optional
 
+from collections.abc import Mapping
 import numpy as np
 import paddle
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
 from parl_lite.algorithms.common import GlobalNormClip
 from parl_lite.core.model import Model
-from parl_lite.utils.distributions import Distribution
+from parl_lite.utils.distributions import DiagGaussian, Distribution
 
 __all__ = ["PPO"]
 
@@ -44,17 +44,17 @@ class PPO(ActorCriticAlgorithm):
     def __init__(
         self,
         model: Model,
-        clip_param: Optional[float] = 0.2,
-        critic: Optional[Model] = None,
+        clip_param: float | None = 0.2,
+        critic: Model | None = None,
         lr: float = 3e-4,
         epochs: int = 10,
         batch_size: int = 64,
         value_coef: float = 0.5,
         entropy_coef: float = 0.0,
-        value_clip_param: Optional[float] = None,
+        value_clip_param: float | None = None,
         kl_coef: float = 0.0,
-        kl_target: Optional[float] = None,
-        max_grad_norm: Optional[float] = 0.5,
+        kl_target: float | None = None,
+        max_grad_norm: float | None = 0.5,
         normalize_advantages: bool = True,
         seed: int = 0,
     ) -> None:
@@ -75,10 +75,11 @@ class PPO(ActorCriticAlgorithm):
         self.normalize_advantages = normalize_advantages
         self.rng = np.random.default_rng(seed)
         clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
-        self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), epsilon=1e-5, grad_clip=clip)
+        self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), epsilon=1e-5,
+                                               grad_clip=clip)
 
     # ------------------------------------------------------------------ learning
-    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, float]:
+    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, float]:
         """``epochs`` passes of minibatch Adam steps over one on-policy batch.
 
         The policy at the start of the call is the "old" policy of the KL penalty and of the
@@ -101,7 +102,8 @@ class PPO(ActorCriticAlgorithm):
         n = batch["obs"].shape[0]
         with paddle.no_grad():
             old_dist = self.distribution(batch["obs"])
-        stats = {"policy_loss": [], "value_loss": [], "entropy": [], "clip_fraction": []}
+        stats: dict[str, list[paddle.Tensor]] = {key: [] for key in ("policy_loss", "value_loss", "entropy",
+                                                                     "clip_fraction")}
         for _ in range(self.epochs):
             order = self.rng.permutation(n)
             for start in range(0, n, self.batch_size):
@@ -122,7 +124,7 @@ class PPO(ActorCriticAlgorithm):
         result.update(kl=kl, kl_coef=self.kl_coef)
         return result
 
-    def _minibatch_step(self, mb: Dict[str, paddle.Tensor], old_dist: Distribution) -> Dict[str, paddle.Tensor]:
+    def _minibatch_step(self, mb: dict[str, paddle.Tensor], old_dist: Distribution) -> dict[str, paddle.Tensor]:
         advantages = mb["advantages"]
         if self.normalize_advantages and len(advantages) > 1:
             advantages = (advantages - advantages.mean()) / (_std(advantages) + 1e-8)
@@ -139,7 +141,8 @@ class PPO(ActorCriticAlgorithm):
         value = self.value(mb["obs"])
         value_loss = (value - mb["returns"]) ** 2
         if self.value_clip_param is not None:
-            clipped_value = mb["values"] + paddle.clip(value - mb["values"], -self.value_clip_param, self.value_clip_param)
+            clipped_value = mb["values"] + paddle.clip(value - mb["values"], -self.value_clip_param,
+                                                       self.value_clip_param)
             value_loss = paddle.maximum(value_loss, (clipped_value - mb["returns"]) ** 2)
         value_loss = 0.5 * value_loss.mean()
 
@@ -155,7 +158,7 @@ class PPO(ActorCriticAlgorithm):
 
 def _gather_distribution(dist: Distribution, index: paddle.Tensor) -> Distribution:
     """The rows ``index`` of a (constant) distribution."""
-    if hasattr(dist, "mean"):
+    if isinstance(dist, DiagGaussian):
         return type(dist)(paddle.gather(dist.mean, index), paddle.gather(dist.log_std, index))
     return type(dist)(paddle.gather(dist.logits, index))
 

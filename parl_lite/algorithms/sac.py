@@ -14,8 +14,8 @@ Update on a batch ``(obs, action, reward, next_obs, terminal)``, with ``alpha = 
 The policy is ``a = tanh(u)``, ``u ~ N(mean, exp(log_std))``; actions live in [-1, 1] and the
 agent scales them to the environment.
 """
+from collections.abc import Mapping
 import math
-from typing import Dict, Optional, Tuple
 
 import paddle
 import paddle.nn.functional as F
@@ -59,7 +59,7 @@ class SAC(SoftTargetActorCritic):
 
     def __init__(self, model: Model, gamma: float = 0.99, tau: float = 0.005,
                  actor_lr: float = 3e-4, critic_lr: float = 3e-4, alpha: float = 1.0,
-                 alpha_lr: Optional[float] = 3e-4, target_entropy: Optional[float] = None) -> None:
+                 alpha_lr: float | None = 3e-4, target_entropy: float | None = None) -> None:
         super().__init__(model, gamma, tau, actor_lr, critic_lr)
         check_hyperparameter("alpha", alpha, 0.0, float("inf"), low_open=True)
         self.temperature = EntropyTemperature(alpha)
@@ -74,7 +74,7 @@ class SAC(SoftTargetActorCritic):
         mean, _ = self.model.policy(obs)
         return paddle.tanh(mean)
 
-    def sample(self, obs: paddle.Tensor) -> Tuple[paddle.Tensor, paddle.Tensor]:
+    def sample(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
         """A reparameterised action ``tanh(mean + std * eps)`` and its log-probability ``[batch, 1]``."""
         mean, log_std = self.model.policy(obs)
         log_std = log_std.clip(LOG_STD_MIN, LOG_STD_MAX)
@@ -90,7 +90,7 @@ class SAC(SoftTargetActorCritic):
         """The current entropy temperature."""
         return float(self.temperature.log_alpha.exp().item())
 
-    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
         """One critic step, one actor step, one temperature step, one soft target update.
 
         Args:
@@ -106,7 +106,7 @@ class SAC(SoftTargetActorCritic):
         critic_loss = self._learn_critic(obs, action, reward, next_obs, terminal, alpha)
         actor_loss, log_prob = self._learn_actor(obs, alpha)
         if self.alpha_optimizer is not None:
-            self._learn_alpha(log_prob, action.shape[-1])
+            self._learn_alpha(self.alpha_optimizer, log_prob, action.shape[-1])
         self.sync_target()
         return {"critic_loss": critic_loss, "actor_loss": actor_loss, "alpha": alpha}
 
@@ -123,7 +123,7 @@ class SAC(SoftTargetActorCritic):
         self.critic_optimizer.step()
         return critic_loss
 
-    def _learn_actor(self, obs, alpha) -> Tuple[paddle.Tensor, paddle.Tensor]:
+    def _learn_actor(self, obs, alpha) -> tuple[paddle.Tensor, paddle.Tensor]:
         with frozen(self.model.get_critic_params()):
             new_action, log_prob = self.sample(obs)
             q1, q2 = self.model.value(obs, new_action)
@@ -133,9 +133,9 @@ class SAC(SoftTargetActorCritic):
         self.actor_optimizer.step()
         return actor_loss, log_prob.detach()
 
-    def _learn_alpha(self, log_prob: paddle.Tensor, act_dim: int) -> None:
+    def _learn_alpha(self, optimizer: paddle.optimizer.Optimizer, log_prob: paddle.Tensor, act_dim: int) -> None:
         target_entropy = -float(act_dim) if self.target_entropy is None else self.target_entropy
         alpha_loss = -(self.temperature.log_alpha * (log_prob + target_entropy)).mean()
-        self.alpha_optimizer.clear_grad()
+        optimizer.clear_grad()
         alpha_loss.backward()
-        self.alpha_optimizer.step()
+        optimizer.step()

@@ -12,8 +12,8 @@ Update on a batch ``(obs, action, reward, next_obs, terminal)``::
     every policy_freq steps:
         actor loss = -mean(Q1(obs, pi(obs)));   target <- tau * model + (1 - tau) * target
 """
-from typing import Dict
 
+from collections.abc import Mapping
 import paddle
 import paddle.nn.functional as F
 
@@ -55,7 +55,7 @@ class TD3(SoftTargetActorCritic):
         """The deterministic action ``pi(obs)`` in [-1, 1]."""
         return self.model.policy(obs)
 
-    def learn(self, batch: Dict[str, paddle.Tensor]) -> Dict[str, paddle.Tensor]:
+    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
         """One critic step; every ``policy_freq``-th call also an actor step and a target update.
 
         Args:

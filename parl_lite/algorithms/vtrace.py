@@ -49,9 +49,10 @@ def vtrace(
     Returns:
         :class:`VTraceReturns` ``(vs, pg_advantages)``, float32 arrays ``[T, B]``.
     """
-    arrays = [np.asarray(a, dtype=np.float64) for a in (behaviour_log_probs, target_log_probs, rewards, discounts, values)]
+    arrays = [np.asarray(a, dtype=np.float64)
+              for a in (behaviour_log_probs, target_log_probs, rewards, discounts, values)]
     names = ("behaviour_log_probs", "target_log_probs", "rewards", "discounts", "values")
-    shapes = {name: a.shape for name, a in zip(names, arrays)}
+    shapes = {name: a.shape for name, a in zip(names, arrays, strict=True)}
     if len(set(shapes.values())) != 1 or arrays[0].ndim != 2:
         raise ValueError(f"vtrace: inputs must all be [T, B], got {shapes}")
     behaviour_log_probs, target_log_probs, rewards, discounts, values = arrays

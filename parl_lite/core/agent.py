@@ -1,6 +1,7 @@
 """``parl_lite.Agent``: the bridge between an environment and an :class:`Algorithm`."""
 import os
-from typing import Any, Dict, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -27,7 +28,7 @@ class Agent:
         self.alg = algorithm
         self.training = True
 
-    def learn(self, batch: Mapping[str, Any]) -> Dict[str, float]:
+    def learn(self, batch: Mapping[str, Any]) -> dict[str, float]:
         """Update the algorithm from a batch (names to numpy arrays); returns its statistics."""
         return self.alg.learn(batch)
 
@@ -52,11 +53,11 @@ class Agent:
             model.train() if training else model.eval()
         self.training = training
 
-    def get_weights(self) -> Dict[str, np.ndarray]:
+    def get_weights(self) -> dict[str, np.ndarray]:
         """Weights of the algorithm's model."""
         return self.alg.get_weights()
 
-    def set_weights(self, weights: Dict[str, np.ndarray]) -> None:
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Load weights into the algorithm's model."""
         self.alg.set_weights(weights)
 

@@ -11,7 +11,8 @@ The numpy <-> tensor conversion is written once, here: every subclass's ``learn`
 ``sample`` are wrapped when the subclass is defined, so a subclass only ever sees tensors.
 """
 import functools
-from typing import Any, Callable, Dict, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import paddle
@@ -21,6 +22,7 @@ from parl_lite.core.model import Model
 __all__ = ["Algorithm", "to_tensor", "to_numpy"]
 
 Batch = Mapping[str, Any]
+_WRAPPED_MARK = "__wrapped_by_algorithm__"  # set on the methods __init_subclass__ already wrapped
 
 
 def to_tensor(value: Any) -> Any:
@@ -53,16 +55,16 @@ def _as_float(value: Any) -> float:
     return float("nan") if value is None else float(value)
 
 
-def _wrap_learn(learn: Callable[..., Any]) -> Callable[..., Dict[str, float]]:
+def _wrap_learn(learn: Callable[..., Any]) -> Callable[..., dict[str, float]]:
     @functools.wraps(learn)
-    def wrapper(self: "Algorithm", batch: Batch) -> Dict[str, float]:
+    def wrapper(self: "Algorithm", batch: Batch) -> dict[str, float]:
         if not isinstance(batch, Mapping):
             raise TypeError(f"{type(self).__name__}.learn takes one batch mapping names to arrays, "
                             f"got {type(batch).__name__}")
         stats = learn(self, {key: to_tensor(value) for key, value in batch.items()})
         return {key: _as_float(value) for key, value in stats.items()}
 
-    wrapper.__wrapped_by_algorithm__ = True
+    setattr(wrapper, _WRAPPED_MARK, True)
     return wrapper
 
 
@@ -74,7 +76,7 @@ def _wrap_acting(method: Callable[..., Any]) -> Callable[..., Any]:
         with paddle.no_grad():
             return to_numpy(method(self, to_tensor(obs), *args, **kwargs))
 
-    wrapper.__wrapped_by_algorithm__ = True
+    setattr(wrapper, _WRAPPED_MARK, True)
     return wrapper
 
 
@@ -96,15 +98,16 @@ class Algorithm:
         wrappers = {"learn": _wrap_learn, "predict": _wrap_acting, "sample": _wrap_acting, "value": _wrap_acting}
         for name, wrap in wrappers.items():
             method = cls.__dict__.get(name)
-            if callable(method) and not getattr(method, "__wrapped_by_algorithm__", False):
+            if callable(method) and not getattr(method, _WRAPPED_MARK, False):
                 setattr(cls, name, wrap(method))
 
-    def __init__(self, model: Model = None) -> None:
+    def __init__(self, model: Model | None = None) -> None:
         if model is not None and not isinstance(model, Model):
             raise TypeError(f"model must be a parl_lite.Model, got {type(model).__name__}")
-        self.model = model
+        # Any: the roles a subclass calls (policy, value, get_critic_params, ...) are its model's own.
+        self.model: Any = model
 
-    def learn(self, batch: Batch) -> Dict[str, float]:
+    def learn(self, batch: Batch) -> dict[str, float]:
         """Update the model(s) from a batch of experience.
 
         Args:
@@ -123,11 +126,11 @@ class Algorithm:
         """Return an exploratory output (e.g. an action drawn from the policy)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement sample()")
 
-    def models(self) -> Dict[str, Model]:
+    def models(self) -> dict[str, Model]:
         """Every :class:`Model` attribute of this algorithm, by attribute name."""
         return {name: value for name, value in vars(self).items() if isinstance(value, Model)}
 
-    def optimizers(self) -> Dict[str, paddle.optimizer.Optimizer]:
+    def optimizers(self) -> dict[str, paddle.optimizer.Optimizer]:
         """Every optimizer attribute of this algorithm, by attribute name."""
         return {
             name: value
@@ -135,10 +138,10 @@ class Algorithm:
             if isinstance(value, paddle.optimizer.Optimizer)
         }
 
-    def get_weights(self) -> Dict[str, np.ndarray]:
+    def get_weights(self) -> dict[str, np.ndarray]:
         """Weights of ``self.model`` (see :meth:`Model.get_weights`)."""
         return self.model.get_weights()
 
-    def set_weights(self, weights: Dict[str, np.ndarray]) -> None:
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Load weights into ``self.model`` (see :meth:`Model.set_weights`)."""
         self.model.set_weights(weights)

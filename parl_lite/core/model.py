@@ -2,7 +2,8 @@
 import functools
 import inspect
 import json
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any
+from collections.abc import Mapping
 
 import numpy as np
 import paddle
@@ -30,9 +31,9 @@ class Model(paddle.nn.Layer):
         super().__init_subclass__(**kwargs)
         init = cls.__dict__.get("__init__")
         if init is not None:
-            cls.__init__ = _recording_init(init)
+            cls.__init__ = _recording_init(init)  # type: ignore[method-assign]  # wraps the subclass's own
 
-    def constructor_args(self) -> Optional[Dict[str, Any]]:
+    def constructor_args(self) -> dict[str, Any] | None:
         """The keyword arguments that rebuild this model (``type(model)(**args)``), or None when
         the constructor took something that is not a plain JSON value (a layer, a function)."""
         return self.__dict__.get("_constructor_args")
@@ -57,7 +58,7 @@ class Model(paddle.nn.Layer):
             raise ValueError("sync_weights_to: target_model is this model itself")
         pairs = _paired_tensors(self, target_model)
         # one weight tensor per dtype: lerp_ given a float builds a new tensor per call (~100 us)
-        weights: Dict[paddle.dtype, paddle.Tensor] = {}
+        weights: dict[paddle.dtype, paddle.Tensor] = {}
         with paddle.no_grad():
             for source, target in pairs:
                 if decay == 0.0 or not target.is_floating_point():
@@ -69,7 +70,7 @@ class Model(paddle.nn.Layer):
                 # in-place lerp: ~8x faster than building decay*t + (1-decay)*s and assigning it
                 target.lerp_(source, weight)
 
-    def get_weights(self) -> Dict[str, np.ndarray]:
+    def get_weights(self) -> dict[str, np.ndarray]:
         """Return a copy of every parameter and buffer as ``{structured name: numpy array}``."""
         return {name: np.array(tensor.numpy(), copy=True) for name, tensor in self.state_dict().items()}
 
@@ -101,7 +102,7 @@ def _recording_init(init):
             return  # a subclass's constructor is running this one: the subclass records
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
-        recorded: Dict[str, Any] = {}
+        recorded: dict[str, Any] = {}
         for name, value in list(bound.arguments.items())[1:]:
             kind = signature.parameters[name].kind
             if kind is inspect.Parameter.VAR_POSITIONAL:
@@ -120,7 +121,7 @@ def _recording_init(init):
     return wrapper
 
 
-def _weight_problems(own: Mapping[str, paddle.Tensor], weights: Mapping[str, np.ndarray]) -> List[str]:
+def _weight_problems(own: Mapping[str, paddle.Tensor], weights: Mapping[str, np.ndarray]) -> list[str]:
     """Describe every way ``weights`` does not fit the tensors ``own``; empty when it fits."""
     problems = []
     missing = [name for name in own if name not in weights]
@@ -146,7 +147,7 @@ def _numpy_dtype(tensor: paddle.Tensor) -> np.dtype:
     return np.dtype(str(tensor.dtype).replace("paddle.", ""))
 
 
-def _paired_tensors(source: Model, target: Model) -> List[Tuple[paddle.Tensor, paddle.Tensor]]:
+def _paired_tensors(source: Model, target: Model) -> list[tuple[paddle.Tensor, paddle.Tensor]]:
     """Pair the tensors of two models by structured name, checking that they match."""
     source_tensors = source.state_dict()
     target_tensors = target.state_dict()

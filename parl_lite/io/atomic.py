@@ -9,7 +9,7 @@ A process killed by SIGKILL cannot remove its temporary ``.<name>.tmp-<pid>``: t
 import os
 import stat
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import h5py
 
@@ -17,7 +17,7 @@ __all__ = ["write_atomically", "write_bytes_atomically", "write_hdf5_atomically"
 _TEMPORARY_INFIX = ".tmp-"
 
 
-def write_atomically(path: "str | os.PathLike", write: Callable[[Path], None]) -> Path:
+def write_atomically(path: "str | os.PathLike", write: Callable[[Path], object]) -> Path:
     """Create ``path`` by calling ``write(temporary_path)``, atomically.
 
     ``write`` creates the file at the temporary path it is given (next to ``path``); it is then
@@ -72,7 +72,7 @@ def remove_stale_temporaries(path: "str | os.PathLike") -> "list[Path]":
     """
     path = Path(path)
     prefix = f".{path.name}{_TEMPORARY_INFIX}"
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(path.parent))
     except OSError:  # no folder (yet), or not readable: nothing of ours to sweep

@@ -22,7 +22,8 @@ range, before anything is changed. Format 1 files (no checksums) load with the v
 import json
 import os
 from pathlib import Path
-from typing import Callable, Dict, Mapping, Optional, Tuple, Type
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import h5py
 import numpy as np
@@ -51,8 +52,8 @@ def save(
     path: "str | os.PathLike",
     models: Mapping[str, Model],
     optimizers: Mapping[str, paddle.optimizer.Optimizer],
-    owner: Optional[Type] = None,
-    extra: Optional[Callable[[h5py.File], None]] = None,
+    owner: type | None = None,
+    extra: Callable[[h5py.File], None] | None = None,
 ) -> None:
     """Write ``models`` (and ``optimizers``' state) to ``path`` atomically.
 
@@ -78,7 +79,7 @@ def save(
 def load(
     path: "str | os.PathLike",
     models: Mapping[str, Model],
-    optimizers: Optional[Mapping[str, paddle.optimizer.Optimizer]],
+    optimizers: Mapping[str, paddle.optimizer.Optimizer] | None,
 ) -> None:
     """Load a checkpoint written by :func:`save` into ``models`` (and ``optimizers`` when the file
     holds their state). Everything is read and checked before anything is changed.
@@ -110,8 +111,9 @@ def load(
         raise CheckpointError(f"checkpoint {path} is truncated or corrupted: {error}") from error
     for role, model in models.items():
         model.set_weights(weights[role])
-    for name, state in optimizer_states.items():
-        optimizers[name].set_state_dict(state)
+    if optimizers is not None:
+        for name, state in optimizer_states.items():
+            optimizers[name].set_state_dict(state)
 
 
 def open_checkpoint(path: Path) -> h5py.File:
@@ -177,7 +179,7 @@ def _read(dataset: h5py.Dataset, version: int) -> np.ndarray:
     return value
 
 
-def read_weights(file: h5py.File, path: Path, role: str, role_option: Optional[str] = None) -> Dict[str, np.ndarray]:
+def read_weights(file: h5py.File, path: Path, role: str, role_option: str | None = None) -> dict[str, np.ndarray]:
     """The checked weights of model ``role`` (checksums, finite values), without any model at hand.
 
     Args:
@@ -202,7 +204,7 @@ def read_weights(file: h5py.File, path: Path, role: str, role_option: Optional[s
 
 
 def _read_weights(file: h5py.File, path: Path, models: Mapping[str, Model],
-                  version: int) -> Dict[str, Dict[str, np.ndarray]]:
+                  version: int) -> dict[str, dict[str, np.ndarray]]:
     stored_roles = set(file.get("models", {}).keys())
     missing_roles = [role for role in models if role not in stored_roles]
     if missing_roles:
@@ -219,7 +221,7 @@ def _read_weights(file: h5py.File, path: Path, models: Mapping[str, Model],
     return weights
 
 
-def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, version: int) -> Dict[str, dict]:
+def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, version: int) -> dict[str, dict]:
     if "optimizers" not in file:
         return {}
     unique_names = {name: unique for unique, name in _structured_parameter_names(models).items()}
@@ -230,10 +232,8 @@ def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, vers
         if opt_name not in optimizers:
             raise CheckpointError(f"checkpoint {path} holds optimizer {opt_name!r}, which the algorithm "
                                   f"does not have (it has {sorted(optimizers)})")
-        state = {}
-        datasets = []
-        group.visititems(lambda name, item: datasets.append(name) if isinstance(item, h5py.Dataset) else None)
-        for name in datasets:
+        state: dict[str, Any] = {}
+        for name in _dataset_names(group):
             parameter, slot = name.rsplit("/", 1)
             if parameter not in unique_names:
                 raise CheckpointError(f"checkpoint {path}: optimizer {opt_name!r} has state for unknown "
@@ -247,7 +247,14 @@ def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, vers
     return states
 
 
-def _check_accumulator(name: str, value: np.ndarray, parameter_shape: Tuple[int, ...], slot: str) -> None:
+def _dataset_names(group: h5py.Group) -> list[str]:
+    """Paths (relative to ``group``) of every dataset below ``group``."""
+    names: list[str] = []
+    group.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
+    return names
+
+
+def _check_accumulator(name: str, value: np.ndarray, parameter_shape: tuple[int, ...], slot: str) -> None:
     """An accumulator has its parameter's shape (moments, velocities) or is a scalar (powers of
     Adam's betas, which stay in (0, 1])."""
     if value.dtype.kind != "f":
@@ -276,16 +283,16 @@ def _read_scheduler(group: h5py.Group, path: Path) -> dict:
     return scheduler
 
 
-def _structured_parameter_names(models: Mapping[str, Model]) -> Dict[str, str]:
+def _structured_parameter_names(models: Mapping[str, Model]) -> dict[str, str]:
     """paddle's generated parameter name -> ``role/structured name``."""
-    names = {}
+    names: dict[str, str] = {}
     for role, model in models.items():
         for name, parameter in model.named_parameters():
             names.setdefault(parameter.name, f"{role}/{name}")
     return names
 
 
-def _split_accumulator_key(key: str, structured: Mapping[str, str], opt_name: str) -> Tuple[str, str]:
+def _split_accumulator_key(key: str, structured: Mapping[str, str], opt_name: str) -> tuple[str, str]:
     """``linear_0.w_0_moment1_0`` -> (``model/fc1.weight``, ``moment1_0``)."""
     # the longest match wins: "linear_0.w_0" is a prefix of "linear_0.w_0_deepcopy_0"
     for unique in sorted(structured, key=len, reverse=True):
@@ -295,5 +302,5 @@ def _split_accumulator_key(key: str, structured: Mapping[str, str], opt_name: st
                           f"algorithm's models; give every optimized parameter's model to the algorithm")
 
 
-def _qualified_name(cls: Type) -> str:
+def _qualified_name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"

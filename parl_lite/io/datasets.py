@@ -8,7 +8,6 @@ counters, step counts) cannot be chunked.
 """
 import zlib
 from pathlib import Path
-from typing import Optional, Tuple, Type
 
 import h5py
 import numpy as np
@@ -26,7 +25,7 @@ class DatasetError(ValueError):
     The message starts with the dataset's name."""
 
 
-def open_hdf5(path: Path, what: str, error_type: Type[Exception]) -> h5py.File:
+def open_hdf5(path: Path, what: str, error_type: type[Exception]) -> h5py.File:
     """Open the HDF5 file ``path`` for reading, after removing temporaries that killed writers of
     it left behind.
 
@@ -50,7 +49,7 @@ def open_hdf5(path: Path, what: str, error_type: Type[Exception]) -> h5py.File:
 
 
 def _checksum(value: np.ndarray) -> int:
-    return zlib.crc32(np.ascontiguousarray(value).reshape(-1).view(np.uint8))  # the bytes, not a copy
+    return zlib.crc32(np.ascontiguousarray(value).reshape(-1).view(np.uint8).data)  # the bytes, not a copy
 
 
 def write_dataset(group: h5py.Group, name: str, value) -> h5py.Dataset:
@@ -93,7 +92,7 @@ def check_finite(name: str, value: np.ndarray) -> None:
         raise DatasetError(f"{name}: {bad} of {np.size(value)} values are not finite (NaN or infinity)")
 
 
-def check_integer_range(name: str, value: np.ndarray, bounds: Tuple[int, Optional[int]]) -> int:
+def check_integer_range(name: str, value: np.ndarray, bounds: tuple[int, int | None]) -> int:
     """``value`` as an int, refusing a non-integer, a non-scalar or one outside ``[low, high]``.
 
     Args:

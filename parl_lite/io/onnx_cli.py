@@ -7,17 +7,17 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import click
 
 _DYNAMIC = {"none", "-1", "?"}
 
 
-def _parse_shape(ctx: click.Context, param: click.Parameter, values: Tuple[str, ...]) -> List[List[Optional[int]]]:
-    shapes = []
+def _parse_shape(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[list[int | None]]:
+    shapes: list[list[int | None]] = []
     for text in values:
-        dims = []
+        dims: list[int | None] = []
         for token in text.strip().strip("[]()").split(","):
             token = token.strip()
             if token.lower() in _DYNAMIC:
@@ -31,8 +31,8 @@ def _parse_shape(ctx: click.Context, param: click.Parameter, values: Tuple[str, 
     return shapes
 
 
-def _constructor_kwargs(model_kwargs: Optional[Dict[str, Any]], model_class: Optional[str], checkpoint_path: Path,
-                        role: str) -> Dict[str, Any]:
+def _constructor_kwargs(model_kwargs: dict[str, Any] | None, model_class: str | None, checkpoint_path: Path,
+                        role: str) -> dict[str, Any]:
     """``--model-kwargs`` when given; else, unless ``--model-class`` names another class, the
     constructor arguments the checkpoint recorded for ``role`` (models record theirs); else none."""
     if model_kwargs is not None:
@@ -47,7 +47,7 @@ def _constructor_kwargs(model_kwargs: Optional[Dict[str, Any]], model_class: Opt
     return {}
 
 
-def _parse_kwargs(ctx: click.Context, param: click.Parameter, text: Optional[str]) -> Optional[Dict[str, Any]]:
+def _parse_kwargs(ctx: click.Context, param: click.Parameter, text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
@@ -72,20 +72,22 @@ def _load_class(path: str) -> type:
     import paddle
 
     if ":" in path:
-        candidates = [path.split(":", 1)]
+        module_part, _, class_part = path.partition(":")
+        candidates = [(module_part, class_part)]
     else:  # package.module.Outer.Inner: the longest importable prefix is the module
         parts = path.split(".")
         candidates = [(".".join(parts[:i]), ".".join(parts[i:])) for i in range(len(parts) - 1, 0, -1)]
     if not candidates or not all(candidates[0]):
         raise _ClassNotUsable(f"{path!r} is not of the form package.module:ClassName")
-    for module_name, qualname in candidates:
+    for candidate in candidates:
         try:
-            value: Any = importlib.import_module(module_name)
+            value: Any = importlib.import_module(candidate[0])
             break
         except ImportError as error:
             failure = error
     else:
         raise _ClassNotUsable(f"cannot import the module of {path!r}: {failure} (is it on the path? see --app-dir)")
+    module_name, qualname = candidate
     for part in qualname.split("."):
         if not hasattr(value, part):
             raise _ClassNotUsable(f"module {module_name!r} has no class {qualname!r}")
@@ -95,7 +97,7 @@ def _load_class(path: str) -> type:
     return value
 
 
-def _stored_class(checkpoint_path: Path, role: str) -> Optional[str]:
+def _stored_class(checkpoint_path: Path, role: str) -> str | None:
     """The model class a checkpoint records for ``role`` (``None`` if it records none), after the
     header and every weight of ``role`` were checked (checksums, finite values): nothing named in a
     file is imported before the file proved sound."""
@@ -129,8 +131,8 @@ def _stored_class(checkpoint_path: Path, role: str) -> Optional[str]:
                    "onnx: the own translation only; paddle2onnx: paddle2onnx only.")
 @click.option("--app-dir", default=".", show_default=True, type=click.Path(file_okay=False),
               help="Folder put first on the Python path, to import the model class from.")
-def export_command(checkpoint_path: Path, input_shapes, output: Optional[Path], model_class: Optional[str],
-                   model_kwargs: Dict[str, Any], role: str, output_names: Tuple[str, ...], opset: int,
+def export_command(checkpoint_path: Path, input_shapes, output: Path | None, model_class: str | None,
+                   model_kwargs: dict[str, Any], role: str, output_names: tuple[str, ...], opset: int,
                    backend: str, app_dir: str) -> None:
     """Export a model from an HDF5 checkpoint (written by Agent.save) to ONNX.
 

@@ -24,7 +24,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import onnx
@@ -53,7 +54,7 @@ def export_onnx(
     path: "str | os.PathLike",
     input_spec: Any,
     *,
-    output_names: Optional[Sequence[str]] = None,
+    output_names: Sequence[str] | None = None,
     opset_version: int = 17,
     backend: str = "auto",
     verify: bool = True,
@@ -107,7 +108,7 @@ def _label(model: Any) -> str:
 # ---------------------------------------------------------------- inputs
 
 
-def _input_specs(model: Any, input_spec: Any, label: str) -> List[InputSpec]:
+def _input_specs(model: Any, input_spec: Any, label: str) -> list[InputSpec]:
     """Normalise ``input_spec`` to named InputSpecs, one per ``forward`` input."""
     if not isinstance(model, paddle.nn.Layer):
         raise OnnxExportError(f"{label}: export_onnx needs a paddle.nn.Layer, got {type(model).__name__}")
@@ -200,7 +201,7 @@ def _paddle2onnx_available() -> bool:
         return False
 
 
-def _export(model: paddle.nn.Layer, specs: List[InputSpec], output_names: Optional[Sequence[str]], opset: int,
+def _export(model: paddle.nn.Layer, specs: list[InputSpec], output_names: Sequence[str] | None, opset: int,
             backend: str, verify: bool, timeout: float, label: str) -> onnx.ModelProto:
     """Build, name, check and verify the graph. Under "auto" the translation in Python comes first
     (milliseconds); if it cannot translate the model, or its graph does not pass, paddle2onnx does."""
@@ -229,8 +230,8 @@ def _export(model: paddle.nn.Layer, specs: List[InputSpec], output_names: Option
         raise OnnxExportError(f"{error}\n(parl_lite's own translation failed too: {translation_failure})") from error
 
 
-def _finish(proto: onnx.ModelProto, model: paddle.nn.Layer, specs: List[InputSpec],
-            output_names: Optional[Sequence[str]], verify: bool, label: str) -> onnx.ModelProto:
+def _finish(proto: onnx.ModelProto, model: paddle.nn.Layer, specs: list[InputSpec],
+            output_names: Sequence[str] | None, verify: bool, label: str) -> onnx.ModelProto:
     proto = _name_outputs(proto, output_names, label)
     try:
         onnx.checker.check_model(proto, full_check=True)
@@ -241,7 +242,7 @@ def _finish(proto: onnx.ModelProto, model: paddle.nn.Layer, specs: List[InputSpe
     return proto
 
 
-def _translate(model: paddle.nn.Layer, specs: List[InputSpec], opset: int, label: str) -> onnx.ModelProto:
+def _translate(model: paddle.nn.Layer, specs: list[InputSpec], opset: int, label: str) -> onnx.ModelProto:
     try:
         return pir_to_onnx.translate(model, specs, opset)
     except (pir_to_onnx.UnsupportedOperatorError, pir_to_onnx.TraceError) as error:
@@ -251,7 +252,7 @@ def _translate(model: paddle.nn.Layer, specs: List[InputSpec], opset: int, label
 
 
 def _export_with_paddle2onnx(
-    model: paddle.nn.Layer, specs: List[InputSpec], opset: int, timeout: float, label: str
+    model: paddle.nn.Layer, specs: list[InputSpec], opset: int, timeout: float, label: str
 ) -> onnx.ModelProto:
     with tempfile.TemporaryDirectory(prefix="parl_lite_onnx_") as workdir:
         prefix = os.path.join(workdir, "model")
@@ -295,7 +296,7 @@ def _describe_failure(label: str, result: subprocess.CompletedProcess, report: s
     return message + ". paddle2onnx said:\n" + "\n".join(errors or lines[-12:])
 
 
-def _read_report(report: str) -> List[Dict[str, str]]:
+def _read_report(report: str) -> list[dict[str, str]]:
     try:
         with open(report) as handle:
             return [entry for entry in json.load(handle) if "op" in entry]
@@ -313,7 +314,8 @@ def _weights_as_initializers(proto: onnx.ModelProto, model: paddle.nn.Layer) -> 
     renames, kept = {}, []
     for node in graph.node:
         source = node.output[0] if node.op_type == "Constant" and len(node.output) == 1 else None
-        if source in structured and len(node.attribute) == 1 and node.attribute[0].name == "value":
+        is_value = len(node.attribute) == 1 and node.attribute[0].name == "value"
+        if source is not None and source in structured and is_value:
             tensor = onnx.TensorProto()
             tensor.CopyFrom(node.attribute[0].t)
             tensor.name = structured[source] if structured[source] not in taken else source
@@ -327,7 +329,7 @@ def _weights_as_initializers(proto: onnx.ModelProto, model: paddle.nn.Layer) -> 
     return proto
 
 
-def _rename_inputs(nodes: Sequence[onnx.NodeProto], renames: Dict[str, str]) -> None:
+def _rename_inputs(nodes: Sequence[onnx.NodeProto], renames: dict[str, str]) -> None:
     """Rename the inputs of ``nodes``, including those of subgraphs (If / Loop bodies)."""
     for node in nodes:
         node.input[:] = [renames.get(name, name) for name in node.input]
@@ -339,7 +341,7 @@ def _rename_inputs(nodes: Sequence[onnx.NodeProto], renames: Dict[str, str]) -> 
 # ---------------------------------------------------------------- outputs, checks, file
 
 
-def _name_outputs(proto: onnx.ModelProto, output_names: Optional[Sequence[str]], label: str) -> onnx.ModelProto:
+def _name_outputs(proto: onnx.ModelProto, output_names: Sequence[str] | None, label: str) -> onnx.ModelProto:
     """Give the graph outputs their names (paddle2onnx calls them ``fetch_name_<i>``)."""
     outputs = proto.graph.output
     names = list(output_names) if output_names is not None else [f"output_{i}" for i in range(len(outputs))]
@@ -348,7 +350,7 @@ def _name_outputs(proto: onnx.ModelProto, output_names: Optional[Sequence[str]],
                               f"output of forward")
     taken = {name for node in proto.graph.node for name in node.output}
     taken |= {value.name for value in proto.graph.input} | {init.name for init in proto.graph.initializer}
-    for output, name in zip(outputs, names):
+    for output, name in zip(outputs, names, strict=True):
         if output.name == name:
             continue
         if name in taken:
@@ -359,7 +361,7 @@ def _name_outputs(proto: onnx.ModelProto, output_names: Optional[Sequence[str]],
     return proto
 
 
-def _verify(model: paddle.nn.Layer, proto: onnx.ModelProto, specs: List[InputSpec], label: str) -> None:
+def _verify(model: paddle.nn.Layer, proto: onnx.ModelProto, specs: list[InputSpec], label: str) -> None:
     """Run the graph once in onnxruntime and compare it with paddle on the same random input."""
     import onnxruntime
 
@@ -371,7 +373,8 @@ def _verify(model: paddle.nn.Layer, proto: onnx.ModelProto, specs: List[InputSpe
     except Exception as error:
         shapes = {name: value.shape for name, value in feeds.items()}
         raise OnnxExportError(f"{label}: paddle forward fails on the verification input {shapes} (dynamic "
-                              f"dimensions set to {_VERIFY_BATCH}): {error}; give fixed sizes or verify=False") from error
+                              f"dimensions set to {_VERIFY_BATCH}): {error}; give fixed sizes or verify=False"
+                              ) from error
     expected = [np.asarray(t.numpy()) for t in (expected if isinstance(expected, (list, tuple)) else [expected])]
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
@@ -381,8 +384,9 @@ def _verify(model: paddle.nn.Layer, proto: onnx.ModelProto, specs: List[InputSpe
     except Exception as error:
         raise OnnxExportError(f"{label}: onnxruntime cannot run the exported graph: {error}") from error
     if len(actual) != len(expected):
-        raise OnnxExportError(f"{label}: the ONNX graph has {len(actual)} outputs, paddle forward returns {len(expected)}")
-    for output, got, want in zip(session.get_outputs(), actual, expected):
+        raise OnnxExportError(f"{label}: the ONNX graph has {len(actual)} outputs, "
+                              f"paddle forward returns {len(expected)}")
+    for output, got, want in zip(session.get_outputs(), actual, expected, strict=True):
         if got.shape != want.shape or not np.allclose(got, want, rtol=_VERIFY_RTOL, atol=_VERIFY_ATOL):
             difference = np.abs(got - want).max() if got.shape == want.shape else f"shape {got.shape} vs {want.shape}"
             raise OnnxExportError(f"{label}: output {output.name!r} of the ONNX graph differs from paddle "

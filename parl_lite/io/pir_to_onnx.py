@@ -6,7 +6,8 @@ operators in :data:`SUPPORTED_OPS`) in milliseconds, and works where paddle2onnx
 installed (Python 3.13). Anything else raises :class:`UnsupportedOperatorError` naming the
 operator and the layer it comes from.
 """
-from typing import Any, Dict, List, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import onnx
@@ -62,15 +63,15 @@ class _Translator:
     def __init__(self, model: paddle.nn.Layer, opset: int) -> None:
         self.opset = opset
         self.structured = {tensor.name: name for name, tensor in model.state_dict().items()}
-        self.names: Dict[str, Any] = {}       # PIR value id -> ONNX name (a list for builtin.combine)
-        self.constants: Dict[str, np.ndarray] = {}  # PIR value id -> array of full / full_int_array
-        self.nodes: List[onnx.NodeProto] = []
-        self.initializers: List[onnx.TensorProto] = []
-        self.inputs: List[onnx.ValueInfoProto] = []
+        self.names: dict[str, Any] = {}       # PIR value id -> ONNX name (a list for builtin.combine)
+        self.constants: dict[str, np.ndarray] = {}  # PIR value id -> array of full / full_int_array
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+        self.inputs: list[onnx.ValueInfoProto] = []
 
     def run(self, program) -> onnx.ModelProto:
         tensors, values = program.parameters
-        for tensor, value in zip(tensors, values):
+        for tensor, value in zip(tensors, values, strict=True):
             name = self.structured.get(tensor.name, tensor.name)
             self.initializers.append(numpy_helper.from_array(np.asarray(tensor.numpy()), name=name))
             self.names[value.id] = name
@@ -92,7 +93,11 @@ class _Translator:
             self.names[value.id] = self._constant(self.constants[value.id])
         return self.names[value.id]
 
-    def _emit(self, op, op_type: str, inputs: List[str], **attributes) -> str:
+    def _combined(self, value) -> list[str]:
+        """The names a ``builtin.combine`` value groups (the inputs of concat)."""
+        return self.names[value.id]
+
+    def _emit(self, op, op_type: str, inputs: list[str], **attributes) -> str:
         result = op.results()[0]
         name = f"v{len(self.names)}_{op_type.lower()}"
         self.nodes.append(helper.make_node(op_type, inputs, [name], name=name, **attributes))
@@ -118,7 +123,15 @@ class _Translator:
         kind = op.name()
         operands = [value for value in op.operands_source() if value.initialized()]
         attrs = op.attrs()
+        if self._graph_op(kind, op, operands, attrs):
+            return
         short = kind.partition(".")[2]
+        if not (self._math_op(short, op, operands, attrs) or self._layout_op(short, op, operands, attrs)):
+            raise UnsupportedOperatorError(f"operator {short or kind}{_where(attrs)} has no translation "
+                                           f"(supported: {', '.join(SUPPORTED_OPS)})")
+
+    def _graph_op(self, kind: str, op, operands, attrs) -> bool:
+        """Inputs, constants and bookkeeping operators; False if ``kind`` is none of them."""
         if kind == "pd_op.data":
             name = attrs["name"]
             shape = [dim if dim >= 0 else ("batch" if axis == 0 else f"dim_{axis}")
@@ -126,7 +139,7 @@ class _Translator:
             self.inputs.append(helper.make_tensor_value_info(name, _onnx_dtype(op.results()[0]), shape))
             self.names[op.results()[0].id] = name
         elif kind in _PLUMBING:
-            return
+            pass
         elif kind == "builtin.combine":
             self.names[op.results()[0].id] = [self._name(value) for value in operands]
         elif kind == "pd_op.full":
@@ -135,7 +148,13 @@ class _Translator:
         elif kind == "pd_op.full_int_array":
             result = op.results()[0]
             self.constants[result.id] = np.asarray(attrs["value"], dtype=_numpy_dtype(result))
-        elif short in _UNARY:
+        else:
+            return False
+        return True
+
+    def _math_op(self, short: str, op, operands, attrs) -> bool:
+        """Element-wise, matrix, reduction and normalisation operators; False if ``short`` is none of them."""
+        if short in _UNARY:
             self._emit(op, _UNARY[short], [self._name(operands[0])])
         elif short in _BINARY:
             self._emit(op, _BINARY[short], [self._name(v) for v in operands])
@@ -150,14 +169,6 @@ class _Translator:
             self._scale(op, operands, attrs)
         elif short == "conv2d":
             self._conv2d(op, operands, attrs)
-        elif short == "flatten":
-            self._flatten(op, operands, attrs)
-        elif short == "reshape":
-            self._emit(op, "Reshape", [self._name(operands[0]), self._name(operands[1])])
-        elif short == "transpose":
-            self._emit(op, "Transpose", [self._name(operands[0])], perm=list(attrs["perm"]))
-        elif short == "concat":
-            self._emit(op, "Concat", self._name(operands[0]), axis=int(self._python(op, operands[1])[0]))
         elif short in _REDUCE:
             self._reduce(op, operands, attrs, _REDUCE[short])
         elif short == "clip":
@@ -172,12 +183,26 @@ class _Translator:
         elif short in ("batch_norm", "batch_norm_"):
             self._batch_norm(op, operands, attrs)
         else:
-            raise UnsupportedOperatorError(f"operator {short or kind}{_where(attrs)} has no translation "
-                                           f"(supported: {', '.join(SUPPORTED_OPS)})")
+            return False
+        return True
+
+    def _layout_op(self, short: str, op, operands, attrs) -> bool:
+        """Operators that move or regroup elements; False if ``short`` is none of them."""
+        if short == "flatten":
+            self._flatten(op, operands, attrs)
+        elif short == "reshape":
+            self._emit(op, "Reshape", [self._name(operands[0]), self._name(operands[1])])
+        elif short == "transpose":
+            self._emit(op, "Transpose", [self._name(operands[0])], perm=list(attrs["perm"]))
+        elif short == "concat":
+            self._emit(op, "Concat", self._combined(operands[0]), axis=int(self._python(op, operands[1])[0]))
+        else:
+            return False
+        return True
 
     def _matmul(self, op, operands, attrs) -> None:
         names = []
-        for value, transposed in zip(operands, (attrs["transpose_x"], attrs["transpose_y"])):
+        for value, transposed in zip(operands, (attrs["transpose_x"], attrs["transpose_y"]), strict=True):
             name = self._name(value)
             if transposed:
                 rank = len(value.shape)
@@ -186,7 +211,7 @@ class _Translator:
             names.append(name)
         self._emit(op, "MatMul", names)
 
-    def _node(self, op_type: str, inputs: List[str], **attributes) -> str:
+    def _node(self, op_type: str, inputs: list[str], **attributes) -> str:
         """An intermediate node whose result is not a PIR value."""
         name = f"n{len(self.nodes)}_{op_type.lower()}"
         self.nodes.append(helper.make_node(op_type, inputs, [name], name=name, **attributes))
@@ -235,7 +260,7 @@ class _Translator:
     def _reduce(self, op, operands, attrs, op_type: str) -> None:
         axes = [int(axis) for axis in np.ravel(self._python(op, operands[1]))]
         inputs = [self._name(operands[0])]
-        options = {"keepdims": int(attrs["keepdim"])}
+        options: dict[str, Any] = {"keepdims": int(attrs["keepdim"])}
         if axes and (op_type == "ReduceSum" or self.opset >= 18):  # axes became an input
             inputs.append(self._constant(np.array(axes, dtype=np.int64)))
         elif axes:
@@ -254,7 +279,7 @@ SUPPORTED_OPS = tuple(sorted([*_UNARY, *_BINARY, *_REDUCE, "softmax", "log_softm
                               "dropout (evaluation)", "batch_norm (evaluation)", "full", "full_int_array"]))
 
 
-def _where(attrs: Dict[str, Any]) -> str:
+def _where(attrs: dict[str, Any]) -> str:
     layer = attrs.get("struct_name")
     return f" (in layer {layer})" if layer else " (in forward itself, outside any sublayer)"
 

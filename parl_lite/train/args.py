@@ -2,14 +2,18 @@
 dataclass into a command line (``--total-steps 1000``, ``--no-double`` for a True boolean)."""
 import argparse
 import dataclasses
-from typing import Any, Dict, Optional, Sequence, Type, TypeVar, get_type_hints
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_hints
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["arg", "TrainArgs", "parse_args"]
 
-ArgsT = TypeVar("ArgsT")
+ArgsT = TypeVar("ArgsT", bound="DataclassInstance")
 
 
-def arg(default: Any, help: str, choices: Optional[Sequence[Any]] = None) -> Any:  # noqa: A002 - argparse's name
+def arg(default: Any, help: str, choices: Sequence[Any] | None = None) -> Any:  # noqa: A002 - argparse's name
     """A dataclass field with its command-line help text (and allowed values)."""
     return dataclasses.field(default=default, metadata={"help": help, "choices": choices})
 
@@ -20,24 +24,24 @@ class TrainArgs:
 
     seed: int = arg(1, "seeds paddle, the environments, exploration and replay: a run repeats exactly")
     total_steps: int = arg(100_000, "environment steps at most")
-    target: Optional[float] = arg(None, "stop once the evaluation mean reaches this")
+    target: float | None = arg(None, "stop once the evaluation mean reaches this")
     eval_every: int = arg(5_000, "environment steps between evaluations")
     eval_episodes: int = arg(10, "greedy episodes per evaluation")
-    logdir: Optional[str] = arg(None, "write TensorBoard events and scalars.csv here")
-    save: Optional[str] = arg(None, "HDF5 checkpoint written at the end, on Ctrl-C and every --checkpoint-every steps")
-    checkpoint_every: Optional[int] = arg(None, "environment steps between checkpoints (default: only at the end)")
-    resume: Optional[str] = arg(None, "continue from this checkpoint (weights, optimizer state, step count)")
-    progress_bar: Optional[bool] = arg(None, "progress bar (default: when stderr is a terminal; else log lines)")
+    logdir: str | None = arg(None, "write TensorBoard events and scalars.csv here")
+    save: str | None = arg(None, "HDF5 checkpoint written at the end, on Ctrl-C and every --checkpoint-every steps")
+    checkpoint_every: int | None = arg(None, "environment steps between checkpoints (default: only at the end)")
+    resume: str | None = arg(None, "continue from this checkpoint (weights, optimizer state, step count)")
+    progress_bar: bool | None = arg(None, "progress bar (default: when stderr is a terminal; else log lines)")
 
-    def run_options(self) -> Dict[str, Any]:
+    def run_options(self) -> dict[str, Any]:
         """The keyword arguments of :class:`parl_lite.train.Trainer` these fields give."""
         return {"seed": self.seed, "target": self.target, "eval_every": self.eval_every,
                 "eval_episodes": self.eval_episodes, "logdir": self.logdir, "save": self.save,
                 "checkpoint_every": self.checkpoint_every, "resume": self.resume}
 
 
-def parse_args(cls: Type[ArgsT], description: Optional[str] = None, argv: Optional[Sequence[str]] = None,
-               env_defaults: Optional[Dict[str, Dict[str, Any]]] = None) -> ArgsT:
+def parse_args(cls: type[ArgsT], description: str | None = None, argv: Sequence[str] | None = None,
+               env_defaults: dict[str, dict[str, Any]] | None = None) -> ArgsT:
     """Build ``cls`` (a dataclass) from the command line; every field is an option.
 
     Args:
@@ -72,6 +76,8 @@ def parse_args(cls: Type[ArgsT], description: Optional[str] = None, argv: Option
 
 
 def _base_type(hint: Any) -> type:
-    """``Optional[int]`` -> int."""
-    arguments = [a for a in getattr(hint, "__args__", ()) if a is not type(None)]
-    return arguments[0] if arguments and getattr(hint, "__origin__", None) is not None else hint
+    """``int | None`` (or ``Optional[int]``) -> int."""
+    if get_origin(hint) is None:
+        return hint
+    arguments = [a for a in get_args(hint) if a is not type(None)]
+    return arguments[0] if arguments else hint

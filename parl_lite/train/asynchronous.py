@@ -7,7 +7,7 @@ sends the new weights back with that actor's next request, so actors act with we
 """
 import concurrent.futures
 from collections import deque
-from typing import Callable, Dict, List, Optional, Union
+from collections.abc import Callable
 
 import numpy as np
 
@@ -41,9 +41,9 @@ class AsyncTrainer(Trainer):
         **options: the :class:`Trainer` options (seed, target, eval_every, save, ...).
     """
 
-    def __init__(self, agent: Union[Agent, Algorithm], env_id: str, *, actors: int = 2, num_envs: int = 8,
-                 rollout_steps: int = 5, gamma: float = 0.99, gae_lambda: Optional[float] = None,
-                 model_fn: Optional[Callable[[], Model]] = None, **options) -> None:
+    def __init__(self, agent: Agent | Algorithm, env_id: str, *, actors: int = 2, num_envs: int = 8,
+                 rollout_steps: int = 5, gamma: float = 0.99, gae_lambda: float | None = None,
+                 model_fn: Callable[[], Model] | None = None, **options) -> None:
         super().__init__(agent, env_id, **options)
         if actors <= 0:
             raise ValueError(f"actors must be positive, got {actors}")
@@ -51,8 +51,8 @@ class AsyncTrainer(Trainer):
         self.gamma, self.gae_lambda = gamma, gae_lambda
         self.model_fn = model_fn or _rebuild_fn(self.agent.alg.model)
         self._recent: deque = deque(maxlen=20)
-        self._actors: List = []
-        self._pending: Dict = {}
+        self._actors: list = []
+        self._pending: dict = {}
 
     def _start_actors(self) -> None:
         self._actors = [RemoteRolloutWorker(self.model_fn, self.env_id, self.num_envs, seed=self.seed * 1000 + 100 * i)

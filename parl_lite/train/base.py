@@ -7,7 +7,8 @@ rounds until the step budget, the target, a callback or Ctrl-C stops them.
 import os
 import sys
 import time
-from typing import Any, Dict, Iterable, NamedTuple, Optional, Union
+from typing import Any, NamedTuple
+from collections.abc import Iterable
 
 import gymnasium as gym
 import h5py
@@ -21,7 +22,7 @@ from parl_lite.train.evaluation import Evaluator
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
 
-__all__ = ["Trainer", "EnvSpaces", "env_spaces"]
+__all__ = ["Trainer", "EnvSpaces", "env_spaces", "spaces_of"]
 
 TRAINER_GROUP = "trainer"
 INTERRUPTED_EXIT_CODE = 130
@@ -33,20 +34,31 @@ class EnvSpaces(NamedTuple):
     obs_dim: int
     act_dim: int           # number of actions (discrete) or action dimensions (continuous)
     continuous: bool
-    action_high: Optional[np.ndarray]  # upper bound of a continuous action space
+    action_high: np.ndarray | None  # upper bound of a continuous action space
 
 
 def env_spaces(env_id: str) -> EnvSpaces:
     """Observation and action sizes of a gymnasium environment (a flat Box observation)."""
     env = gym.make(env_id)
     try:
-        space = env.action_space
-        continuous = isinstance(space, gym.spaces.Box)
-        act_dim = int(space.shape[0]) if continuous else int(space.n)
-        return EnvSpaces(int(np.prod(env.observation_space.shape)), act_dim, continuous,
-                         space.high if continuous else None)
+        return spaces_of(env, env_id)
     finally:
         env.close()
+
+
+def spaces_of(env: gym.Env, env_id: str) -> EnvSpaces:
+    """Observation and action sizes of ``env`` (made from ``env_id``, named in errors): a flat Box
+    observation, a Box or Discrete action space."""
+    obs_shape = env.observation_space.shape
+    if obs_shape is None:
+        raise ValueError(f"{env_id}: the observation space {env.observation_space} has no shape")
+    obs_dim = int(np.prod(obs_shape))
+    space = env.action_space
+    if isinstance(space, gym.spaces.Box):
+        return EnvSpaces(obs_dim, int(space.shape[0]), True, space.high)
+    if isinstance(space, gym.spaces.Discrete):
+        return EnvSpaces(obs_dim, int(space.n), False, None)
+    raise ValueError(f"{env_id}: the action space {space} is neither a Box nor Discrete")
 
 
 class Trainer:
@@ -70,10 +82,10 @@ class Trainer:
         name: the algorithm's name in the summary (default: the algorithm's class name).
     """
 
-    def __init__(self, agent: Union[Agent, Algorithm], env_id: str, *, seed: int = 0, target: Optional[float] = None,
-                 eval_every: int = 5_000, eval_episodes: int = 10, eval_seed: Optional[int] = None,
-                 logdir: Optional[str] = None, save: Optional[str] = None, checkpoint_every: Optional[int] = None,
-                 resume: Optional[str] = None, name: Optional[str] = None) -> None:
+    def __init__(self, agent: Agent | Algorithm, env_id: str, *, seed: int = 0, target: float | None = None,
+                 eval_every: int = 5_000, eval_episodes: int = 10, eval_seed: int | None = None,
+                 logdir: str | None = None, save: str | None = None, checkpoint_every: int | None = None,
+                 resume: str | None = None, name: str | None = None) -> None:
         self.agent = agent if isinstance(agent, Agent) else Agent(agent)
         if eval_every <= 0:
             raise ValueError(f"eval_every must be positive, got {eval_every}")
@@ -87,19 +99,19 @@ class Trainer:
         self.name = name or type(self.agent.alg).__name__
         self.steps = 0          # environment steps so far
         self.updates = 0        # learn calls so far
-        self.last_stats: Dict[str, float] = {}
+        self.last_stats: dict[str, float] = {}
         self.last_eval_steps = 0
         self.eval_return = float("nan")
         self.train_seconds = 0.0
         self.train_cpu_seconds = 0.0
-        self.solved_at: Optional[int] = None
+        self.solved_at: int | None = None
 
     # ------------------------------------------------------------------ what a loop defines
     def _round(self, total_steps: int) -> None:
         """Collect experience and learn from it; advance ``self.steps`` and ``self.updates``."""
         raise NotImplementedError
 
-    def _action_scale(self) -> Optional[np.ndarray]:
+    def _action_scale(self) -> np.ndarray | None:
         """Factor from the algorithm's actions to the environment's (None: the same)."""
         return None
 
@@ -121,8 +133,8 @@ class Trainer:
         """Release environments and actors."""
 
     # ------------------------------------------------------------------ the loop
-    def learn(self, total_timesteps: int, callback: Optional[Union[Callback, Iterable[Callback]]] = None,
-              progress_bar: Optional[bool] = None) -> RunSummary:
+    def learn(self, total_timesteps: int, callback: Callback | Iterable[Callback] | None = None,
+              progress_bar: bool | None = None) -> RunSummary:
         """Train until ``total_timesteps`` environment steps, the target, a callback or Ctrl-C.
 
         Args:
@@ -139,9 +151,8 @@ class Trainer:
         total = self._budget(total_timesteps)
         if self.resume_path:
             self._resume(self.resume_path)
-        callbacks = [StopOnThreshold(self.target)] if self.target is not None else []
-        callbacks.append(as_callback(callback))
-        callbacks = as_callback(callbacks)
+        stop: list[Callback] = [StopOnThreshold(self.target)] if self.target is not None else []
+        callbacks = as_callback([*stop, as_callback(callback)])
         self.evaluator = Evaluator(self.env_id, self.eval_episodes, self.eval_seed, self._action_scale())
         reporter = Reporter(self.name, total, self.steps, progress_bar, self.logdir)
         interrupted = False
@@ -182,15 +193,15 @@ class Trainer:
             if not keep_going:
                 break
 
-    def _next_multiple(self, every: Optional[int]) -> Optional[int]:
+    def _next_multiple(self, every: int | None) -> int | None:
         return None if every is None else (self.steps // every + 1) * every
 
     def evaluate(self) -> float:
         """Mean return of the greedy policy over the evaluation episodes."""
         return self.evaluator(self.agent.predict)
 
-    def run(self, total_timesteps: int, callback: Optional[Union[Callback, Iterable[Callback]]] = None,
-            progress_bar: Optional[bool] = None) -> RunSummary:
+    def run(self, total_timesteps: int, callback: Callback | Iterable[Callback] | None = None,
+            progress_bar: bool | None = None) -> RunSummary:
         """:meth:`learn`, then print the summary as one JSON line; after Ctrl-C (the checkpoint
         written) exit with status 130, as a shell does."""
         summary = self.learn(total_timesteps, callback, progress_bar)
@@ -221,7 +232,7 @@ class Trainer:
         alg = self.agent.alg
         checkpoint.save(path, models=alg.models(), optimizers=alg.optimizers(), owner=type(self.agent), extra=extra)
 
-    def _state(self) -> Dict[str, Any]:
+    def _state(self) -> dict[str, Any]:
         return {"algo": self.name, "env": self.env_id, "steps": self.steps, "updates": self.updates,
                 "last_eval_steps": self.last_eval_steps, "train_seconds": self.train_seconds,
                 "train_cpu_seconds": self.train_cpu_seconds}

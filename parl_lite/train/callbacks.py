@@ -3,7 +3,11 @@
 A callback sees the trainer (``trainer.steps``, ``trainer.agent``, ``trainer.last_stats``, ...) after
 every round of experience and after every evaluation; returning False from either stops training.
 """
-from typing import Iterable, List, Optional, Union
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # base imports this module
+    from parl_lite.train.base import Trainer
 
 __all__ = ["Callback", "CallbackList", "StopOnThreshold", "EveryNSteps"]
 
@@ -11,18 +15,18 @@ __all__ = ["Callback", "CallbackList", "StopOnThreshold", "EveryNSteps"]
 class Callback:
     """Base class: override what you need; the defaults do nothing and continue."""
 
-    def on_training_start(self, trainer: "object") -> None:
+    def on_training_start(self, trainer: "Trainer") -> None:
         """Called once before the first round."""
 
-    def on_step(self, trainer: "object") -> bool:
+    def on_step(self, trainer: "Trainer") -> bool:
         """Called after each round of experience (and its updates); False stops training."""
         return True
 
-    def on_evaluation(self, trainer: "object", score: float) -> bool:
+    def on_evaluation(self, trainer: "Trainer", score: float) -> bool:
         """Called after each evaluation with its mean return; False stops training."""
         return True
 
-    def on_training_end(self, trainer: "object") -> None:
+    def on_training_end(self, trainer: "Trainer") -> None:
         """Called once at the end (also after Ctrl-C)."""
 
 
@@ -30,19 +34,19 @@ class CallbackList(Callback):
     """Several callbacks in order; training stops when any of them says so."""
 
     def __init__(self, callbacks: Iterable[Callback]) -> None:
-        self.callbacks: List[Callback] = list(callbacks)
+        self.callbacks: list[Callback] = list(callbacks)
 
-    def on_training_start(self, trainer: "object") -> None:
+    def on_training_start(self, trainer: "Trainer") -> None:
         for callback in self.callbacks:
             callback.on_training_start(trainer)
 
-    def on_step(self, trainer: "object") -> bool:
+    def on_step(self, trainer: "Trainer") -> bool:
         return all([callback.on_step(trainer) for callback in self.callbacks])
 
-    def on_evaluation(self, trainer: "object", score: float) -> bool:
+    def on_evaluation(self, trainer: "Trainer", score: float) -> bool:
         return all([callback.on_evaluation(trainer, score) for callback in self.callbacks])
 
-    def on_training_end(self, trainer: "object") -> None:
+    def on_training_end(self, trainer: "Trainer") -> None:
         for callback in self.callbacks:
             callback.on_training_end(trainer)
 
@@ -57,7 +61,7 @@ class StopOnThreshold(Callback):
     def __init__(self, threshold: float) -> None:
         self.threshold = float(threshold)
 
-    def on_evaluation(self, trainer: "object", score: float) -> bool:
+    def on_evaluation(self, trainer: "Trainer", score: float) -> bool:
         return not score >= self.threshold
 
 
@@ -75,14 +79,14 @@ class EveryNSteps(Callback):
             raise ValueError(f"n must be positive, got {n}")
         self.n, self.function, self._next = n, function, n
 
-    def on_step(self, trainer: "object") -> bool:
+    def on_step(self, trainer: "Trainer") -> bool:
         if trainer.steps >= self._next:
             self._next = (trainer.steps // self.n + 1) * self.n
             self.function(trainer)
         return True
 
 
-def as_callback(callback: Optional[Union[Callback, Iterable[Callback]]]) -> Callback:
+def as_callback(callback: Callback | Iterable[Callback] | None) -> Callback:
     """One callback from None, a callback or a list of them."""
     if callback is None:
         return Callback()

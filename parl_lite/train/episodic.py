@@ -1,6 +1,5 @@
 """The Monte-Carlo loop (REINFORCE, PARL's QuickStart): whole episodes, normalised discounted
 returns, one ``learn`` per episode."""
-from typing import Union
 
 import gymnasium as gym
 import numpy as np
@@ -25,7 +24,7 @@ class EpisodicTrainer(Trainer):
         **options: the :class:`Trainer` options (seed, target, eval_every, save, ...).
     """
 
-    def __init__(self, agent: Union[Agent, Algorithm], env_id: str, *, gamma: float = 0.99, **options) -> None:
+    def __init__(self, agent: Agent | Algorithm, env_id: str, *, gamma: float = 0.99, **options) -> None:
         super().__init__(agent, env_id, **options)
         self.env = gym.make(env_id)
         self.gamma = gamma

@@ -1,5 +1,5 @@
 """The evaluator: mean return of the greedy policy over a fixed set of seeded episodes."""
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -19,7 +19,7 @@ class Evaluator:
         action_scale: multiply actions by this before stepping (algorithms that act in [-1, 1]).
     """
 
-    def __init__(self, env_id: str, episodes: int, seed: int, action_scale: Optional[np.ndarray] = None) -> None:
+    def __init__(self, env_id: str, episodes: int, seed: int, action_scale: np.ndarray | None = None) -> None:
         if episodes <= 0:
             raise ValueError(f"eval_episodes must be positive, got {episodes}")
         self.env = gym.make(env_id)

@@ -1,6 +1,5 @@
 """How an off-policy loop explores: epsilon-greedy (discrete actions) or Gaussian noise / the
 policy's own sampling (continuous actions in [-1, 1]), after a warm-up of uniform random actions."""
-from typing import Optional
 
 import numpy as np
 
@@ -13,7 +12,7 @@ __all__ = ["Exploration", "EpsilonGreedy", "ContinuousExploration"]
 class Exploration:
     """Chooses the action to play at an environment step."""
 
-    def act(self, agent: Agent, obs: np.ndarray, step: int) -> np.ndarray:
+    def act(self, agent: Agent, obs: np.ndarray, step: int) -> np.ndarray | int:
         """The action for one observation at environment step ``step`` (1-based)."""
         raise NotImplementedError
 
@@ -53,7 +52,7 @@ class ContinuousExploration(Exploration):
         seed: seed of the warm-up actions and (a second generator) of the noise.
     """
 
-    def __init__(self, act_dim: int, noise_std: Optional[float], warmup_steps: int, seed: int = 0) -> None:
+    def __init__(self, act_dim: int, noise_std: float | None, warmup_steps: int, seed: int = 0) -> None:
         self.act_dim, self.noise_std, self.warmup_steps = act_dim, noise_std, warmup_steps
         self.warmup_rng = np.random.default_rng(seed)
         self.noise_rng = np.random.default_rng(seed)

@@ -1,5 +1,6 @@
 """The off-policy loop (DQN, DDPG, TD3, SAC): one environment, a replay memory, updates from it."""
-from typing import Optional, Union
+
+from typing import Any
 
 import gymnasium as gym
 import h5py
@@ -7,7 +8,7 @@ import numpy as np
 
 from parl_lite.core.agent import Agent
 from parl_lite.core.algorithm import Algorithm
-from parl_lite.train.base import Trainer
+from parl_lite.train.base import Trainer, spaces_of
 from parl_lite.train.exploration import ContinuousExploration, EpsilonGreedy, Exploration
 from parl_lite.utils.envs import EpisodeReturns
 from parl_lite.utils.replay_memory import ReplayMemory
@@ -42,56 +43,57 @@ class OffPolicyTrainer(Trainer):
         **options: the :class:`Trainer` options (seed, target, eval_every, save, ...).
     """
 
-    def __init__(self, agent: Union[Agent, Algorithm], env_id: str, *, exploration: Optional[Exploration] = None,
+    def __init__(self, agent: Agent | Algorithm, env_id: str, *, exploration: Exploration | None = None,
                  learning_starts: int = 1_000, train_every: int = 1, gradient_steps: int = 1, batch_size: int = 256,
-                 memory_size: Optional[int] = None, target_every: Optional[int] = None, **options) -> None:
+                 memory_size: int | None = None, target_every: int | None = None, **options) -> None:
         super().__init__(agent, env_id, **options)
         for name, value in (("train_every", train_every), ("gradient_steps", gradient_steps),
                             ("batch_size", batch_size)):
             if value <= 0:
                 raise ValueError(f"{name} must be positive, got {value}")
         self.env = gym.make(env_id)
-        space = self.env.action_space
-        self.continuous = isinstance(space, gym.spaces.Box)
-        self.act_dim = int(space.shape[0]) if self.continuous else int(space.n)
-        self.obs_dim = int(np.prod(self.env.observation_space.shape))
+        self.obs_dim, self.act_dim, self.continuous, self.action_high = spaces_of(self.env, env_id)
         if exploration is None:
             exploration = (ContinuousExploration(self.act_dim, 0.1, learning_starts, seed=self.seed) if self.continuous
                            else EpsilonGreedy(self.act_dim, seed=self.seed))
         self.exploration = exploration
         self.learning_starts, self.train_every, self.gradient_steps = learning_starts, train_every, gradient_steps
         self.batch_size, self.memory_size, self.target_every = batch_size, memory_size, target_every
-        self.memory: Optional[ReplayMemory] = None
+        self.memory: ReplayMemory | None = None
         self.returns = EpisodeReturns(1)
-        self.obs: Optional[np.ndarray] = None
+        self.obs: np.ndarray | None = None
 
-    def _action_scale(self) -> Optional[np.ndarray]:
-        return self.env.action_space.high if self.continuous else None
+    def _action_scale(self) -> np.ndarray | None:
+        return self.action_high
 
-    def _ensure_started(self, total_steps: int) -> None:
+    def _ensure_started(self, total_steps: int) -> tuple[ReplayMemory, np.ndarray]:
+        """The replay memory and the current observation, made on the first round."""
         if self.memory is None:
             self.memory = ReplayMemory(self.memory_size or total_steps, self.obs_dim,
                                        self.act_dim if self.continuous else 0, seed=self.seed)
         if self.obs is None:
             self.obs, _ = self.env.reset(seed=self.seed)
+        return self.memory, self.obs
 
     def _round(self, total_steps: int) -> None:
-        self._ensure_started(total_steps)
+        memory, obs = self._ensure_started(total_steps)
         step = self.steps + 1
-        action = self.exploration.act(self.agent, self.obs, step)
-        env_action = action * self.env.action_space.high if self.continuous else action
+        action = self.exploration.act(self.agent, obs, step)
+        env_action = action * self.action_high if self.action_high is not None else action
         next_obs, reward, terminated, truncated, _ = self.env.step(env_action)
-        self.memory.append(self.obs, action, reward, next_obs, terminated)
+        memory.append(obs, action, float(reward), next_obs, terminated)
         self.returns.update(np.array([reward]), np.array([terminated or truncated]))
         self.obs = self.env.reset()[0] if terminated or truncated else next_obs
         self.steps = step
 
         if step > self.learning_starts and step % self.train_every == 0:
             for _ in range(self.gradient_steps):
-                self.last_stats = self.agent.learn(dict(zip(BATCH_KEYS, self.memory.sample_batch(self.batch_size))))
+                batch = memory.sample_batch(self.batch_size)
+                self.last_stats = self.agent.learn(dict(zip(BATCH_KEYS, batch, strict=True)))
                 self.updates += 1
         if self.target_every is not None and step % self.target_every == 0:
-            self.agent.alg.sync_target()
+            target_holder: Any = self.agent.alg  # DQN, DDPG, TD3, SAC: sync_target()
+            target_holder.sync_target()
 
     def train_return(self) -> float:
         return self.returns.recent_mean

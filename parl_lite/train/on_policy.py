@@ -1,5 +1,6 @@
 """The on-policy loop (PPO, A2C): rollouts from a vector environment, advantages, one ``learn``."""
-from typing import Dict, Optional, Union
+
+from typing import Any
 
 import numpy as np
 
@@ -13,8 +14,8 @@ from parl_lite.utils.schedulers import LinearDecayScheduler
 __all__ = ["OnPolicyTrainer", "advantage_batch"]
 
 
-def advantage_batch(agent: Agent, rollout: Dict[str, np.ndarray], gamma: float,
-                    gae_lambda: float) -> Dict[str, np.ndarray]:
+def advantage_batch(agent: Agent, rollout: dict[str, np.ndarray], gamma: float,
+                    gae_lambda: float) -> dict[str, np.ndarray]:
     """Flatten a ``[T, N]`` rollout into the batch PPO and A2C learn from.
 
     Values come from the agent's current value function (one forward over ``obs`` and
@@ -25,7 +26,8 @@ def advantage_batch(agent: Agent, rollout: Dict[str, np.ndarray], gamma: float,
     """
     T, N = rollout["rewards"].shape
     flat_obs = rollout["obs"].reshape(T * N, -1)
-    both = agent.alg.value(np.concatenate([flat_obs, rollout["next_obs"].reshape(T * N, -1)]))
+    critic: Any = agent.alg  # an actor-critic algorithm (PPO, A2C): it has value(obs)
+    both = critic.value(np.concatenate([flat_obs, rollout["next_obs"].reshape(T * N, -1)]))
     values, next_values = both[:T * N].reshape(T, N), both[T * N:].reshape(T, N)
     advantages, returns = gae(rollout["rewards"], values, next_values, rollout["terminated"], rollout["ends"],
                               gamma, gae_lambda)
@@ -54,7 +56,7 @@ class OnPolicyTrainer(Trainer):
         **options: the :class:`Trainer` options (seed, target, eval_every, save, ...).
     """
 
-    def __init__(self, agent: Union[Agent, Algorithm], env_id: str, *, num_envs: int = 8, rollout_steps: int = 32,
+    def __init__(self, agent: Agent | Algorithm, env_id: str, *, num_envs: int = 8, rollout_steps: int = 32,
                  gamma: float = 0.99, gae_lambda: float = 0.95, anneal: bool = False, **options) -> None:
         super().__init__(agent, env_id, **options)
         if rollout_steps <= 0:
@@ -62,10 +64,10 @@ class OnPolicyTrainer(Trainer):
         self.rollout = VectorRollout(env_id, num_envs, seed=self.seed)
         self.num_envs, self.rollout_steps = num_envs, rollout_steps
         self.gamma, self.gae_lambda, self.anneal = gamma, gae_lambda, anneal
-        alg = self.agent.alg
+        alg: Any = self.agent.alg  # PPO or A2C: optimizer, clip_param (PPO)
         self._base_lr = alg.optimizer.get_lr() if anneal else None
-        self._base_clip: Optional[float] = getattr(alg, "clip_param", None) if anneal else None
-        self._schedule: Optional[LinearDecayScheduler] = None
+        self._base_clip: float | None = getattr(alg, "clip_param", None) if anneal else None
+        self._schedule: LinearDecayScheduler | None = None
 
     def _budget(self, total_steps: int) -> int:
         per_round = self.rollout_steps * self.num_envs
@@ -75,9 +77,9 @@ class OnPolicyTrainer(Trainer):
         return num_updates * per_round
 
     def _round(self, total_steps: int) -> None:
-        if self._schedule is not None:
+        if self._schedule is not None and self._base_lr is not None:  # both set when annealing
             fraction = self._schedule.value_at(self.updates)
-            alg = self.agent.alg
+            alg: Any = self.agent.alg
             alg.optimizer.set_lr(self._base_lr * fraction)
             if self._base_clip is not None:
                 alg.clip_param = self._base_clip * max(fraction, 1e-3)

@@ -8,7 +8,6 @@ log folder is given.
 import math
 import sys
 import time
-from typing import Dict, Optional
 
 from parl_lite.utils.summary import SummaryWriter
 
@@ -26,8 +25,8 @@ class Reporter:
         logdir: folder of the TensorBoard events and ``scalars.csv``; None: no files.
     """
 
-    def __init__(self, name: str, total_steps: int, start_steps: int = 0, progress_bar: Optional[bool] = None,
-                 logdir: Optional[str] = None) -> None:
+    def __init__(self, name: str, total_steps: int, start_steps: int = 0, progress_bar: bool | None = None,
+                 logdir: str | None = None) -> None:
         self.name, self.total_steps, self.start_steps = name, total_steps, start_steps
         self.writer = SummaryWriter(logdir) if logdir else None
         if progress_bar is None:
@@ -47,7 +46,7 @@ class Reporter:
         self._shown_steps = steps
 
     def evaluation(self, steps: int, train_seconds: float, score: float, train_return: float,
-                   stats: Dict[str, float]) -> None:
+                   stats: dict[str, float]) -> None:
         """Report an evaluation: the bar's postfix or a log line, and the scalars."""
         if self.writer is not None:
             self.writer.add_scalar("eval/return", score, steps)

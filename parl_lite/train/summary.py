@@ -1,7 +1,6 @@
 """The one summary of a training run that every script prints as its last line (JSON)."""
 import dataclasses
 import json
-from typing import Optional
 
 __all__ = ["RunSummary"]
 
@@ -30,14 +29,14 @@ class RunSummary:
     env: str
     seed: int
     steps: int = 0
-    solved_at: Optional[int] = None
+    solved_at: int | None = None
     eval_return: float = float("nan")
     train_seconds: float = 0.0
     train_cpu_seconds: float = 0.0
     updates: int = 0
     updates_per_second: float = 0.0
-    actors: Optional[int] = None
-    checkpoint: Optional[str] = None
+    actors: int | None = None
+    checkpoint: str | None = None
     interrupted: bool = False
 
     @property

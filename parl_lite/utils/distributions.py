@@ -7,7 +7,7 @@ one value per batch row. Sampling draws from paddle's global generator, so ``pad
 makes it repeat.
 """
 import math
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import paddle
 import paddle.nn.functional as F
@@ -50,7 +50,7 @@ class Categorical:
         """``-sum p log p``, shape ``[...]``."""
         return -(self.probs * self.logits).sum(axis=-1)
 
-    def kl(self, other: "Categorical") -> paddle.Tensor:
+    def kl(self, other: "Distribution") -> paddle.Tensor:
         """``KL(self || other) = sum p (log p - log q)``, shape ``[...]``."""
         if not isinstance(other, Categorical):
             raise TypeError(f"kl: other must be a Categorical, got {type(other).__name__}")
@@ -91,7 +91,7 @@ class DiagGaussian:
         """``sum(log_std + 0.5 * log(2 pi e))``, shape ``[...]``."""
         return (self.log_std + 0.5 * (_LOG_2PI + 1.0)).sum(axis=-1)
 
-    def kl(self, other: "DiagGaussian") -> paddle.Tensor:
+    def kl(self, other: "Distribution") -> paddle.Tensor:
         """Closed-form ``KL(self || other)``, shape ``[...]``."""
         if not isinstance(other, DiagGaussian):
             raise TypeError(f"kl: other must be a DiagGaussian, got {type(other).__name__}")
@@ -101,10 +101,10 @@ class DiagGaussian:
         return terms.sum(axis=-1)
 
 
-Distribution = Union[Categorical, DiagGaussian]
+Distribution = Categorical | DiagGaussian
 
 
-def make_distribution(params: Union[paddle.Tensor, Sequence[paddle.Tensor]]) -> Distribution:
+def make_distribution(params: paddle.Tensor | Sequence[paddle.Tensor]) -> Distribution:
     """Build the distribution a policy head returned.
 
     Args:

@@ -1,6 +1,6 @@
 """Gymnasium helpers shared by the training scripts: vector environments, returns, evaluation."""
 from collections import deque
-from typing import Callable, List, Tuple
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -8,7 +8,7 @@ import numpy as np
 __all__ = ["make_vector_env", "final_observations", "EpisodeReturns", "evaluate"]
 
 
-def make_vector_env(env_id: str, num_envs: int, seed: int) -> Tuple[gym.vector.VectorEnv, np.ndarray]:
+def make_vector_env(env_id: str, num_envs: int, seed: int) -> tuple[gym.vector.VectorEnv, np.ndarray]:
     """``num_envs`` copies of ``env_id`` stepped in this process, reset in the same step.
 
     With same-step autoreset, the observation returned after an episode ends is the first one
@@ -56,7 +56,7 @@ class EpisodeReturns:
         self.finished: deque = deque(maxlen=window)
         self.episodes = 0
 
-    def update(self, rewards: np.ndarray, episode_end: np.ndarray) -> List[float]:
+    def update(self, rewards: np.ndarray, episode_end: np.ndarray) -> list[float]:
         """Add one step's rewards; close the episodes that ended and return their returns."""
         self.running += rewards
         ended = []
@@ -73,7 +73,7 @@ class EpisodeReturns:
         return float(np.mean(self.finished)) if self.finished else float("nan")
 
 
-def evaluate(env_id: str, act: Callable[[np.ndarray], np.ndarray], episodes: int = 10, seed: int = 0) -> List[float]:
+def evaluate(env_id: str, act: Callable[[np.ndarray], np.ndarray], episodes: int = 10, seed: int = 0) -> list[float]:
     """Returns of ``episodes`` episodes played with ``act`` (one observation -> one action).
 
     Args:

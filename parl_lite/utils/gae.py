@@ -1,5 +1,4 @@
 """Generalised advantage estimation (Schulman et al., 2016), with correct episode truncation."""
-from typing import Tuple
 
 import numpy as np
 
@@ -14,7 +13,7 @@ def gae(
     episode_end: np.ndarray,
     gamma: float,
     lam: float,
-) -> Tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray]:
     """Advantages and value targets of a time-major rollout.
 
     ``delta_t = r_t + gamma * (1 - terminated_t) * V(s_{t+1}) - V(s_t)`` and
@@ -40,7 +39,8 @@ def gae(
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"lam must be in [0, 1], got {lam}")
     arrays = [np.asarray(a, dtype=np.float64) for a in (rewards, values, next_values, terminated, episode_end)]
-    shapes = {name: a.shape for name, a in zip(("rewards", "values", "next_values", "terminated", "episode_end"), arrays)}
+    names = ("rewards", "values", "next_values", "terminated", "episode_end")
+    shapes = {name: a.shape for name, a in zip(names, arrays, strict=True)}
     if len(set(shapes.values())) != 1:
         raise ValueError(f"gae: shapes differ: {shapes}")
     rewards, values, next_values, terminated, episode_end = arrays

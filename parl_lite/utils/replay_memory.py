@@ -18,7 +18,6 @@ Layout of the ``/replay_memory`` group::
 import json
 import os
 from pathlib import Path
-from typing import Optional, Tuple, Union
 
 import h5py
 import numpy as np
@@ -32,8 +31,8 @@ FORMAT_VERSION = 1
 GROUP = "replay_memory"
 _FIELDS = ("obs", "action", "reward", "next_obs", "terminated")
 
-Shape = Union[int, Tuple[int, ...]]
-Batch = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+Shape = int | tuple[int, ...]
+Batch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 class ReplayMemoryError(ValueError):
@@ -61,8 +60,8 @@ class ReplayMemory:
         obs_dim: Shape,
         act_dim: Shape,
         obs_dtype: "np.typing.DTypeLike" = np.float32,
-        act_dtype: "Optional[np.typing.DTypeLike]" = None,
-        seed: Optional[int] = None,
+        act_dtype: "np.typing.DTypeLike | None" = None,
+        seed: int | None = None,
     ) -> None:
         if not isinstance(max_size, (int, np.integer)) or max_size <= 0:
             raise ValueError(f"max_size must be a positive int, got {max_size!r}")
@@ -119,7 +118,7 @@ class ReplayMemory:
             raise ValueError(f"extend: {count} transitions do not fit in max_size={self.max_size}")
         arrays = {
             name: _checked(name, value, (count, *getattr(self, name).shape[1:]), getattr(self, name).dtype)
-            for name, value in zip(_FIELDS, (obs, action, reward, next_obs, terminated))
+            for name, value in zip(_FIELDS, (obs, action, reward, next_obs, terminated), strict=True)
         }
         indices = (self._next_index + np.arange(count)) % self.max_size
         for name, values in arrays.items():
@@ -240,7 +239,7 @@ def save_agent_with_memory(agent, path: "str | os.PathLike", memory: ReplayMemor
                     owner=type(agent), extra=memory.write_group)
 
 
-def _shape(name: str, dim: Shape) -> Tuple[int, ...]:
+def _shape(name: str, dim: Shape) -> tuple[int, ...]:
     shape = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     if shape == (0,):
         return ()
@@ -249,7 +248,7 @@ def _shape(name: str, dim: Shape) -> Tuple[int, ...]:
     return tuple(int(size) for size in shape)
 
 
-def _checked(name: str, value, shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+def _checked(name: str, value, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """``value`` as an array, refusing a wrong shape or a lossy kind change (float -> int)."""
     array = np.asarray(value)
     if array.shape != shape:

@@ -9,15 +9,20 @@ which is everything GAE and V-trace need with the learner's own value function, 
 ``RolloutWorker`` wraps one with a local copy of the policy, to be run as a ``@remote_class``
 actor (A3C, IMPALA): ``collect(weights, steps)`` loads the learner's weights, then collects.
 """
-from typing import Callable, Dict, List, Optional, Tuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
+from gymnasium.spaces import Box
 
 from parl_lite.utils.envs import EpisodeReturns, final_observations, make_vector_env
 
+if TYPE_CHECKING:  # actors import paddle only when they run a policy
+    from parl_lite.core.model import Model
+
 __all__ = ["VectorRollout", "RolloutWorker"]
 
-Policy = Callable[[np.ndarray], Tuple[np.ndarray, np.ndarray]]
+Policy = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 class VectorRollout:
@@ -32,12 +37,13 @@ class VectorRollout:
     def __init__(self, env_id: str, num_envs: int, seed: int) -> None:
         self.env, self.obs = make_vector_env(env_id, num_envs, seed)
         space = self.env.single_action_space
-        self.continuous = len(space.shape) > 0
-        self.low, self.high = (space.low, space.high) if self.continuous else (None, None)
+        self.continuous = isinstance(space, Box)
+        self.low: np.ndarray | None = space.low if isinstance(space, Box) else None
+        self.high: np.ndarray | None = space.high if isinstance(space, Box) else None
         self.returns = EpisodeReturns(num_envs)
         self.steps = 0
 
-    def collect(self, policy: Policy, steps: int) -> Dict[str, np.ndarray]:
+    def collect(self, policy: Policy, steps: int) -> dict[str, np.ndarray]:
         """Play ``steps`` steps in every copy.
 
         Args:
@@ -49,8 +55,8 @@ class VectorRollout:
             ``[T, N, ...]`` arrays and ``episode_returns`` (see the module docstring).
         """
         keys = ("obs", "actions", "log_probs", "rewards", "terminated", "ends", "next_obs")
-        buffer: Dict[str, List[np.ndarray]] = {key: [] for key in keys}
-        episode_returns: List[float] = []
+        buffer: dict[str, list[np.ndarray]] = {key: [] for key in keys}
+        episode_returns: list[float] = []
         for _ in range(steps):
             actions, log_probs = policy(self.obs)
             env_actions = np.clip(actions, self.low, self.high) if self.continuous else actions
@@ -59,7 +65,7 @@ class VectorRollout:
             episode_returns += self.returns.update(rewards, ends)
             row = (self.obs, actions, log_probs, rewards.astype(np.float32), terminated, ends,
                    final_observations(next_obs, ends, info))
-            for key, value in zip(keys, row):
+            for key, value in zip(keys, row, strict=True):
                 buffer[key].append(value)
             self.obs = next_obs
         self.steps += steps * self.env.num_envs
@@ -80,7 +86,7 @@ class RolloutWorker:
         seed: seeds the environments and the actor's paddle generator.
     """
 
-    def __init__(self, model_fn: Callable[[], "object"], env_id: str, num_envs: int, seed: int) -> None:
+    def __init__(self, model_fn: Callable[[], "Model"], env_id: str, num_envs: int, seed: int) -> None:
         import paddle  # only the actor processes that run a policy pay for paddle
 
         from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
@@ -90,11 +96,11 @@ class RolloutWorker:
         self.algorithm = ActorCriticAlgorithm(model_fn())
         self.rollout = VectorRollout(env_id, num_envs, seed)
 
-    def _policy(self, obs: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    def _policy(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         actions, log_probs = self.algorithm.sample(self._paddle.to_tensor(obs, dtype="float32"))
         return actions.numpy(), log_probs.numpy()
 
-    def collect(self, weights: Optional[Dict[str, np.ndarray]], steps: int) -> Dict[str, np.ndarray]:
+    def collect(self, weights: dict[str, np.ndarray] | None, steps: int) -> dict[str, np.ndarray]:
         """Load ``weights`` (None: keep the current ones) and collect ``steps`` steps.
 
         Returns:

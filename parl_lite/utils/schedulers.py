@@ -3,7 +3,8 @@
 Both follow PARL's interface: ``step(n)`` advances by ``n`` steps and returns the new value;
 ``value`` (or ``value_at(t)``) reads without advancing.
 """
-from typing import Sequence, Tuple
+from collections.abc import Sequence
+from itertools import pairwise
 
 __all__ = ["LinearDecayScheduler", "PiecewiseScheduler"]
 
@@ -60,11 +61,11 @@ class PiecewiseScheduler(_Scheduler):
             must increase strictly.
     """
 
-    def __init__(self, schedule: Sequence[Tuple[int, float]]) -> None:
+    def __init__(self, schedule: Sequence[tuple[int, float]]) -> None:
         schedule = [(int(step), float(value)) for step, value in schedule]
         if not schedule or schedule[0][0] != 0:
             raise ValueError(f"schedule must start at step 0, got {schedule[:1]}")
-        for (previous, _), (step, _) in zip(schedule, schedule[1:]):
+        for (previous, _), (step, _) in pairwise(schedule):
             if step <= previous:
                 raise ValueError(f"schedule steps must increase strictly, got {previous} then {step}")
         self.schedule = schedule

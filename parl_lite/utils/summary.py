@@ -19,7 +19,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 
@@ -84,8 +83,8 @@ class SummaryWriter:
         self.close()
 
 
-_writer: Optional[SummaryWriter] = None
-_logdir: Optional[Path] = None
+_writer: SummaryWriter | None = None
+_logdir: Path | None = None
 
 
 def set_logdir(logdir: "str | os.PathLike") -> None:

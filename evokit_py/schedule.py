@@ -1,0 +1,111 @@
+"""How es-train turns worker time into solver updates: one :class:`Batch` per update.
+
+- ``sync`` (:func:`sync_batches`): the solver asks a whole generation, the pool evaluates it (chunks
+  to whichever worker is free), the batch is that generation. Every draw depends only on (seed,
+  generation, index): a resumed run ends exactly where an uninterrupted one does.
+- ``async`` (:func:`async_batches`): every worker gets the next candidate around the *current*
+  parameters as soon as it is free (a mirrored pair goes to one worker in one call, so that both
+  halves land in the same batch; past the generation's ``population_size`` candidates, further
+  ones: ``solver.ask(extra_round)``); a batch is closed whenever ``population_size`` results have
+  arrived, whatever version they were drawn around, and the trainer updates while the workers go
+  on. Candidates still running then come back one or more versions stale and go into the next
+  batch (BASIC_ES corrects them). Episode start states follow the batch a candidate is expected to
+  land in (results counted so far plus those running), so that with common episode seeds a stale
+  candidate starts from the same states as the rest of its batch. No worker waits for a generation's slowest episode; the order in
+  which results arrive depends on timing, so runs are not reproducible.
+
+The trainer updates the solver between two ``next()`` calls of the generator; the next candidates
+are drawn around what it left.
+"""
+import concurrent.futures
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Iterator, List, Optional, Tuple
+
+import numpy as np
+
+from evokit_py.agent import ESAgent
+from evokit_py.noise import SamplingInfo
+from evokit_py.pool import EvaluationPool
+from evokit_py.rollout import aggregate, candidate_episode_seeds, candidate_seeds
+
+__all__ = ["Batch", "sync_batches", "async_batches", "normalisation"]
+
+
+@dataclass
+class Batch:
+    """The evaluated candidates of one update.
+
+    Attributes:
+        infos: their sampling infos (versions may differ in async mode).
+        result: :func:`aggregate` totals (``returns`` per candidate, steps, observation sums).
+        seconds: wall-clock spent producing the batch (the trainer's own work excluded in async mode).
+    """
+    infos: List[SamplingInfo]
+    result: dict
+    seconds: float
+
+
+def normalisation(agent: ESAgent) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+    """The observation mean and std the workers normalise with (``None, None`` when off)."""
+    if not agent.config.observation_normalization:
+        return None, None
+    return agent.obs_stats.mean().astype(np.float32), agent.obs_stats.std().astype(np.float32)
+
+
+def sync_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
+    """One batch per generation, evaluated whole (see the module docstring)."""
+    solver, config = agent.solver, agent.config
+    while True:
+        tick = time.perf_counter()
+        mean, std = normalisation(agent)
+        infos = solver.ask()
+        seeds = candidate_seeds(config, solver.generation, len(infos))
+        result = pool.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds)
+        yield Batch(infos, result, time.perf_counter() - tick)
+
+
+def async_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
+    """A batch whenever ``population_size`` results arrived, workers never idle between updates
+    (see the module docstring). Closing the generator waits for the candidates still running."""
+    solver, config = agent.solver, agent.config
+    group = 2 if config.solver.type == "BASIC_ES" and config.solver.mirrored_sampling else 1
+    pending: deque = deque()  # (index, infos) of the current version not handed out yet, a call each
+    version = basis = None
+    extra_round = 0
+    running = {}  # future -> (worker, infos)
+    idle = list(range(pool.size))
+    arrived: List[Tuple[SamplingInfo, dict]] = []  # (info, its row of the result)
+    try:
+        tick = time.perf_counter()
+        while True:
+            if version != solver.generation:
+                version, basis, extra_round, pending = solver.generation, solver.basis().to_dict(), 0, deque()
+            mean, std = normalisation(agent)
+            while idle:
+                if not pending:
+                    infos = solver.ask(extra_round)
+                    size = len(infos)
+                    pending.extend((size * extra_round + i, infos[i:i + group]) for i in range(0, size, group))
+                    extra_round += 1
+                worker, (index, infos) = idle.pop(), pending.popleft()
+                ahead = len(arrived) + sum(len(running_infos) for _, running_infos in running.values())
+                batch_generation = version + ahead // solver.population_size
+                seeds = [candidate_episode_seeds(config, batch_generation, index + k) for k in range(len(infos))]
+                future = pool.submit(worker, basis, mean, std, [info.to_list() for info in infos], seeds)
+                running[future] = (worker, infos)
+            done, _ = concurrent.futures.wait(list(running), return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                worker, infos = running.pop(future)
+                idle.append(worker)
+                result = future.result()
+                arrived += [(info, {key: value[k:k + 1] for key, value in result.items()}) for k, info in enumerate(infos)]
+            size = solver.population_size
+            while len(arrived) >= size:
+                batch, arrived = arrived[:size], arrived[size:]
+                result = aggregate({key: np.concatenate([r[key] for _, r in batch]) for key in batch[0][1]})
+                yield Batch([info for info, _ in batch], result, time.perf_counter() - tick)
+                tick = time.perf_counter()
+    finally:
+        concurrent.futures.wait(list(running))

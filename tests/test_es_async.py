@@ -1,0 +1,191 @@
+"""Asynchronous updates: versioned sampling infos, EvoKit's correction of stale BASIC_ES samples,
+refusal beyond max_staleness, es-train's async mode (checkpoint and resume) and an offline update
+mixing versions."""
+import json
+
+import numpy as np
+import pytest
+
+import parl_lite
+from evokit_py.agent import ESAgent
+from evokit_py.checkpoint import read_checkpoint
+from evokit_py.config import ConfigError, parse_config, resolve_config
+from evokit_py.noise import NoiseSource, SamplingInfo
+from evokit_py.offline import sample_generation, update_from_log
+from evokit_py.solvers import StaleSampleError, make_solver
+from evokit_py.train import train
+
+
+def _basic_es(max_staleness=2, mirrored=True, std=0.5):
+    config = parse_config({"solver": {
+        "type": "BASIC_ES", "population_size": 4, "mirrored_sampling": mirrored, "fitness_shaping": "none",
+        "max_staleness": max_staleness, "optimizer": {"type": "SGD", "base_lr": 1.0},
+        "sampling": {"gaussian_sampling": {"std": std, "cached": False, "seed": 3}}}})
+    return make_solver(config.solver, np.zeros(3), NoiseSource(3, 3))
+
+
+def test_infos_carry_their_version_and_read_old_lists():
+    solver = _basic_es()
+    assert {info.version for info in solver.ask()} == {0}
+    solver.tell(solver.ask(), [1.0, 0.0, 0.0, 0.0])
+    assert {info.version for info in solver.ask()} == {1}
+    assert SamplingInfo.from_list([5, 0, -1, 0]) == SamplingInfo(5, 0, -1, 0, 0)
+    info = SamplingInfo(5, 7, 1, 0, 9)
+    assert SamplingInfo.from_list(info.to_list()) == info
+
+
+def test_a_stale_sample_is_corrected_by_the_parameter_difference():
+    solver = _basic_es(std=0.5)
+    old = solver.ask()
+    theta0 = solver.solution()
+    solver.tell(old, [1.0, 0.0, 0.0, 0.0])
+    theta1 = solver.solution()
+    assert not np.allclose(theta0, theta1)
+    new = solver.ask()
+    mixed = [old[2], new[0], new[1]]  # old[2] was evaluated at theta0 + 0.5 * eps(old[2])
+    rewards = [2.0, 1.0, -1.0]
+    solver.tell(mixed, rewards)
+    # by hand: the perturbation of each sample relative to theta1, in units of std; SGD(lr 1) ascends
+    # sum(reward * perturbation) / (n * std) with no fitness shaping
+    eps = lambda info: NoiseSource(3, 3).get(info).astype(float)
+    perturbations = [eps(old[2]) + (theta0 - theta1) / 0.5, eps(new[0]), -eps(new[1])]
+    expected = theta1 + sum(r * p for r, p in zip(rewards, perturbations)) / (3 * 0.5)
+    assert np.allclose(solver.solution(), expected)
+    assert np.allclose(perturbations[0] * 0.5, theta0 + 0.5 * eps(old[2]) - theta1)
+
+
+def test_samples_older_than_max_staleness_are_refused_or_dropped():
+    solver = _basic_es(max_staleness=1)
+    first = solver.ask()
+    solver.tell(first, [1.0, 0.0, 0.0, 0.0])
+    second = solver.ask()
+    solver.tell(second, [0.0, 1.0, 0.0, 0.0])
+    current = solver.ask()
+    before = solver.solution()
+    with pytest.raises(StaleSampleError, match=r"version 0; the solver keeps versions 1\.\.2 \(solver.max_staleness is 1\)"):
+        solver.tell(first[:1] + current[:2], [1.0, 2.0, 3.0])
+    assert solver.generation == 2 and np.array_equal(solver.solution(), before)  # refused: nothing changed
+    assert solver.tell(second[:1] + current[:2], [1.0, 2.0, 3.0]) == 0  # one version old: kept
+    assert solver.tell(first[:2] + solver.ask()[:2], [1.0, 2.0, 3.0, 4.0], stale="drop") == 2
+    assert solver.dropped_samples == 2 and solver.generation == 4
+    with pytest.raises(ValueError, match="version 9"):
+        solver.tell([SamplingInfo(1, 0, 1, 0, 9)], [1.0])
+
+
+def test_kept_versions_are_bounded_and_survive_a_state_round_trip():
+    solver = _basic_es(max_staleness=3)
+    asked = []
+    for _ in range(10):
+        asked.append(solver.ask())
+        solver.tell(asked[-1], [1.0, 0.0, -1.0, 0.5])
+    assert sorted(solver.history) == [7, 8, 9]
+    twin = _basic_es(max_staleness=3)
+    twin.load_state_dict({k: np.array(v) for k, v in solver.state_dict().items()})
+    for s in (solver, twin):
+        s.tell(asked[7][:2] + s.ask()[:2], [1.0, 2.0, 3.0, 4.0])
+    assert np.array_equal(solver.solution(), twin.solution())
+
+
+def test_async_mode_needs_a_solver_that_corrects_stale_samples():
+    with pytest.raises(ConfigError, match="train.mode: async needs solver.type BASIC_ES"):
+        parse_config({"train": {"mode": "async"}, "solver": {"type": "CMA_ES"}})
+
+
+def _config(tmp_path, *overrides):
+    return resolve_config(None, [f"train.log_dir={tmp_path}/run", f"train.checkpoint_dir={tmp_path}/run/ck",
+                                 "train.target_return=null", "train.eval_every=2", "train.eval_episodes=2",
+                                 "env.max_steps=100", "solver.population_size=8", *overrides])
+
+
+@pytest.mark.timeout(60)
+def test_async_with_one_in_process_worker_is_the_sync_run(tmp_path):
+    sync = train(_config(tmp_path / "sync", "train.generations=3"), backend="inprocess", echo=lambda line: None)
+    asynchronous = train(_config(tmp_path / "async", "train.generations=3", "train.mode=async"),
+                         backend="inprocess", echo=lambda line: None)
+    assert np.array_equal(sync.params, asynchronous.params) and sync.episodes == asynchronous.episodes
+
+
+@pytest.mark.timeout(180)
+def test_async_training_on_the_pool_checkpoints_and_resumes(tmp_path):
+    lines = []
+    config = _config(tmp_path, "train.generations=4", "train.checkpoint_every=2", "train.mode=async",
+                     "solver.max_staleness=3")
+    try:
+        first = train(config, backend="remote", echo=lines.append)
+        assert first.generations == 4 and "async updates" in lines[0]
+        attrs, groups = read_checkpoint(first.checkpoint_path)
+        assert int(attrs["generation"]) == 4
+        assert list(groups["solver"]["history/versions"]) == [1, 2, 3]
+        more = _config(tmp_path, "train.generations=7", "train.checkpoint_every=2", "train.mode=async",
+                       "solver.max_staleness=3")
+        lines.clear()
+        second = train(more, resume=True, backend="remote", echo=lines.append)
+    finally:
+        parl_lite.shutdown()
+    assert lines[0].startswith(f"resumed from {first.checkpoint_path} at generation 4")
+    assert second.generations == 7 and second.episodes > first.episodes
+    rows = (tmp_path / "run" / "progress.csv").read_text().splitlines()[1:]
+    assert [int(row.split(",")[0]) for row in rows] == list(range(1, 8))
+    _, groups = read_checkpoint(second.checkpoint_path)
+    assert list(groups["solver"]["history/versions"]) == [4, 5, 6]
+
+
+@pytest.mark.timeout(120)
+def test_an_offline_update_mixes_samples_of_several_versions(tmp_path):
+    config = _config(tmp_path, "solver.max_staleness=2")
+    checkpoint, log = tmp_path / "solver.h5", tmp_path / "samples.jsonl"
+    assert sample_generation(config, checkpoint, log, shard=0, shards=2) == 0
+    assert sample_generation(config, checkpoint, log, shard=1, shards=2) == 0
+    assert update_from_log(config, checkpoint, log) == 1
+    # a slow sampler still at version 0 (shards 2 and 3: further candidates) and one at version 1
+    applied = len(log.read_text().splitlines())
+    for shard in (2, 3):
+        sample_generation(config, tmp_path / "missing.h5", log, shard=shard, shards=2)  # starts from version 0
+    sample_generation(config, checkpoint, log, shard=0, shards=2)
+    first = [json.loads(line) for line in log.read_text().splitlines()[:applied]]
+    records = [json.loads(line) for line in log.read_text().splitlines()[applied:]]
+    assert sorted({r["generation"] for r in records}) == [0, 1]
+    assert update_from_log(config, checkpoint, log) == 2
+    # the same two updates done by hand
+    agent = ESAgent(config)
+    agent.load_inference_model()
+    agent.init_solver()
+    try:
+        agent.update([SamplingInfo.from_list(i) for r in first for i in r["infos"]],
+                     [x for r in first for x in r["rewards"]])
+        agent.update([SamplingInfo.from_list(i) for r in records for i in r["infos"]],
+                     [x for r in records for x in r["rewards"]])
+        _, groups = read_checkpoint(checkpoint)
+        assert np.allclose(groups["params"]["params"], agent.solver.solution())
+    finally:
+        agent.close()
+    # a sample older than max_staleness: refused by default, dropped when asked
+    sample_generation(config, tmp_path / "missing.h5", log, shard=4, shards=2)  # version 0, now 2 behind
+    sample_generation(config, checkpoint, log, shard=1, shards=2)
+    update_from_log(config, checkpoint, log)  # version 0 is 2 updates old: still kept (max_staleness 2)
+    sample_generation(config, tmp_path / "missing.h5", log, shard=5, shards=2)  # version 0, 3 behind
+    with pytest.raises(StaleSampleError, match="max_staleness is 2"):
+        update_from_log(config, checkpoint, log)
+    sample_generation(config, checkpoint, log, shard=0, shards=2)
+    assert update_from_log(config, checkpoint, log, stale="drop") == 4
+
+
+@pytest.mark.timeout(240)
+def test_the_online_offline_script_with_concurrent_samplers(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    config_path = tmp_path / "es.yaml"
+    config_path.write_text(_config(tmp_path, "env.max_steps=50").to_yaml())
+    out = subprocess.run([sys.executable, str(root / "scripts" / "es_online_offline.py"), "--config", str(config_path),
+                          "--samplers", "2", "--shards", "4", "--cycles", "2", "--workdir", str(tmp_path / "w")],
+                         capture_output=True, text=True, timeout=220,
+                         env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr
+    assert "update 2/2: version 2" in out.stdout
+    attrs, groups = read_checkpoint(tmp_path / "w" / "solver.h5")
+    assert int(attrs["generation"]) == 2
+    records = [json.loads(line) for line in (tmp_path / "w" / "samples.jsonl").read_text().splitlines()]
+    assert sum(len(r["infos"]) for r in records) >= 16 and int(groups["extra"]["log_lines_applied"]) <= len(records)
