@@ -22,7 +22,8 @@ def test_the_page_shows_a_pool_live(tmp_path, browser):
         browser.evaluate("window.notReloaded = true")
 
         browser.wait_for(f"{rows_js('actors', f'{pid}-')}.length === 3 && {rows_js('clients', str(pid))}.length === 1")
-        counts = browser.evaluate("['#nodes', '#clients', '#actors'].map(t => document.querySelectorAll(t + ' tbody tr').length)")
+        counts = browser.evaluate("['#nodes', '#clients', '#actors']"
+                                  ".map(t => document.querySelectorAll(t + ' tbody tr').length)")
         assert counts == [1, 1, 3]
         assert browser.evaluate("document.getElementById('actor-count').textContent") == "3"
         cells = browser.evaluate(f"[...{rows_js('clients', str(pid))}[0].cells].map(c => c.textContent)")

@@ -94,7 +94,8 @@ class ActorLogs:
             shutil.rmtree(folder, ignore_errors=True)  # left by an earlier process with this pid
             os.mkdir(folder, 0o700)
         except OSError as exc:  # the pool works without it; only the monitor misses the output
-            warnings.warn(f"parl_lite: actor output is not kept for the monitor: {exc}", RuntimeWarning)
+            warnings.warn(f"parl_lite: actor output is not kept for the monitor: {exc}", RuntimeWarning,
+                          stacklevel=3)
             return
         self.folder = folder
 
@@ -138,7 +139,8 @@ class ActorLogs:
             for pid, body in changed.items():
                 self._write(f"{pid}.log", body.encode(errors="replace"))
         except OSError as exc:  # e.g. the disk is full: keep serving, try again on the next change
-            warnings.warn(f"parl_lite: could not write an actor log in {self.folder}: {exc}", RuntimeWarning)
+            warnings.warn(f"parl_lite: could not write an actor log in {self.folder}: {exc}", RuntimeWarning,
+                          stacklevel=2)
 
     def _write(self, name: str, data: bytes) -> None:
         # temporary + rename so a reader never sees half a file; no fsync: these are runtime files

@@ -154,7 +154,8 @@ class _Handler(BaseHTTPRequestHandler):
         length = self.headers.get("Content-Length", "")
         if not length.isdigit() or int(length) > _MAX_FORM_BYTES:
             self.close_connection = True  # the body, if any, is not read
-            return self._send_json(HTTPStatus.BAD_REQUEST, {"error": f"a login form of at most {_MAX_FORM_BYTES} bytes"})
+            return self._send_json(HTTPStatus.BAD_REQUEST,
+                                   {"error": f"a login form of at most {_MAX_FORM_BYTES} bytes"})
         form = urllib.parse.parse_qs(self.rfile.read(int(length)).decode(errors="replace"))
         given = form.get("token", [""])[0]
         if not hmac.compare_digest(given.encode(), self.server.token):
