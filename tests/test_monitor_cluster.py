@@ -30,11 +30,12 @@ def _actors_by_pid(url: str) -> dict:
     return {actor["pid"]: actor for actor in _status(url)["actors"]}
 
 
-def _start(cluster: Cluster, *options: str) -> None:
-    """``parl-lite start --port 0 --cpus 0 OPTIONS``: a master alone."""
+def _start(cluster: Cluster, *options: str) -> str:
+    """``parl-lite start --port 0 --cpus 0 OPTIONS``: a master alone; returns what start printed."""
     (cluster.folder / "master").mkdir(parents=True)
-    cluster.cli("start", "--port", "0", "--cpus", "0", *options, cwd=cluster.folder / "master")
+    printed = cluster.cli("start", "--port", "0", "--cpus", "0", *options, cwd=cluster.folder / "master").stdout
     cluster.address = _master(cluster)["address"]
+    return printed
 
 
 def test_the_monitor_of_a_master_and_two_nodes(cluster, tmp_path, browser):
@@ -91,17 +92,18 @@ def test_the_monitor_of_a_master_and_two_nodes(cluster, tmp_path, browser):
 
 def test_no_monitor_and_the_token_off_loopback(tmp_path):
     quiet = Cluster(tmp_path / "quiet")
-    _start(quiet, "--no-monitor")
+    printed = _start(quiet, "--no-monitor")
     try:
-        assert _master(quiet)["monitor"] is None
+        assert _master(quiet)["monitor"] is None and "web monitor" not in printed
     finally:
         quiet.stop()
 
     exposed = Cluster(tmp_path / "exposed")
-    _start(exposed, "--host", "127.0.0.2")
+    printed = _start(exposed, "--host", "127.0.0.2")
     try:
         url = _master(exposed)["monitor"]
         assert url.startswith("http://127.0.0.2:")
+        assert f"web monitor: {url} (asks for the cluster token)" in printed
         assert request(url + "api/status")[0] == 401
         status_code, _, body = request(url)
         assert status_code == 401 and b'name="token"' in body

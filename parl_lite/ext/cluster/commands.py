@@ -95,7 +95,10 @@ def start(port: int, host: str, cpus: Optional[int], monitor_port: Optional[int]
     master = _spawn("master", ["--host", host, "--port", str(port), *monitor], str(token))
     click.echo(f"parl_lite cluster master at {master['address']} (pid {master['pid']})")
     if master["monitor"]:
-        click.echo(f"web monitor: {master['monitor']}" + ("" if host == "127.0.0.1" else " (asks for the token)"))
+        from parl_lite.ext.monitor.server import LOOPBACK_HOSTS  # http.server: only where needed
+
+        asks = "" if host in LOOPBACK_HOSTS else " (asks for the cluster token)"
+        click.echo(f"web monitor: {master['monitor']}{asks}")
     click.echo(f"token: {token} (mode 0600; copy it to machines that join)")
     cpus = len(os.sched_getaffinity(0)) if cpus is None else cpus
     if cpus > 0:
