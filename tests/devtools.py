@@ -143,7 +143,7 @@ class Chromium:
             raise DevToolsError(f"{expression!r} raised: {result['exceptionDetails']}")
         return result["result"].get("value")
 
-    def wait_for(self, condition: str, timeout: float = 15) -> None:
+    def wait_for(self, condition: str, timeout: float = 30) -> None:
         """Wait until the JavaScript expression ``condition`` is true; checked in the page whenever
         the DOM changes.
 

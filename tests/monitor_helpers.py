@@ -138,7 +138,7 @@ class MonitorProcess:
         self.process.stdout.close()
 
 
-def wait_until(probe: Callable[[], Any], timeout: float = 15, what: str = "") -> Any:
+def wait_until(probe: Callable[[], Any], timeout: float = 30, what: str = "") -> Any:
     """Call ``probe`` until it returns something true (the pool republishes its status twice a
     second, so the monitor's view changes in steps); return that value."""
     deadline = time.monotonic() + timeout
