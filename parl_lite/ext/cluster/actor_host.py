@@ -11,7 +11,7 @@ import os
 import socket
 import sys
 import threading
-from typing import Any, Optional, TextIO
+from typing import Any, TextIO
 
 from parl_lite.ext.cluster import framing
 from parl_lite.remote import protocol
@@ -42,10 +42,10 @@ class ActorHost:
     """Hosts one client actor in this worker process (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._framed: Optional[framing.FramedSocket] = None
+        self._framed: framing.FramedSocket | None = None
         self._send_lock = threading.Lock()
         self._calls_served = 0
-        self._last_error: Optional[str] = None
+        self._last_error: str | None = None
         self._state = "starting"
 
     def send(self, message: Any) -> None:
