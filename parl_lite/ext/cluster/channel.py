@@ -5,7 +5,7 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.actor_host import UNKNOWN_CALL
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["ClusterActor"]
 
 _VERDICT_WAIT = 2.0  # seconds to wait for the node to say why an actor's connection dropped
+_Slot = TypeVar("_Slot", Future, "_Reply")  # where a call's reply lands
 
 
 class ClusterActor(ActorChannel):
@@ -43,7 +44,7 @@ class ClusterActor(ActorChannel):
         self._send_lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._cond = threading.Condition(threading.Lock())
-        self._pending: dict[int, tuple[Future, str, bool]] = {}  # id -> (future, what, asynchronous)
+        self._pending: dict[int, tuple[Future | _Reply, str, bool]] = {}  # id -> (future, what, asynchronous)
         self._async_pending = 0
         self._waiters = 0
         self._dead = False
@@ -64,7 +65,7 @@ class ClusterActor(ActorChannel):
                                  f"connection before it started ({exc})") from exc
         _, self.pid, self.host = wire.decode(body, buffers)
         self._reader.start()
-        self.result(self._submit("__init__()", False, protocol.CREATE, class_blob, args, kwargs))
+        self.result(self._submit(Future(), "__init__()", False, protocol.CREATE, class_blob, args, kwargs))
 
     @property
     def label(self) -> str:
@@ -72,18 +73,18 @@ class ClusterActor(ActorChannel):
 
     # --- ActorChannel ---------------------------------------------------------------------------
     def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Future:
-        return self._submit(f"{method}()", True, protocol.CALL, method, args, kwargs)
+        return self._submit(Future(), f"{method}()", True, protocol.CALL, method, args, kwargs)
 
     def get_attribute(self, name: str) -> Future:
-        return self._submit(f"attribute {name!r}", False, protocol.GETATTR, name)
+        return self._submit(Future(), f"attribute {name!r}", False, protocol.GETATTR, name)
 
     def set_attribute(self, name: str, value: Any) -> Future:
-        return self._submit(f"setting attribute {name!r}", False, protocol.SETATTR, name, value)
+        return self._submit(Future(), f"setting attribute {name!r}", False, protocol.SETATTR, name, value)
 
     def call_sync(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return self.result(self._submit(f"{method}()", False, protocol.CALL, method, args, kwargs, slot=_Reply()))
+        return self.result(self._submit(_Reply(), f"{method}()", False, protocol.CALL, method, args, kwargs))
 
-    def result(self, future: Future) -> Any:
+    def result(self, future: "Future | _Reply") -> Any:
         """Wait for ``future``, reading replies in this thread while no other thread reads."""
         while not future.done():
             if self._read_lock.acquire(blocking=False):
@@ -120,9 +121,7 @@ class ClusterActor(ActorChannel):
             if not self._pending:
                 self._finish_closed()
 
-    def _submit(self, what: str, asynchronous: bool, kind: str, *fields: Any,
-                slot: "_Reply | None" = None) -> Future:
-        future = Future() if slot is None else slot
+    def _submit(self, future: _Slot, what: str, asynchronous: bool, kind: str, *fields: Any) -> _Slot:
         call_id = next(self._ids)
         try:
             body, buffers = wire.encode((kind, call_id, *fields))
@@ -192,7 +191,7 @@ class ClusterActor(ActorChannel):
                  exc: BaseException | None = None) -> None:
         with self._cond:
             if call_id is None or call_id == UNKNOWN_CALL:  # replies come in call order: the oldest's
-                call_id = next(iter(self._pending), None)
+                call_id = next(iter(self._pending), UNKNOWN_CALL)
             entry = self._pending.pop(call_id, None)
             if entry is None:
                 return

@@ -49,7 +49,7 @@ class NodeSession:
         try:
             while True:
                 message = self.framed.receive_json()
-                actor = self.actors.get(message.get("actor_id"))
+                actor = self.actors.get(str(message.get("actor_id")))
                 if actor is not None and message.get("type") == "ended":
                     actor.give_verdict(message["kind"], message.get("text", ""))
         except (EOFError, OSError, ValueError):

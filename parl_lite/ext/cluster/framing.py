@@ -110,7 +110,7 @@ class FramedSocket:
         return data
 
     def _take_into(self, target: "numpy.ndarray") -> None:
-        view = memoryview(target)
+        view = target.data  # a memoryview of the array's bytes
         buffered = min(self._end - self._start, len(target))
         view[:buffered] = self._inbox[self._start:self._start + buffered]
         self._start += buffered

@@ -150,7 +150,8 @@ class NodeAgent:
         folder = self.private / f"client-{client_id}"
         try:
             folder.mkdir()
-            write_files(folder, [str(name) for name in hello.get("files", [])], contents, self.max_ship_mb)
+            write_files(folder, [str(name) for name in hello.get("files", [])], [content.data for content in contents],
+                        self.max_ship_mb)
         except (OSError, ValueError) as exc:
             shutil.rmtree(folder, ignore_errors=True)
             framed.send_json({"ok": False, "error": str(exc)})

@@ -59,7 +59,7 @@ class Server:
         framed = wire.FramedSocket(sock, peer)
         try:
             hello = wire.server_hello(framed)
-            handler = self._handlers.get(hello.get("role"))
+            handler = self._handlers.get(str(hello.get("role")))
             if handler is None:
                 framed.send_json({"ok": False, "error": f"unknown role {hello.get('role')!r}"})
                 raise wire.ClusterError(f"unknown role {hello.get('role')!r}")

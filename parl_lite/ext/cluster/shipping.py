@@ -67,7 +67,7 @@ def safe_relative(name: str) -> PurePosixPath:
     return path
 
 
-def write_files(folder: Path, names: list[str], contents: Sequence[bytes], limit_mb: float) -> None:
+def write_files(folder: Path, names: list[str], contents: Sequence[bytes | memoryview], limit_mb: float) -> None:
     """Write shipped files under ``folder`` (the node's side).
 
     Raises:

@@ -149,7 +149,7 @@ class RayActorChannel(ActorChannel):
 
     def _track(self, what: str, submit: Callable[[], Any]) -> Future:
         """A future that Ray's callback completes with the reply of ``submit()``'s ObjectRef."""
-        future = Future()
+        future = _RayFuture()
         try:
             ref = submit()
         except ActorDiedError as error:
@@ -160,7 +160,7 @@ class RayActorChannel(ActorChannel):
         ref._on_completed(lambda reply: self._complete(future, what, reply))
         return future
 
-    def _complete(self, future: Future, what: str, reply: Any) -> None:
+    def _complete(self, future: "_RayFuture", what: str, reply: Any) -> None:
         future.object_ref = None
         try:
             future.set_result(self._unpack(what, reply))
@@ -197,7 +197,7 @@ class RayActorChannel(ActorChannel):
         death.__cause__ = error
         return death
 
-    def _death_error(self, error: RayActorError) -> ActorDiedError:
+    def _death_error(self, error: RayActorError | None) -> ActorDiedError:
         if self.max_memory is not None:
             from ray.experimental import internal_kv
 
@@ -208,6 +208,15 @@ class RayActorChannel(ActorChannel):
                 return MemoryLimitError(f"the actor went over its max_memory of {self.max_memory:g} MB "
                                         f"({resident.decode()} MB resident) and was stopped")
         return ActorDiedError(f"the worker process exited ({type(error).__name__})")
+
+
+class _RayFuture(Future):
+    """A Future that holds its call's ObjectRef until the reply arrives: Ray needs the reference to
+    fetch the reply from its store."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.object_ref: Any = None
 
 
 def print_output(label: str, output: list[tuple[str, str]]) -> None:

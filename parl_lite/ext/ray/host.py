@@ -152,7 +152,10 @@ class ActorHost:
         import ray
         from ray.experimental import internal_kv
 
-        key = (MEMORY_KEY_PREFIX + ray.get_runtime_context().get_actor_id()).encode()
+        actor_id = ray.get_runtime_context().get_actor_id()
+        if actor_id is None:
+            raise RuntimeError("the memory watch runs only inside a Ray actor")
+        key = (MEMORY_KEY_PREFIX + actor_id).encode()
         while True:
             with open("/proc/self/statm") as statm:
                 resident = int(statm.read().split()[1]) * _PAGE_SIZE / 2**20
