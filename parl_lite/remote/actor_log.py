@@ -89,6 +89,8 @@ class ActorLogs:
         self.folder: Optional[str] = None
         try:
             base = runtime_folder(create=True)
+            if base is None:
+                raise FileNotFoundError("the runtime folder vanished as it was created")
             _remove_stale_folders(base)
             folder = _pool_folder(base, owner_pid)
             shutil.rmtree(folder, ignore_errors=True)  # left by an earlier process with this pid
@@ -145,6 +147,7 @@ class ActorLogs:
     def _write(self, name: str, data: bytes) -> None:
         # temporary + rename so a reader never sees half a file; no fsync: these are runtime files
         # that die with the pool, written twice a second
+        assert self.folder is not None  # flush() writes only into a folder it has
         temporary = os.path.join(self.folder, f".{name}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:

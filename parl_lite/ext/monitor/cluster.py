@@ -1,5 +1,5 @@
 """A cluster master as the monitor's status source (the monitor runs in the master's process)."""
-from typing import Any, Dict, List, Optional, Protocol
+from typing import Any, Protocol
 
 from parl_lite.ext.monitor.server import LOOPBACK_HOSTS, MonitorServer
 
@@ -7,9 +7,9 @@ __all__ = ["MasterSource", "serve_master_monitor"]
 
 
 class _Master(Protocol):
-    def status(self) -> Dict[str, Any]: ...
+    def status(self) -> dict[str, Any]: ...
 
-    def actor_output(self, actor_id: str) -> List[str]: ...
+    def actor_output(self, actor_id: str) -> list[str]: ...
 
 
 class MasterSource:
@@ -23,16 +23,16 @@ class MasterSource:
     def __init__(self, master: _Master) -> None:
         self._master = master
 
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> dict[str, Any]:
         return self._master.status()
 
-    def logs(self, actor_id: str) -> List[str]:
+    def logs(self, actor_id: str) -> list[str]:
         if all(actor["id"] != actor_id for actor in self._master.status()["actors"]):
             raise KeyError(actor_id)
         return self._master.actor_output(actor_id)
 
 
-def serve_master_monitor(master: _Master, host: str, port: Optional[int], token: bytes) -> Optional[MonitorServer]:
+def serve_master_monitor(master: _Master, host: str, port: int | None, token: bytes) -> MonitorServer | None:
     """Serve the monitor of ``master`` in background threads of its process.
 
     Args:

@@ -4,7 +4,7 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any
 
 __all__ = ["HostSampler"]
 
@@ -23,8 +23,8 @@ class HostSampler:
     def __init__(self) -> None:
         self.host = socket.gethostname()
         self._lock = threading.Lock()
-        self._load: Deque[Tuple[float, float]] = collections.deque(maxlen=int(_LOAD_HISTORY / _LOAD_PERIOD))
-        self._cpu_times: Optional[Tuple[float, float, float]] = None  # (when, busy, total) ticks
+        self._load: collections.deque[tuple[float, float]] = collections.deque(maxlen=int(_LOAD_HISTORY / _LOAD_PERIOD))
+        self._cpu_times: tuple[float, float, float] | None = None  # (when, busy, total) ticks
         self._cpus_used = 0.0
         self._measure_cpus(time.time())  # the first request then gets the use since now
 
@@ -39,14 +39,14 @@ class HostSampler:
         threading.Thread(target=sample_forever, name="parl_lite-monitor-host", daemon=True).start()
         return self
 
-    def node(self) -> Dict[str, Any]:
+    def node(self) -> dict[str, Any]:
         """The status entry of this machine (see the README's status format)."""
         now = time.time()
         with self._lock:
             if not self._load or now - self._load[-1][0] >= _LOAD_PERIOD:
                 self._load.append((round(now, 1), round(os.getloadavg()[0], 2)))
             self._measure_cpus(now)
-            load: List[List[float]] = [list(point) for point in self._load]
+            load: list[list[float]] = [list(point) for point in self._load]
             cpus_used = self._cpus_used
         mem_total, mem_available = _memory_mb()
         return {
@@ -66,7 +66,7 @@ class HostSampler:
         self._cpu_times = (now, busy, total)
 
 
-def _cpu_ticks() -> Tuple[float, float]:
+def _cpu_ticks() -> tuple[float, float]:
     """(busy, total) CPU ticks of all CPUs since boot."""
     with open("/proc/stat") as stat:
         fields = [float(value) for value in stat.readline().split()[1:]]
@@ -75,7 +75,7 @@ def _cpu_ticks() -> Tuple[float, float]:
     return total - idle, total
 
 
-def _memory_mb() -> Tuple[float, float]:
+def _memory_mb() -> tuple[float, float]:
     """(total, available) memory of this machine in MB."""
     values = {}
     with open("/proc/meminfo") as meminfo:

@@ -7,7 +7,8 @@ The machine is the one node, each process that owns a pool is a client, and an a
 """
 import os
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any
+from collections.abc import Sequence
 
 from parl_lite.ext.monitor.host import HostSampler
 from parl_lite.remote.actor_log import read_actor_log
@@ -25,14 +26,14 @@ class LocalPools:
         pids: show only the pools of these processes (default: every pool of this user).
     """
 
-    def __init__(self, pids: Optional[Sequence[int]] = None) -> None:
+    def __init__(self, pids: Sequence[int] | None = None) -> None:
         self._pids = set(pids) if pids else None
         self._host = HostSampler().start()
 
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> dict[str, Any]:
         node = self._host.node()
-        clients: List[Dict[str, Any]] = []
-        actors: List[Dict[str, Any]] = []
+        clients: list[dict[str, Any]] = []
+        actors: list[dict[str, Any]] = []
         for owner in find_pools():
             if self._pids is not None and owner not in self._pids:
                 continue
@@ -58,7 +59,7 @@ class LocalPools:
                 "nodes": [node], "clients": clients, "actors": actors}
 
     @staticmethod
-    def _actor(owner: int, worker: Dict[str, Any], node_id: str) -> Dict[str, Any]:
+    def _actor(owner: int, worker: dict[str, Any], node_id: str) -> dict[str, Any]:
         return {
             "id": f"{owner}-{worker['pid']}", "class": worker["actor"], "node": node_id,
             "pid": worker["pid"], "state": worker["state"],
@@ -66,7 +67,7 @@ class LocalPools:
             "last_error": worker["last_error"], "client": str(owner),
         }
 
-    def logs(self, actor_id: str) -> List[str]:
+    def logs(self, actor_id: str) -> list[str]:
         owner, worker = _parse_actor_id(actor_id)
         if (self._pids is not None and owner not in self._pids) or not _runs_as_this_user(owner):
             raise KeyError(actor_id)
@@ -87,7 +88,7 @@ def _runs_as_this_user(pid: int) -> bool:
         return False
 
 
-def _parse_actor_id(actor_id: str) -> Tuple[int, int]:
+def _parse_actor_id(actor_id: str) -> tuple[int, int]:
     owner, _, worker = actor_id.partition("-")
     if not (owner.isdigit() and worker.isdigit()):
         raise KeyError(actor_id)

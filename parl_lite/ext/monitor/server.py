@@ -23,7 +23,7 @@ import urllib.parse
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import Any, Dict, List, Optional, Protocol, Union
+from typing import Any, Protocol
 
 __all__ = ["MonitorServer", "StatusSource", "LOOPBACK_HOSTS"]
 
@@ -48,10 +48,10 @@ _SECURITY_HEADERS = {
 class StatusSource(Protocol):
     """What the monitor shows: the local pools, or a cluster master."""
 
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> dict[str, Any]:
         """The status dict (README, "Web monitor")."""
 
-    def logs(self, actor_id: str) -> List[str]:
+    def logs(self, actor_id: str) -> list[str]:
         """The last output lines of actor ``actor_id``, oldest first; ``KeyError`` if unknown."""
 
 
@@ -73,23 +73,23 @@ class MonitorServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, source: StatusSource, host: str = "127.0.0.1", port: int = 0,
-                 token: Union[str, bytes, None] = None) -> None:
+                 token: str | bytes | None = None) -> None:
         if host not in LOOPBACK_HOSTS and not token:
             raise ValueError(f"the monitor bound to {host!r} (not 127.0.0.1) needs a token that clients "
                              "must present")
         self.source = source
-        self.token: Optional[bytes] = token.encode() if isinstance(token, str) else token or None
+        self.token: bytes | None = token.encode() if isinstance(token, str) else token or None
         self.session = (hmac.new(self.token, b"parl_lite monitor session", hashlib.sha256).hexdigest().encode()
                         if self.token else None)
         if ":" in host:
             self.address_family = socket.AF_INET6
         super().__init__((host, port), _Handler)
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
         """The page's address (with the port actually bound)."""
-        host, port = self.server_address[:2]
+        host, port = str(self.server_address[0]), self.server_address[1]
         return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
     def start(self) -> "MonitorServer":
@@ -162,6 +162,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_static("login.html", HTTPStatus.UNAUTHORIZED, failed=True)
         self.send_response(HTTPStatus.SEE_OTHER)
         self.send_header("Location", "/")
+        assert self.server.session is not None  # there is a token
         self.send_header("Set-Cookie", f"{_COOKIE}={self.server.session.decode()}; HttpOnly; SameSite=Strict; Path=/")
         self.send_header("Content-Length", "0")
         self.end_headers()
@@ -188,19 +189,19 @@ class _Handler(BaseHTTPRequestHandler):
         return self.headers.get("Host", "") in names
 
     def _authenticated(self) -> bool:
-        token = self.server.token
-        if token is None:
+        token, session = self.server.token, self.server.session
+        if token is None or session is None:  # both or neither
             return True
         scheme, _, given = self.headers.get("Authorization", "").partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token):
             return True
-        return hmac.compare_digest(_cookie(self.headers.get("Cookie", ""), _COOKIE).encode(), self.server.session)
+        return hmac.compare_digest(_cookie(self.headers.get("Cookie", ""), _COOKIE).encode(), session)
 
     # --- responses ------------------------------------------------------------------------------
     def _send_static(self, name: str, status: HTTPStatus = HTTPStatus.OK, failed: bool = False) -> None:
         if name not in _STATIC_FILES:
             return self._send_json(HTTPStatus.NOT_FOUND, {"error": f"no such file: {name}"})
-        body = resources.files(__package__).joinpath("static", name).read_bytes()
+        body = resources.files(__package__).joinpath("static").joinpath(name).read_bytes()
         if name == "login.html":
             body = body.replace(b"<!--failed-->", b"<p class=error>That token is not right.</p>" if failed else b"")
         self._send(status, body, _STATIC_FILES[name])
@@ -209,7 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(value).encode(), "application/json")
 
     def _send(self, status: HTTPStatus, body: bytes, content_type: str,
-              headers: Optional[Dict[str, str]] = None) -> None:
+              headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
