@@ -1,8 +1,10 @@
 """The loop a worker process runs: build one actor, then serve its calls in order until told to stop.
 
 Everything the actor prints reaches the caller as OUTPUT messages (the caller prefixes each line
-with the actor's name), so actors are not debugged blind.
+with the actor's name), so actors are not debugged blind. Whatever a call raises, ``SystemExit`` and
+``KeyboardInterrupt`` included, goes back to the caller as its error; the actor keeps serving.
 """
+import inspect
 import io
 import os
 import pickle
@@ -12,8 +14,9 @@ from multiprocessing.connection import Connection
 from typing import Any, Optional, Tuple
 
 from parl_lite.remote import protocol
+from parl_lite.remote.backend import MethodReference
 from parl_lite.remote.errors import RemoteFailure
-from parl_lite.remote.shm import Borrowed, SegmentPool
+from parl_lite.remote.shm import FREE_IDLE_SECONDS, Borrowed, SegmentPool
 
 __all__ = ["serve"]
 
@@ -28,12 +31,25 @@ class _Channel:
         self.lock = threading.Lock()
 
     def send(self, message: Tuple[Any, ...]) -> None:
-        frame, _ = protocol.encode(message, self.segments)
+        self.send_frame(protocol.encode(message, self.segments)[0])
+
+    def send_frame(self, frame: bytes) -> None:
         with self.lock:
             self.connection.send_bytes(frame)
 
     def receive(self) -> Tuple[Any, ...]:
-        return protocol.decode(self.connection.recv_bytes(), self.borrowed)
+        # an idle worker does not keep free segments: unlink them once nothing came for a while
+        while self.segments.has_free() and not self.connection.poll(FREE_IDLE_SECONDS):
+            self.segments.trim(0.0)
+        return protocol.decode(self.connection.recv_bytes(), self.borrowed, self.segments)
+
+    def reply(self, reply: Tuple[Any, ...]) -> bytes:
+        """Encode a reply; buffers of the caller's segments are referred to, not copied."""
+        try:
+            return protocol.encode(reply, self.segments, borrowed=self.borrowed)[0]
+        except Exception as exc:  # the value cannot be pickled
+            failure = RemoteFailure.from_exception(exc, serialization=True)
+            return protocol.encode((protocol.ERROR, reply[1], failure), self.segments)[0]
 
     def send_releases(self) -> None:
         released = self.borrowed.take_released()
@@ -88,15 +104,13 @@ def serve(connection: Connection, segment_prefix: str) -> None:
         try:
             actor, value = _run(actor, message)
             reply = (protocol.OK, call_id, value)
-        except Exception as exc:
+        except BaseException as exc:  # sys.exit() and KeyboardInterrupt in a method are its errors too
             reply = (protocol.ERROR, call_id, RemoteFailure.from_exception(exc))
         message = value = None  # let arguments that view the caller's shared memory go
         _flush_output()
-        try:
-            channel.send(reply)
-        except Exception as exc:  # the value cannot be pickled
-            channel.send((protocol.ERROR, call_id, RemoteFailure.from_exception(exc, serialization=True)))
-        reply = None
+        frame = channel.reply(reply)
+        reply = None  # now only the actor itself may still view the caller's segments
+        channel.send_frame(protocol.settle(frame, channel.borrowed, channel.segments))
 
 
 def _run(actor: Optional[Any], message: Tuple[Any, ...]) -> Tuple[Any, Any]:
@@ -105,7 +119,8 @@ def _run(actor: Optional[Any], message: Tuple[Any, ...]) -> Tuple[Any, Any]:
     if kind == protocol.CALL:
         return actor, getattr(actor, message[2])(*message[3], **message[4])
     if kind == protocol.GETATTR:
-        return actor, getattr(actor, message[2])
+        value = getattr(actor, message[2])
+        return actor, MethodReference() if inspect.isroutine(value) else value
     if kind == protocol.SETATTR:
         return actor, setattr(actor, message[2], message[3])
     if kind == protocol.CREATE:
