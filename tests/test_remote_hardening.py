@@ -219,7 +219,6 @@ def test_status_skips_bad_entries_and_never_hangs(pool, tmp_path):
     names = []
     for scheme in (f"/dev/shm/sm_parl_lite_status_{{}}", f"/dev/shm/parl_lite_status_{{}}_{'0' * 16}"):
         names += [scheme.format(fake_pid + i) for i in range(6)]
-    files = names[0::6] + names[1::6]
     hostile_files(names[0::6])  # garbage
     hostile_files([names[1], names[7]], "empty")
     hostile_files(names[2::6], "dir")
@@ -235,12 +234,15 @@ def test_status_skips_bad_entries_and_never_hangs(pool, tmp_path):
         assert result.returncode == 0, result.stderr
         pools = json.loads(result.stdout)
         assert [entry["pid"] for entry in pools] == [os.getpid()]
+        assert "note: skipped" in result.stderr  # the other user's entries, reported
+        others = names[0:5] + names[6:11]
+        assert all(os.path.lexists(path) for path in others)  # and left alone
+        assert not os.path.lexists(names[11])  # ours, of a dead pid: swept
         table = subprocess.run([sys.executable, "-m", "parl_lite.cli", "status"],
                                capture_output=True, text=True, timeout=30)
         assert table.returncode == 0 and f"pool of process {os.getpid()}" in table.stdout
     finally:
         remove_paths(names)
-    del files
 
 
 def test_status_is_readable_as_soon_as_connect_returns():
@@ -363,3 +365,21 @@ def test_a_second_ctrl_c_during_cleanup_exits_with_130_and_leaves_nothing(tmp_pa
         if process.poll() is None:
             process.kill()
             process.communicate()
+
+
+# --- speed of large arrays: what is handed back without a copy must still be a value -------------
+def test_a_returned_argument_never_changes_under_the_caller(pool):
+    actor = remote_class(Keeper)()
+    array = np.arange(2**20, dtype=np.float64)
+    kept = actor.keep_and_return(array)  # the actor still views it: copied back
+    actor.scale_kept(2.0)
+    np.testing.assert_array_equal(kept, array)
+    echoed = actor.echo(array)  # nothing in the actor views it: handed back, no copy
+    echoed *= 3.0
+    np.testing.assert_array_equal(actor.echo(array), array)
+    np.testing.assert_array_equal(echoed, array * 3.0)
+    np.testing.assert_array_equal(kept, array)
+    from parl_lite.remote.shm import session_segments
+
+    worker_segments = [name for name in session_segments(pool.session_prefix) if f"w{actor.pid()}_" in name]
+    assert len(worker_segments) == 1  # the copy of the kept argument, none for the echoes

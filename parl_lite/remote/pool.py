@@ -71,7 +71,7 @@ class WorkerProcess(ActorChannel):
         self._connection = connection
         self._pool = pool
         self._segments = pool.segments  # what we send (lent under our pid), shared by the workers
-        self._borrowed = Borrowed()  # what the worker sent us
+        self.borrowed = Borrowed()  # what the worker sent us
         try:
             self._pidfd: Optional[int] = os.pidfd_open(pid)
         except ProcessLookupError:
@@ -201,13 +201,22 @@ class WorkerProcess(ActorChannel):
                     pass
 
     def _send_releases(self) -> None:
-        released = self._borrowed.take_released()
+        released = self.borrowed.take_released()
         if released:
             self._send((protocol.RELEASE, released))
 
     def _send(self, message: Tuple[Any, ...]) -> None:
         """Encode and send a small control message (``self._lock`` is held)."""
         self._connection.send_bytes(protocol.encode(message, self._segments, self.pid)[0])
+
+    def prefetch(self, names: List[str]) -> None:
+        """Let the worker map ``names`` (free segments of ours) before a message uses them."""
+        if names:
+            with self._lock:
+                try:
+                    self._send((protocol.PREFETCH, names))
+                except OSError:
+                    pass
 
     def stop(self, reason: str) -> None:
         """Ask the worker to exit after the calls already sent (idempotent)."""
@@ -315,7 +324,7 @@ class WorkerProcess(ActorChannel):
             self._on_exit()
             return False
         try:
-            message = protocol.decode(frame, self._borrowed, self._segments)
+            message = protocol.decode(frame, self.borrowed, self._segments, self.pid)
         except Exception as exc:  # e.g. the return value's class does not exist here
             self._fail_oldest(exc)
             return True
@@ -516,7 +525,9 @@ class LocalPool(Backend):
             raise RuntimeError(f"the pool's zygote process (pid {self._zygote.pid}) is gone: {exc}") from exc
         finally:
             theirs.close()
-        return WorkerProcess(pid, Connection(ours.detach()), self)
+        worker = WorkerProcess(pid, Connection(ours.detach()), self)
+        worker.prefetch(self.segments.free_names())  # the reserve, mapped while the worker is idle
+        return worker
 
     def _worker_exited(self, worker: WorkerProcess) -> None:
         with self._lock:
@@ -536,6 +547,8 @@ class LocalPool(Backend):
             pass_fds=[theirs.fileno()], env=env, start_new_session=True,
         )
         theirs.close()
+        # while the zygote starts: pages for the first large argument, so it costs a copy, not faults
+        self._chore("pre-faulting shared memory", self.segments.prefault, SHM_RESERVE_BYTES)
         try:
             _receive_exactly(ours, 4)  # the zygote says it is ready
         except OSError as exc:
@@ -546,7 +559,6 @@ class LocalPool(Backend):
 
     # --- housekeeping ---------------------------------------------------------------------------
     def _housekeep(self) -> None:
-        self._chore("pre-faulting shared memory", self.segments.prefault, SHM_RESERVE_BYTES)
         next_status = time.monotonic() + _STATUS_PERIOD
         while not self._closed:
             try:
@@ -579,6 +591,7 @@ class LocalPool(Backend):
         for worker in workers:
             worker.check()
             worker.flush_releases()
+            worker.borrowed.trim()
 
     def _refill_idle_workers(self) -> None:
         while not self._closed:

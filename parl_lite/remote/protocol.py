@@ -23,7 +23,7 @@ import cloudpickle
 from parl_lite.remote.shm import Borrowed, SegmentPool
 
 __all__ = [
-    "CREATE", "CALL", "GETATTR", "SETATTR", "STOP", "RELEASE", "OK", "ERROR", "OUTPUT",
+    "CREATE", "CALL", "GETATTR", "SETATTR", "STOP", "PREFETCH", "RELEASE", "OK", "ERROR", "OUTPUT",
     "INLINE_LIMIT", "encode", "decode", "settle",
 ]
 
@@ -33,6 +33,7 @@ CALL = "call"        # (CALL, call_id, method_name, args, kwargs)
 GETATTR = "getattr"  # (GETATTR, call_id, attribute_name)
 SETATTR = "setattr"  # (SETATTR, call_id, attribute_name, value)
 STOP = "stop"        # (STOP,)
+PREFETCH = "prefetch"  # (PREFETCH, [segment names to map ahead of need])
 # both ways
 RELEASE = "release"  # (RELEASE, [segment names the receiver no longer maps])
 # worker -> caller
@@ -102,14 +103,16 @@ def settle(frame: bytes, borrowed: Borrowed, segments: SegmentPool, holder: Any 
     if frame[:1] != _SEGMENT:
         return frame
     entries, data = pickle.loads(memoryview(frame)[1:])
+    returned = {name for owner, name, _, _ in entries if owner == YOURS}
     kept = [index for index, (owner, name, _, _) in enumerate(entries)
-            if owner == YOURS and borrowed.mapping(name) is not None]
+            if owner == YOURS and borrowed.in_use(name) is not None]
+    borrowed.returned(returned - {entries[index][1] for index in kept})
     if not kept:
         return frame
     views = []
     for index in kept:
         _, name, offset, size = entries[index]
-        views.append(memoryview(borrowed.mapping(name))[offset:offset + size])
+        views.append(memoryview(borrowed.in_use(name))[offset:offset + size])
     name, layout = segments.write(views, holder)
     for view in views:
         view.release()
@@ -118,28 +121,30 @@ def settle(frame: bytes, borrowed: Borrowed, segments: SegmentPool, holder: Any 
     return _SEGMENT + pickle.dumps((entries, data), protocol=5)
 
 
-def decode(frame: bytes, borrowed: Borrowed, segments: Optional[SegmentPool] = None) -> Tuple[Any, ...]:
+def decode(frame: bytes, borrowed: Borrowed, segments: Optional[SegmentPool] = None,
+           sender: Any = 0) -> Tuple[Any, ...]:
     """Rebuild a message from :func:`encode`'s frame (large arrays view shared memory, no copy).
 
     Args:
         frame: the bytes received.
         borrowed: maps the sender's segments here.
         segments: this side's own segments, for buffers the sender handed back.
+        sender: the key under which this side lent its segments to the sender.
     """
     body = memoryview(frame)[1:]
     if frame[:1] == _INLINE:
         return pickle.loads(body)
     entries, data = pickle.loads(body)
-    views: Dict[Tuple[str, str], memoryview] = {}
+    views: Dict[Tuple[str, str], Any] = {}
     buffers = []
     for owner, name, offset, size in entries:
         view = views.get((owner, name))
         if view is None:
             if owner == YOURS and segments is not None:
-                mapping = segments.map_own(name)
+                view = segments.map_own(name, sender)
             else:
-                mapping = borrowed.map(name)
-            view = views[owner, name] = memoryview(mapping)
+                view = borrowed.map(name)
+            views[owner, name] = view
         if offset < 0 or offset + size > len(view):
             raise ValueError(f"a buffer of {size} bytes at {offset} does not fit in segment {name!r}")
         buffers.append(view[offset:offset + size])

@@ -6,8 +6,10 @@ buffers, so numpy arrays are rebuilt without a copy. When the last array viewing
 the receiver tells the sender (a RELEASE message), and the sender reuses the segment for a later
 message. Reuse matters: writing into pages that already exist is a plain memcpy, while fresh pages
 cost a page fault each (on these virtual machines, more than the copy itself). For the same reason
-mappings are made with ``MAP_POPULATE`` (one call maps every page instead of one fault per page),
-and a sender may keep a pre-faulted reserve for its first large message.
+mappings are made with ``MAP_POPULATE`` (one call maps every page instead of one fault per page) and
+kept for the next message that uses the same segment, and a sender may keep a pre-faulted reserve for
+its first large message. Each message gets a fresh numpy array over the mapping as the base of its
+buffers: when that array is freed, the message's buffers are gone.
 
 Other local users see and may create names in ``/dev/shm``. So every segment name ends with a random
 token and is created with ``O_EXCL`` (a taken name is skipped, never opened); a segment is opened
@@ -27,6 +29,8 @@ import time
 import weakref
 from typing import Deque, Dict, List, Optional, Sequence, Set, Tuple, Union
 
+import numpy as np
+
 __all__ = ["SHM_DIR", "SegmentPool", "Borrowed", "open_own_file", "unlink_segment",
            "remove_session_segments", "session_segments", "create_exclusive", "FREE_IDLE_SECONDS"]
 
@@ -34,6 +38,7 @@ SHM_DIR = "/dev/shm"
 _ALIGNMENT = 64
 MAX_FREE_SEGMENTS = 4  # segments kept for reuse per sender
 MAX_FREE_BYTES = 256 * 2**20  # and their total size; the oldest beyond either bound are unlinked
+CACHED_MAPPINGS = MAX_FREE_SEGMENTS  # a receiver keeps this many mappings for reuse
 FREE_IDLE_SECONDS = 2.0  # free segments unused this long are unlinked (down to the reserve)
 _NAME_ATTEMPTS = 64
 _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0x8000)  # Linux value before Python 3.10
@@ -89,7 +94,7 @@ def _address(buffer: Union[memoryview, mmap.mmap]) -> Optional[int]:
 
 
 class _Segment:
-    __slots__ = ("name", "fd", "size", "holders", "freed_at")
+    __slots__ = ("name", "fd", "size", "holders", "freed_at", "mapping")
 
     def __init__(self, name: str, fd: int, size: int) -> None:
         self.name = name
@@ -97,6 +102,7 @@ class _Segment:
         self.size = size
         self.holders: Set[Holder] = set()  # receivers that map it, and _SELF
         self.freed_at = 0.0
+        self.mapping: Optional[mmap.mmap] = None  # the owner's own, made when first needed
 
 
 class SegmentPool:
@@ -146,6 +152,7 @@ class SegmentPool:
         segment = self._create(size)
         try:
             os.posix_fallocate(segment.fd, 0, size)
+            segment.mapping = mmap.mmap(segment.fd, segment.size, flags=_MAP_FLAGS)
         except OSError:
             self._discard([segment])
             raise
@@ -176,26 +183,29 @@ class SegmentPool:
                     gone.append(segment)
         self._discard(gone)
 
-    def map_own(self, name: str) -> mmap.mmap:
-        """Map one of this pool's own segments that a receiver returned in a reply; it is not reused
-        until the mapping is gone.
+    def map_own(self, name: str, returned_by: Holder) -> np.ndarray:
+        """View one of this pool's own segments that ``returned_by`` handed back in a reply (it maps
+        it no more); the segment is not reused until the returned bytes array is freed.
 
         Raises:
-            ValueError: ``name`` is not a segment this pool lent.
+            ValueError: ``name`` is not a segment lent to ``returned_by``.
         """
         with self._lock:
             segment = self._held.get(name)
-            if segment is None:
+            if segment is None or returned_by not in segment.holders:
                 raise ValueError(f"a reply refers to segment {name!r}, which was not lent to its sender")
-            mapping = mmap.mmap(segment.fd, segment.size, flags=_MAP_FLAGS)
+            if segment.mapping is None:
+                segment.mapping = mmap.mmap(segment.fd, segment.size, flags=_MAP_FLAGS)
+            segment.holders.discard(returned_by)
             segment.holders.add(_SELF)
-        weakref.finalize(mapping, self.release, [name], _SELF)
-        return mapping
+            base = np.frombuffer(segment.mapping, dtype=np.uint8)
+        weakref.finalize(base, self.release, [name], _SELF)
+        return base
 
-    def has_free(self) -> bool:
-        """True if free segments beyond the reserve are kept."""
+    def free_names(self) -> List[str]:
+        """Names of the free segments (a receiver may map them ahead: :meth:`Borrowed.prefetch`)."""
         with self._lock:
-            return sum(segment.size for segment in self._free.values()) > self.reserve_bytes
+            return list(self._free)
 
     def trim(self, idle_seconds: float = FREE_IDLE_SECONDS) -> None:
         """Unlink free segments unused for ``idle_seconds``, newest kept while within the reserve."""
@@ -269,20 +279,60 @@ class Borrowed:
         # a deque, not a locked list: _on_unmapped may run inside any code of this process, even
         # code that would hold such a lock
         self._released: Deque[str] = collections.deque()
-        self._mapped: Dict[str, Tuple["weakref.ref[mmap.mmap]", int, int]] = {}  # name -> (mapping, address, size)
+        self._returned: Set[str] = set()  # handed back to the sender in a reply: no RELEASE for them
+        # name -> (this message's base array, its address, size)
+        self._mapped: Dict[str, Tuple["weakref.ref[np.ndarray]", int, int]] = {}
+        # mappings kept for reuse: name -> (mapping, inode of the file mapped)
+        self._cache: "collections.OrderedDict[str, Tuple[mmap.mmap, int]]" = collections.OrderedDict()
+        self._cache_lock = threading.Lock()
 
-    def map(self, name: str) -> mmap.mmap:
-        """Map segment ``name`` (a regular file of this user, else PermissionError)."""
-        fd = open_own_file(os.path.join(SHM_DIR, name), os.O_RDWR)
-        try:
-            size = os.fstat(fd).st_size
-            mapping = mmap.mmap(fd, size, flags=_MAP_FLAGS)
-        finally:
-            os.close(fd)
-        self._mapped[name] = (weakref.ref(mapping), _address(mapping) or 0, size)
-        # runs when the last array viewing the mapping is freed, in whatever thread frees it
-        weakref.finalize(mapping, self._on_unmapped, name)
-        return mapping
+    def prefetch(self, name: str) -> None:
+        """Map segment ``name`` ahead of the message that will use it (e.g. the sender's reserve)."""
+        self._cached_mapping(name)
+
+    def _cached_mapping(self, name: str) -> mmap.mmap:
+        with self._cache_lock:
+            cached = self._cache.pop(name, None)
+        if cached is None:
+            fd = open_own_file(os.path.join(SHM_DIR, name), os.O_RDWR)
+            try:
+                info = os.fstat(fd)
+                cached = (mmap.mmap(fd, info.st_size, flags=_MAP_FLAGS), info.st_ino)
+            finally:
+                os.close(fd)
+        with self._cache_lock:
+            self._cache[name] = cached
+            while len(self._cache) > CACHED_MAPPINGS:
+                self._cache.popitem(last=False)
+        return cached[0]
+
+    def map(self, name: str) -> np.ndarray:
+        """A bytes array over segment ``name`` (a regular file of this user, else PermissionError);
+        the sender hears of its release when the array is freed."""
+        base = np.frombuffer(self._cached_mapping(name), dtype=np.uint8)
+        self._mapped[name] = (weakref.ref(base), base.ctypes.data, base.nbytes)
+        # runs when the last array viewing this message's buffers is freed, in whatever thread
+        weakref.finalize(base, self._on_unmapped, name)
+        return base
+
+    def trim(self) -> None:
+        """Drop kept mappings of segments their sender has unlinked (the mapping alone would keep
+        their memory)."""
+        with self._cache_lock:
+            names = list(self._cache)
+        for name in names:
+            try:
+                current = os.lstat(os.path.join(SHM_DIR, name)).st_ino
+            except OSError:
+                current = None
+            with self._cache_lock:
+                cached = self._cache.get(name)
+                if cached is not None and cached[1] != current:
+                    del self._cache[name]
+
+    def returned(self, names: Sequence[str]) -> None:
+        """``names`` went back to their owner in a reply, which stands for their RELEASE."""
+        self._returned.update(names)
 
     def locate(self, buffer: memoryview) -> Optional[Tuple[str, int]]:
         """(segment name, offset) if ``buffer`` lies inside a segment mapped here, else None."""
@@ -294,8 +344,8 @@ class Borrowed:
                 return name, address - start
         return None
 
-    def mapping(self, name: str) -> Optional[mmap.mmap]:
-        """The live mapping of ``name`` here, if any array still views it."""
+    def in_use(self, name: str) -> Optional[np.ndarray]:
+        """The base array of the last message's buffers in ``name``, if anything still views it."""
         entry = self._mapped.get(name)
         return entry[0]() if entry is not None else None
 
@@ -303,7 +353,11 @@ class Borrowed:
         """Names to send back in a RELEASE message (each returned once)."""
         released = []
         while self._released:
-            released.append(self._released.popleft())
+            name = self._released.popleft()
+            if name in self._returned:
+                self._returned.discard(name)
+            else:
+                released.append(name)
         return released
 
     def _on_unmapped(self, name: str) -> None:

@@ -8,10 +8,13 @@ import inspect
 import io
 import os
 import pickle
+import select
 import sys
 import threading
 from multiprocessing.connection import Connection
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Tuple
+
+import numpy as np
 
 from parl_lite.remote import protocol
 from parl_lite.remote.backend import MethodReference
@@ -29,6 +32,8 @@ class _Channel:
         self.segments = segments
         self.borrowed = Borrowed()
         self.lock = threading.Lock()
+        self.poller = select.poll()
+        self.poller.register(connection.fileno(), select.POLLIN)
 
     def send(self, message: Tuple[Any, ...]) -> None:
         self.send_frame(protocol.encode(message, self.segments)[0])
@@ -38,9 +43,10 @@ class _Channel:
             self.connection.send_bytes(frame)
 
     def receive(self) -> Tuple[Any, ...]:
-        # an idle worker does not keep free segments: unlink them once nothing came for a while
-        while self.segments.has_free() and not self.connection.poll(FREE_IDLE_SECONDS):
+        # an idle worker keeps no free segments, nor mappings of segments its caller unlinked
+        while not self.poller.poll(FREE_IDLE_SECONDS * 1000):
             self.segments.trim(0.0)
+            self.borrowed.trim()
         return protocol.decode(self.connection.recv_bytes(), self.borrowed, self.segments)
 
     def reply(self, reply: Tuple[Any, ...]) -> bytes:
@@ -100,6 +106,9 @@ def serve(connection: Connection, segment_prefix: str) -> None:
         if kind == protocol.RELEASE:
             channel.segments.release(message[1])
             continue
+        if kind == protocol.PREFETCH:
+            _prefetch(channel.borrowed, message[1])
+            continue
         call_id = message[1]
         try:
             actor, value = _run(actor, message)
@@ -133,10 +142,32 @@ def _flush_output() -> None:
     sys.stderr.flush()
 
 
+def _prefetch(borrowed: Borrowed, names: List[str]) -> None:
+    for name in names:
+        try:
+            borrowed.prefetch(name)
+        except OSError:
+            pass  # gone meanwhile, or not ours: the message that uses it will say so
+
+
+def _warm_up(segment_prefix: str) -> None:
+    """Take the large-message path once, in a worker that waits for its actor: a forked process pays
+    copy-on-write faults and first-use costs on its first large message otherwise."""
+    segments = SegmentPool(f"{segment_prefix}w{os.getpid()}_")
+    borrowed = Borrowed()
+    frame, _ = protocol.encode((protocol.OK, 0, np.zeros(protocol.INLINE_LIMIT, np.uint8)), segments)
+    message = protocol.decode(frame, borrowed)
+    reply, _ = protocol.encode(message, segments, borrowed=borrowed)
+    message = None
+    protocol.settle(reply, borrowed, segments)
+    segments.close()
+
+
 def run_forked_worker(fd: int, segment_prefix: str) -> None:
     """Entry point of a process the zygote just forked: serve, then exit without cleanup."""
     status = 0
     try:
+        _warm_up(segment_prefix)
         serve(Connection(fd), segment_prefix)
     except BaseException:
         status = 1
