@@ -168,6 +168,7 @@ def test_shutdown_ends_the_children_of_actors(tmp_path):
 POOL_SCRIPT = textwrap.dedent("""
     import json, sys, parl_lite
     from parl_lite import remote_class
+    from evokit_py.noise import NoiseTable
 
     class A:
         def pid(self):
@@ -176,6 +177,7 @@ POOL_SCRIPT = textwrap.dedent("""
 
     pool = parl_lite.connect(num_workers=1)
     a = remote_class(A)()
+    table = NoiseTable.create(seed=1, size=1000)  # a segment of this process outside the pool
     print(json.dumps({"prefix": pool.session_prefix, "zygote": pool.status()["zygote_pid"],
                       "actor": a.pid()}), flush=True)
     sys.stdin.readline()

@@ -32,7 +32,8 @@ from typing import Deque, Dict, List, Optional, Sequence, Set, Tuple, Union
 import numpy as np
 
 __all__ = ["SHM_DIR", "SegmentPool", "Borrowed", "open_own_file", "unlink_segment",
-           "remove_session_segments", "session_segments", "create_exclusive", "FREE_IDLE_SECONDS"]
+           "remove_session_segments", "session_segments", "create_exclusive", "FREE_IDLE_SECONDS",
+           "process_segment_name", "PROCESS_SEGMENT"]
 
 SHM_DIR = "/dev/shm"
 _ALIGNMENT = 64
@@ -44,8 +45,18 @@ _NAME_ATTEMPTS = 64
 _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0x8000)  # Linux value before Python 3.10
 _SELF = "self"  # holder key of a segment its owner maps itself (a reply that returned it)
 
+# every name of ours starts with this and the pid of the process that owns it, so that what a dead
+# process left can be found and swept (by its pool's zygote, or by ``parl-lite status``)
+PROCESS_SEGMENT = "parl_lite_{pid}_"
+
 Layout = List[Tuple[int, int]]
 Holder = Union[int, str]
+
+
+def process_segment_name(kind: str) -> str:
+    """An unpredictable name for a segment this process owns outside any pool (e.g. a noise
+    table), swept with the process's other segments if the process dies without unlinking it."""
+    return f"{PROCESS_SEGMENT.format(pid=os.getpid())}{kind}_{secrets.token_hex(8)}"
 
 
 def create_exclusive(prefix: str, suffix: str = "") -> Tuple[str, int]:

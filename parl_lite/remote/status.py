@@ -8,21 +8,23 @@ size is not bounded. The random token means another local user cannot create the
 
 Readers trust nothing they find there: an entry is read only if it is a regular file of this user
 (opened with ``O_NOFOLLOW | O_NONBLOCK``, so a FIFO cannot hang them), holds JSON with the expected
-fields, and names a process that is alive with the same start time; entries of dead owners are swept
-with the segments of their session, and every other bad entry is skipped and reported.
+fields, and names a process that is alive with the same start time. Entries and segments
+(``parl_lite_<pid>_...``) of dead processes are swept (this assumes one pid namespace per
+``/dev/shm``); every other bad entry is skipped and reported.
 """
 import json
 import os
 import re
 import stat
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
-from parl_lite.remote.shm import SHM_DIR, create_exclusive, open_own_file, remove_session_segments
+from parl_lite.remote.shm import PROCESS_SEGMENT, SHM_DIR, create_exclusive, open_own_file, remove_session_segments
 
 __all__ = ["StatusBoard", "StatusError", "find_pools", "read_status", "survey", "process_start_time"]
 
 _PREFIX = "parl_lite_status_"
 _ENTRY = re.compile(r"^parl_lite_status_(\d+)_([0-9a-f]{16})(\.tmp)?$")
+_SEGMENT = re.compile(r"^parl_lite_(\d+)_")
 _MAX_BYTES = 64 * 2**20
 _REQUIRED = {"pid": int, "started_at": (int, float), "process_start": int, "workers": list}
 
@@ -78,9 +80,13 @@ def _entries(problems: Optional[List[str]]) -> List[Tuple[int, str]]:
         names = os.listdir(SHM_DIR)
     except OSError:
         return []
+    dead: Set[int] = set()
     for name in sorted(names):
         match = _ENTRY.match(name)
         if match is None:
+            segment = _SEGMENT.match(name)
+            if segment is not None and process_start_time(int(segment.group(1))) is None:
+                dead.add(int(segment.group(1)))  # a segment whose process is gone
             continue
         path = os.path.join(SHM_DIR, name)
         pid = int(match.group(1))
@@ -94,17 +100,13 @@ def _entries(problems: Optional[List[str]]) -> List[Tuple[int, str]]:
                 problems.append(f"skipped {path}: {kind}")
             continue
         if process_start_time(pid) is None:
-            _sweep(pid)
-            continue
-        if match.group(3) is None:
+            dead.add(pid)
+        elif match.group(3) is None:
             found.append((pid, path))
+    for pid in dead:  # this user's regular files only, whatever their name claims
+        remove_session_segments(f"{_PREFIX}{pid}_")
+        remove_session_segments(PROCESS_SEGMENT.format(pid=pid))
     return found
-
-
-def _sweep(pid: int) -> None:
-    """Remove what a dead pool of this user left: its status and its session's segments."""
-    remove_session_segments(f"{_PREFIX}{pid}_")
-    remove_session_segments(f"parl_lite_{pid}_")
 
 
 def find_pools(problems: Optional[List[str]] = None) -> List[int]:

@@ -51,6 +51,7 @@ def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     segment_prefix = sys.argv[2]
     status_path = sys.argv[3]
+    owner = os.getppid()
     sys.path[:] = json.loads(os.environ.pop("PARL_LITE_SYS_PATH", "[]")) or sys.path
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the caller, who shuts us down
     children: Set[int] = set()
@@ -92,9 +93,11 @@ def main() -> None:
                 os.waitpid(pid, 0)
             except ChildProcessError:
                 pass
-        from parl_lite.remote.shm import remove_session_segments
+        from parl_lite.remote.shm import PROCESS_SEGMENT, remove_session_segments
 
         remove_session_segments(segment_prefix)
+        if os.getppid() != owner:  # the pool's process died: sweep what else it owned (a noise table)
+            remove_session_segments(PROCESS_SEGMENT.format(pid=owner))
         try:
             os.unlink(status_path)
         except OSError:
