@@ -340,8 +340,9 @@ SECOND_CTRL_C_SCRIPT = textwrap.dedent("""
 
     pool = parl_lite.connect(num_workers=1)
     slow = remote_class(Slow)()
-    print(pool.session_prefix, pool.status()["zygote_pid"], slow.ready(), flush=True)
+    ready = f'{pool.session_prefix} {pool.status()["zygote_pid"]} {slow.ready()}'
     try:
+        print(ready, flush=True)  # inside the try: the first Ctrl-C may follow at once
         time.sleep(60)
     except KeyboardInterrupt:
         print("first", flush=True)
