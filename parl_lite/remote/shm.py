@@ -144,11 +144,12 @@ class SegmentPool:
             needed += -(-buffer.nbytes // _ALIGNMENT) * _ALIGNMENT
         segment = self._take_free(needed) or self._create(needed)
         try:
+            # through the sender's own mapping, kept with the segment: a memcpy, several times
+            # faster than pwrite() on these machines
+            target = np.frombuffer(self._mapping(segment), dtype=np.uint8)
             for buffer, (start, nbytes) in zip(buffers, layout):
-                view = buffer.cast("B") if buffer.format != "B" or buffer.ndim != 1 else buffer
-                written = 0
-                while written < nbytes:  # pwrite may write less than asked for very large buffers
-                    written += os.pwrite(segment.fd, view[written:], start + written)
+                np.copyto(target[start:start + nbytes], np.frombuffer(buffer, dtype=np.uint8))
+            del target
         except BaseException:
             self._discard([segment])
             raise
@@ -162,8 +163,7 @@ class SegmentPool:
         of up to that size costs a copy, not page faults."""
         segment = self._create(size)
         try:
-            os.posix_fallocate(segment.fd, 0, size)
-            segment.mapping = mmap.mmap(segment.fd, segment.size, flags=_MAP_FLAGS)
+            self._mapping(segment)
         except OSError:
             self._discard([segment])
             raise
@@ -205,11 +205,9 @@ class SegmentPool:
             segment = self._held.get(name)
             if segment is None or returned_by not in segment.holders:
                 raise ValueError(f"a reply refers to segment {name!r}, which was not lent to its sender")
-            if segment.mapping is None:
-                segment.mapping = mmap.mmap(segment.fd, segment.size, flags=_MAP_FLAGS)
             segment.holders.discard(returned_by)
             segment.holders.add(_SELF)
-            base = np.frombuffer(segment.mapping, dtype=np.uint8)
+        base = np.frombuffer(self._mapping(segment), dtype=np.uint8)
         weakref.finalize(base, self.release, [name], _SELF)
         return base
 
@@ -244,11 +242,18 @@ class SegmentPool:
         name, fd = create_exclusive(self.prefix)
         segment = _Segment(name, fd, max(size, 1))
         try:
-            os.ftruncate(fd, segment.size)
+            os.posix_fallocate(fd, 0, segment.size)  # all pages at once, not a fault each
         except BaseException:
             self._discard([segment])
             raise
         return segment
+
+    @staticmethod
+    def _mapping(segment: _Segment) -> mmap.mmap:
+        """The owner's mapping of ``segment`` (made once, every page mapped up front)."""
+        if segment.mapping is None:
+            segment.mapping = mmap.mmap(segment.fd, segment.size, flags=_MAP_FLAGS)
+        return segment.mapping
 
     def _free_segments(self, segments: List[_Segment]) -> None:
         surplus = []
