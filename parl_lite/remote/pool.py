@@ -246,6 +246,10 @@ class WorkerProcess(ActorChannel):
             except OSError:
                 pass
 
+    def resident_mb(self) -> float:
+        """The worker's own resident memory in MB (what ``max_memory`` limits; shared pages apart)."""
+        return self.memory_mb()[0]
+
     def memory_mb(self) -> Tuple[float, float]:
         """The worker's own resident memory and its resident shared pages (the arrays it was sent,
         mapped code), in MB; zeros once it is gone. ``max_memory`` limits the first."""
@@ -612,7 +616,7 @@ class LocalPool(Backend):
         with self._lock:
             limited = [worker for worker in self._actors.values() if worker.max_memory is not None]
         for worker in limited:
-            if worker.memory_mb()[0] > worker.max_memory:
+            if worker.resident_mb() > worker.max_memory:
                 worker.kill(_OVER_MEMORY)
 
 
