@@ -20,6 +20,8 @@ from typing import List, Optional
 
 import numpy as np
 
+from parl_lite.remote.shm import process_segment_name
+
 __all__ = ["SamplingInfo", "NoiseSource", "NoiseTable", "attach_shared_memory"]
 
 
@@ -94,7 +96,8 @@ class NoiseTable:
         """Build the table from ``seed`` (same seed, same values) in a new shared-memory segment."""
         if size <= 0:
             raise ValueError(f"cache_size must be > 0, got {size}")
-        memory = shared_memory.SharedMemory(create=True, size=size * 4)
+        # named after this process so that it is swept if the process is killed before unlinking it
+        memory = shared_memory.SharedMemory(name=process_segment_name("noise"), create=True, size=size * 4)
         return cls(memory, seed, size, owner=True)._fill()
 
     @classmethod
