@@ -14,8 +14,8 @@ Clones share the master's solver, noise and observation statistics; each has its
 A clone that has not added noise predicts with the master's current solution; after an ``update`` a
 clone's noise is dropped (it sees the new parameters until it adds noise again).
 """
+from collections.abc import Sequence
 from pathlib import Path
-from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -37,22 +37,22 @@ class _Shared:
         self.config = config
         self.env = make_env(config)  # spaces only: action mapping and observation size
         self.policy_model = None
-        self.x0: Optional[np.ndarray] = None
-        self.table: Optional[NoiseTable] = None
-        self.noise: Optional[NoiseSource] = None
-        self.solver: Optional[Solver] = None
+        self.x0: np.ndarray | None = None
+        self.table: NoiseTable | None = None
+        self.noise: NoiseSource | None = None
+        self.solver: Solver | None = None
         self.obs_stats = ObsStats(self.env.observation_space.shape[0])
-        self.pending: List[SamplingInfo] = []
+        self.pending: list[SamplingInfo] = []
         self.pending_generation = -1
 
 
 class ESAgent:
     """An ES agent (see the module docstring). ``config`` defaults to the built-in CartPole job."""
 
-    def __init__(self, config: Optional[ESConfig] = None):
+    def __init__(self, config: ESConfig | None = None):
         self._shared = _Shared(config or default_config())
-        self._policy: Optional[OnnxPolicy] = None
-        self._info: Optional[SamplingInfo] = None
+        self._policy: OnnxPolicy | None = None
+        self._info: SamplingInfo | None = None
         self._generation = -1
         self.is_clone = False
 
@@ -77,7 +77,7 @@ class ESAgent:
         self.close()
         self.__init__(config)
 
-    def load_inference_model(self, onnx_path: "Optional[str | Path]" = None) -> None:
+    def load_inference_model(self, onnx_path: "str | Path | None" = None) -> None:
         """Use the ONNX policy at ``onnx_path`` (its float weights become the initial parameters),
         or, with no path, the config's ``policy`` (ONNX file or MLP).
 
@@ -133,7 +133,7 @@ class ESAgent:
         """The serialized weights-as-inputs policy graph (what sampling workers load)."""
         return self._shared.policy_model.SerializeToString()
 
-    def add_noise(self, info: Optional[SamplingInfo] = None) -> SamplingInfo:
+    def add_noise(self, info: SamplingInfo | None = None) -> SamplingInfo:
         """Perturb this agent's parameters with the next candidate of the generation (or with the
         given ``info``, which reproduces that candidate exactly); returns the sampling info."""
         solver, shared = self.solver, self._shared
@@ -185,8 +185,8 @@ class ESAgent:
             self._policy.set_parameters(solver.solution())
             self._generation = solver.generation
 
-    def save_inference_model(self, path: "str | Path", params: Optional[np.ndarray] = None,
-                             obs_stats: Optional[dict] = None) -> None:
+    def save_inference_model(self, path: "str | Path", params: np.ndarray | None = None,
+                             obs_stats: dict | None = None) -> None:
         """Write a standalone ONNX model of ``params`` (default: the current solution), weights as
         initializers and the observation normalisation folded in when configured, atomically.
 
@@ -204,7 +204,7 @@ class ESAgent:
         self._generation = -1  # to_onnx changed the policy's parameters
         write_bytes_atomically(path, model.SerializeToString())
 
-    def save_solver(self, path: "str | Path", extra: Optional[dict] = None) -> None:
+    def save_solver(self, path: "str | Path", extra: dict | None = None) -> None:
         """Write parameters, solver and optimizer state, noise seed, generation and observation
         statistics to an HDF5 file, atomically."""
         solver = self.solver

@@ -23,9 +23,9 @@ import os
 import signal
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -81,12 +81,12 @@ class TrainResult:
     episodes: int
     steps: int
     interrupted: bool
-    onnx_path: Optional[Path]
+    onnx_path: Path | None
     csv_path: Path
     checkpoint_path: Path
     params: np.ndarray = field(repr=False)
-    checkpoint_error: Optional[str] = None
-    summary: Optional[RunSummary] = None
+    checkpoint_error: str | None = None
+    summary: RunSummary | None = None
 
 
 @dataclass
@@ -94,7 +94,7 @@ class _Progress:
     """The running totals a checkpoint carries besides the solver."""
     best_return: float
     best_params: np.ndarray
-    best_obs_stats: Dict[str, np.ndarray]  # the normalisation the best parameters were evaluated with
+    best_obs_stats: dict[str, np.ndarray]  # the normalisation the best parameters were evaluated with
     train_seconds: float = 0.0
     episodes: int = 0
     steps: int = 0
@@ -139,7 +139,7 @@ class _StopFlag:
 
 
 def train(config: ESConfig, resume: bool = False, backend: str = "remote",
-          echo: Callable[[str], None] = print, progress_bar: Optional[bool] = None) -> TrainResult:
+          echo: Callable[[str], None] = print, progress_bar: bool | None = None) -> TrainResult:
     """Train with ES as ``config`` says (see the module docstring).
 
     Args:
@@ -169,7 +169,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     agent.init_solver()
     solver = agent.solver
     progress = _Progress(-math.inf, solver.solution(), agent.obs_stats.state_dict())
-    rows: List[dict] = []
+    rows: list[dict] = []
     if resume and checkpoint_path.is_file():
         progress = _Progress.from_extra(agent.load_solver(checkpoint_path), agent.obs_stats)
         rows = _read_rows(csv_path, solver.generation)
@@ -177,7 +177,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     pool = batches = reporter = None
     solved = interrupted = False
     stop_reason = None
-    solved_at: Optional[int] = None
+    solved_at: int | None = None
     last_eval = math.nan
     cpu_seconds = 0.0
     resumed_seconds = progress.train_seconds
@@ -258,7 +258,8 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     summary = RunSummary(algo=config.solver.type, env=config.env.id, seed=config.seed, steps=progress.steps,
                          solved_at=solved_at, eval_return=last_eval, train_seconds=progress.train_seconds,
                          train_cpu_seconds=cpu_seconds, updates=solver.generation,
-                         updates_per_second=solver.generation / progress.train_seconds if progress.train_seconds else 0.0,
+                         updates_per_second=solver.generation / progress.train_seconds
+                         if progress.train_seconds else 0.0,
                          actors=hp.workers if backend == "remote" else None,
                          checkpoint=None if checkpoint_error else str(checkpoint_path), interrupted=interrupted)
     return TrainResult(solver.generation, solved, progress.best_return, progress.train_seconds, total,
@@ -306,7 +307,7 @@ def _check_before_training(config: ESConfig, log_dir: Path, checkpoint_path: Pat
         check_trainer_extra(groups, checkpoint_path)
 
 
-def _save_checkpoint(agent: ESAgent, path: Path, progress: "_Progress", echo: Callable[[str], None]) -> Optional[str]:
+def _save_checkpoint(agent: ESAgent, path: Path, progress: "_Progress", echo: Callable[[str], None]) -> str | None:
     """Write a checkpoint; on failure say so and return why (training goes on: the policy is kept)."""
     try:
         agent.save_solver(path, extra=progress.to_extra())
@@ -335,7 +336,7 @@ def _evaluate_solution(agent: ESAgent, pool: EvaluationPool, generation: int) ->
     return float(pool.evaluate(basis.to_dict(), mean, std, infos, seeds)["returns"].mean())
 
 
-def _read_rows(csv_path: Path, generation: int) -> List[dict]:
+def _read_rows(csv_path: Path, generation: int) -> list[dict]:
     """The rows of an earlier run up to ``generation`` (a resumed run rewrites the rest)."""
     if not csv_path.is_file():
         return []

@@ -11,7 +11,6 @@ larger, positive weights only.
 """
 import math
 from dataclasses import dataclass
-from typing import List, Optional
 
 import numpy as np
 
@@ -85,7 +84,7 @@ class CMAES(Solver):
         self.x0 = np.array(x0, dtype=np.float64)
         self.sigma0 = self.sigma
         self.restarts_done = 0
-        self._stop_reason: Optional[str] = None
+        self._stop_reason: str | None = None
         self.best_x, self.best_f = self.x0.copy(), math.inf
         self._start_run(config.population_size)
 
@@ -116,7 +115,7 @@ class CMAES(Solver):
             return 1
         return max(1, math.ceil(1 / (10 * self.dim * (self.params.c1 + self.params.cmu)) - 1e-9))
 
-    def _ask(self, rng: np.random.Generator) -> List[SamplingInfo]:
+    def _ask(self, rng: np.random.Generator) -> list[SamplingInfo]:
         return self.noise.draw(rng, self.population_size)
 
     def basis(self) -> Basis:
@@ -125,7 +124,7 @@ class CMAES(Solver):
             self._transform.flags.writeable = False
         return Basis(self.mean[None].copy(), self.sigma, self._transform)
 
-    def _tell(self, infos: List[SamplingInfo], fitness: np.ndarray) -> None:
+    def _tell(self, infos: list[SamplingInfo], fitness: np.ndarray) -> None:
         if len(infos) != self.population_size:
             raise ValueError(f"CMA-ES takes the whole generation: {self.population_size} candidates, got {len(infos)}")
         p, n = self.params, self.dim
@@ -194,7 +193,7 @@ class CMAES(Solver):
         else:
             self._stop_reason = reason
 
-    def stop_reason(self) -> Optional[str]:
+    def stop_reason(self) -> str | None:
         return self._stop_reason
 
     def solution(self) -> np.ndarray:

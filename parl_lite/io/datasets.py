@@ -15,7 +15,7 @@ import numpy as np
 from parl_lite.io.atomic import remove_stale_temporaries
 
 __all__ = ["DatasetError", "CHECKSUM_ATTRIBUTE", "open_hdf5", "write_dataset", "read_dataset", "check_finite",
-           "check_integer_range"]
+           "check_integer_range", "dataset_names"]
 
 CHECKSUM_ATTRIBUTE = "crc32"
 
@@ -82,6 +82,13 @@ def read_dataset(dataset: h5py.Dataset, require_checksum: bool = True) -> np.nda
     elif _checksum(value) != int(stored):
         raise DatasetError(f"{dataset.name.lstrip('/')}: checksum mismatch: the stored values are corrupted")
     return value
+
+
+def dataset_names(group: h5py.Group) -> list[str]:
+    """Paths (relative to ``group``) of every dataset below ``group``."""
+    names: list[str] = []
+    group.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
+    return names
 
 
 def check_finite(name: str, value: np.ndarray) -> None:
