@@ -239,7 +239,7 @@ def _build(cls: type, data: Any, path: str):
 
 def _convert(hint: Any, value: Any, key: str) -> Any:
     """``value`` checked against the annotation ``hint`` (the config key ``key`` in messages)."""
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _build(hint, value, key)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (Union, types.UnionType):  # X | None (typing.Optional[X] in older spellings)

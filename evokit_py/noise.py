@@ -77,7 +77,7 @@ class NoiseTable:
     def __init__(self, memory: shared_memory.SharedMemory | None, seed: int, size: int, owner: bool):
         self._memory = memory
         # the owner's guarantee: the segment goes with the table object, or with the process
-        self._unlink_at_exit = weakref.finalize(self, _unlink_segment, memory) if owner else None
+        self._unlink_at_exit = weakref.finalize(self, _unlink_segment, memory) if owner and memory else None
         self.seed = seed
         self.size = size
         self.owner = owner
@@ -127,7 +127,7 @@ class NoiseTable:
 
     def unlink(self) -> None:
         """Owner only: unmap and destroy the segment."""
-        if not self.owner:
+        if self._memory is None or self._unlink_at_exit is None:  # attached, or rebuilt in private memory
             raise RuntimeError(f"noise table {self.name} is attached, not owned: only its creator unlinks it")
         self.close()
         self._unlink_at_exit.detach()

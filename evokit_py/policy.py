@@ -56,8 +56,10 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
         x = f"z{layer}"
         act = activation if layer < len(sizes) - 2 else output_activation
         if act != "none":
-            attributes = {"axis": -1} if act == "softmax" else {}
-            nodes.append(helper.make_node(ops[act], [x], [f"a{layer}"], **attributes))
+            if act == "softmax":
+                nodes.append(helper.make_node(ops[act], [x], [f"a{layer}"], axis=-1))
+            else:
+                nodes.append(helper.make_node(ops[act], [x], [f"a{layer}"]))
             x = f"a{layer}"
     nodes.append(helper.make_node("Identity", [x], ["action"]))
     output = helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", act_dim])
@@ -106,7 +108,7 @@ class OnnxPolicy:
         self.output_name = self.session.get_outputs()[0].name
         self.sizes = [int(np.prod(s)) for s in self.weight_shapes]
         self.param_size = int(sum(self.sizes))
-        self._feed = {}
+        self._feed: dict[str, np.ndarray] = {}
         self.set_parameters(np.zeros(self.param_size, dtype=np.float32))
 
     @classmethod

@@ -60,13 +60,13 @@ class EvaluationPool:
 
         size = max(1, math.ceil(len(infos) / (CHUNKS_PER_WORKER * len(self.workers))))
         chunks = [range(start, min(start + size, len(infos))) for start in range(0, len(infos), size)]
-        results = [None] * len(chunks)
+        results: dict[int, dict] = {}  # chunk index -> its result
 
         def submit(worker, index):
             chunk = chunks[index]
             return worker.evaluate(basis, obs_mean, obs_std, [infos[i] for i in chunk], [seeds[i] for i in chunk])
 
-        running = {}  # future -> (worker, chunk index)
+        running: dict[concurrent.futures.Future, tuple[Sampler, int]] = {}  # future -> (worker, chunk index)
         next_chunk = 0
         for worker in self.workers[:len(chunks)]:
             running[submit(worker, next_chunk)] = (worker, next_chunk)
@@ -79,7 +79,8 @@ class EvaluationPool:
                 if next_chunk < len(chunks):
                     running[submit(worker, next_chunk)] = (worker, next_chunk)
                     next_chunk += 1
-        return aggregate({key: np.concatenate([result[key] for result in results]) for key in results[0]})
+        ordered = [results[index] for index in range(len(chunks))]
+        return aggregate({key: np.concatenate([result[key] for result in ordered]) for key in ordered[0]})
 
     @property
     def size(self) -> int:
@@ -92,7 +93,7 @@ class EvaluationPool:
         its future at once (in process: a future already done)."""
         if self.backend == "remote":
             return self.workers[worker].evaluate(basis, obs_mean, obs_std, infos, seeds)
-        future = concurrent.futures.Future()
+        future: concurrent.futures.Future = concurrent.futures.Future()
         future.set_result(self.workers[worker].evaluate(basis, obs_mean, obs_std, infos, seeds))
         return future
 

@@ -108,6 +108,18 @@ def check_policy(policy: OnnxPolicy, env: gym.Env, source: str) -> None:
         raise ValueError(f"{source}: action space {act_space} is not Discrete or a flat Box")
 
 
+def observation_size(env: gym.Env) -> int:
+    """The length of ``env``'s observations (the first axis of the observation space's shape).
+
+    Raises:
+        ValueError: the observation space has no shape.
+    """
+    shape = env.observation_space.shape
+    if not shape:
+        raise ValueError(f"env.id: the observation space {env.observation_space} has no shape")
+    return shape[0]
+
+
 class ActionMap:
     """Policy output row -> environment action: argmax for Discrete; for Box, a tanh output in
     [-1, 1] is scaled to finite bounds, anything else is clipped to them."""
@@ -115,6 +127,8 @@ class ActionMap:
     def __init__(self, space: gym.Space, tanh_output: bool):
         self.discrete = isinstance(space, gym.spaces.Discrete)
         if not self.discrete:
+            if not isinstance(space, gym.spaces.Box):
+                raise ValueError(f"action space {space} is neither Discrete nor Box")
             self.low, self.high = space.low.astype(np.float32), space.high.astype(np.float32)
             self.scale = tanh_output and bool(np.all(np.isfinite(self.low)) and np.all(np.isfinite(self.high)))
 
@@ -223,7 +237,7 @@ class Sampler:
             Per-candidate rows keep the sums independent of how candidates are split among workers.
         """
         basis_obj = Basis.from_dict(basis)
-        obs_dim = self.env.observation_space.shape[0]
+        obs_dim = observation_size(self.env)
         returns, steps = np.zeros(len(infos)), np.zeros(len(infos), dtype=np.int64)
         obs_sum, obs_sumsq = np.zeros((len(infos), obs_dim)), np.zeros((len(infos), obs_dim))
         for i, (info, episode_seeds) in enumerate(zip(infos, seeds, strict=True)):

@@ -20,7 +20,7 @@ are drawn around what it left.
 import concurrent.futures
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,7 +54,7 @@ def normalisation(agent: ESAgent) -> tuple[np.ndarray | None, np.ndarray | None]
     return agent.obs_stats.mean().astype(np.float32), agent.obs_stats.std().astype(np.float32)
 
 
-def sync_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
+def sync_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None, None]:
     """One batch per generation, evaluated whole (see the module docstring)."""
     solver, config = agent.solver, agent.config
     while True:
@@ -66,15 +66,16 @@ def sync_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
         yield Batch(infos, result, time.perf_counter() - tick)
 
 
-def async_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
+def async_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None, None]:
     """A batch whenever ``population_size`` results arrived, workers never idle between updates
     (see the module docstring). Closing the generator waits for the candidates still running."""
     solver, config = agent.solver, agent.config
     group = 2 if config.solver.type == "BASIC_ES" and config.solver.mirrored_sampling else 1
     pending: deque = deque()  # (index, infos) of the current version not handed out yet, a call each
-    version = basis = None
+    version: int | None = None  # the solver version ``basis`` is of
+    basis: dict = {}
     extra_round = 0
-    running = {}  # future -> (worker, infos)
+    running: dict[concurrent.futures.Future, tuple[int, list[SamplingInfo]]] = {}  # future -> (worker, infos)
     idle = list(range(pool.size))
     arrived: list[tuple[SamplingInfo, dict]] = []  # (info, its row of the result)
     try:

@@ -139,10 +139,10 @@ class Solver:
         Returns:
             The number of infos dropped.
         """
-        fitness = np.asarray(fitness, dtype=np.float64)
-        if fitness.shape != (len(infos),):
-            raise ValueError(f"tell: {len(infos)} sampling infos but fitness of shape {fitness.shape}")
-        if not np.all(np.isfinite(fitness)):
+        values = np.asarray(fitness, dtype=np.float64)
+        if values.shape != (len(infos),):
+            raise ValueError(f"tell: {len(infos)} sampling infos but fitness of shape {values.shape}")
+        if not np.all(np.isfinite(values)):
             raise ValueError("tell: fitness values must be finite")
         if stale not in ("refuse", "drop"):
             raise ValueError(f"tell: stale must be 'refuse' or 'drop', got {stale!r}")
@@ -162,7 +162,7 @@ class Solver:
         self.dropped_samples += dropped
         if not keep.any():
             return dropped
-        self._tell([info for info, k in zip(infos, keep, strict=True) if k], fitness[keep])
+        self._tell([info for info, k in zip(infos, keep, strict=True) if k], values[keep])
         self.generation += 1
         return dropped
 

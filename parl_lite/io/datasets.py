@@ -99,12 +99,12 @@ def check_finite(name: str, value: np.ndarray) -> None:
         raise DatasetError(f"{name}: {bad} of {np.size(value)} values are not finite (NaN or infinity)")
 
 
-def check_integer_range(name: str, value: np.ndarray, bounds: tuple[int, int | None]) -> int:
+def check_integer_range(name: str, value: object, bounds: tuple[int, int | None]) -> int:
     """``value`` as an int, refusing a non-integer, a non-scalar or one outside ``[low, high]``.
 
     Args:
         name: what the message calls the value.
-        value: a scalar array or number.
+        value: a scalar array or number (anything else is refused).
         bounds: ``(low, high)``; ``high`` may be ``None`` (no upper bound).
     """
     low, high = bounds
