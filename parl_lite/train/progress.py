@@ -40,7 +40,7 @@ class Reporter:
         if progress_bar:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total_steps, initial=start_steps, unit=unit, unit_scale=True,
+            self._bar = tqdm(total=total_steps, initial=start_steps, unit=unit, unit_scale=unit == "step",
                              desc=name, dynamic_ncols=True, file=sys.stderr)
         self._shown_steps = start_steps
 
