@@ -97,6 +97,8 @@ def es_train(config_path, resume, overrides, in_process, address) -> None:
     except KeyboardInterrupt:  # the second Ctrl-C: stopped at once, like any interrupted command
         click.echo("es-train: interrupted at once (the last checkpoint is the one written before)", err=True)
         raise SystemExit(130) from None
+    if result.summary is not None:
+        click.echo(result.summary.to_json())
     if result.checkpoint_error is not None:
         raise click.ClickException(f"{result.checkpoint_error} (the trained policy was exported to "
                                    f"{result.onnx_path})" if result.onnx_path else result.checkpoint_error)
