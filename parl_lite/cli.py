@@ -8,6 +8,8 @@ from parl_lite.ext.cluster import commands as cluster_commands
 from parl_lite.io.onnx_cli import export_command
 from parl_lite.version import __version__
 
+MONITOR_PORT = 8020  # `parl-lite monitor`'s default port
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="parl-lite")
@@ -67,6 +69,40 @@ def status(pid: "int | None", as_json: bool, address: "str | None", token_file: 
             actor = actor if len(actor) <= 24 else actor[:23] + "…"
             click.echo(f"  {worker['pid']:>7}  {actor:<24} {worker['rss_mb']:>8.1f} "
                        f"{worker.get('shared_mb', 0.0):>9.1f} {limit:>9} {worker['calls_served']:>9}")
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to serve on. Anywhere but 127.0.0.1 the page asks for a token.")
+@click.option("--port", type=int, default=MONITOR_PORT, show_default=True, help="Port to serve on (0: any free port).")
+@click.option("--token", envvar="PARL_LITE_MONITOR_TOKEN", default=None,
+              help="Token asked for when not on 127.0.0.1 (default: a random one, printed). "
+                   "Also read from $PARL_LITE_MONITOR_TOKEN.")
+@click.option("--pid", "pids", type=int, multiple=True,
+              help="Show only the pool of this process (repeatable; default: every pool of this user).")
+def monitor(host: str, port: int, token: "str | None", pids: "tuple[int, ...]") -> None:
+    """Serve the web monitor of the local pools of this machine: the machine's CPUs, memory and load,
+    each process that runs a pool, each actor (state, calls served, memory, last error) and its
+    recent output. Read-only; Ctrl-C stops it."""
+    import secrets
+
+    from parl_lite.ext.monitor.local import LocalPools
+    from parl_lite.ext.monitor.server import LOOPBACK_HOSTS, MonitorServer
+
+    if host not in LOOPBACK_HOSTS and not token:
+        token = secrets.token_urlsafe(24)
+        click.echo(f"monitor token (enter it in the page, or send 'Authorization: Bearer <token>'): {token}")
+    try:
+        server = MonitorServer(LocalPools(pids), host=host, port=port, token=token)
+    except OSError as error:
+        raise click.ClickException(f"cannot serve the monitor on {host}:{port}: {error}") from error
+    click.echo(f"parl_lite monitor of the local pools: {server.url} (Ctrl-C stops it)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 @main.command("es-train")

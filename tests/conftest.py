@@ -30,6 +30,11 @@ def nothing_of_ours_is_left_behind():
     prefix = f"parl_lite_{os.getpid()}_"
     leftovers = glob.glob(f"/dev/shm/{prefix}*") + glob.glob(f"/dev/shm/parl_lite_status_{os.getpid()}_*")
     assert leftovers == [], f"shared memory left behind: {leftovers}"
+    from parl_lite.remote.actor_log import runtime_folder
+
+    runtime = runtime_folder()
+    assert runtime is None or not os.path.exists(os.path.join(runtime, f"pool-{os.getpid()}")), \
+        "the pool's actor-log folder was left behind"
     stray = _processes_with("parl_lite.remote.zygote", prefix)  # workers are forks: same line
     assert stray == [], f"zygote or worker processes left behind: {stray}"
 

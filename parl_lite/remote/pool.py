@@ -11,6 +11,7 @@ A worker's death is seen by its pid (a pidfd), not only by its socket: a child t
 hold the socket open long after the worker is gone. Each worker leads its own process group, and
 the group is killed when the worker ends, so nothing an actor started outlives it.
 """
+import collections
 import itertools
 import json
 import logging
@@ -26,11 +27,12 @@ import threading
 import time
 import uuid
 from multiprocessing.connection import Connection
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 import cloudpickle
 
 from parl_lite.remote import protocol
+from parl_lite.remote.actor_log import ActorLogs
 from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, SerializationError
 from parl_lite.remote.futures import Future
@@ -47,6 +49,7 @@ _THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 # pre-faulted shared memory the caller keeps for its next large argument, even when idle
 SHM_RESERVE_BYTES = 64 * 2**20
+_ENDED_KEPT = 32  # ended actors still listed in the status (and their logs kept)
 _log = logging.getLogger("parl_lite.remote")
 
 # why a worker stopped serving
@@ -68,6 +71,7 @@ class WorkerProcess(ActorChannel):
         self.actor_name: Optional[str] = None
         self.max_memory: Optional[float] = None
         self.calls_served = 0
+        self.last_error: Optional[str] = None  # the last exception an actor's method raised
         self._connection = connection
         self._pool = pool
         self._segments = pool.segments  # what we send (lent under our pid), shared by the workers
@@ -107,6 +111,22 @@ class WorkerProcess(ActorChannel):
     @property
     def alive(self) -> bool:
         return not self._dead
+
+    @property
+    def state(self) -> str:
+        """``idle`` (no actor yet), ``starting`` (``__init__`` runs), ``alive``, ``closed`` or ``dead``."""
+        if self._dead:
+            return "closed" if self._stop_reason == _CLOSED or self._closing else "dead"
+        if self.actor_name is None:
+            return "idle"
+        return "alive" if self.calls_served else "starting"
+
+    def describe(self) -> Dict[str, Any]:
+        """This worker as the pool's status lists it."""
+        own, shared = self.memory_mb()
+        return {"pid": self.pid, "actor": self.actor_name, "alive": self.alive, "state": self.state,
+                "rss_mb": round(own, 1), "shared_mb": round(shared, 1), "max_memory_mb": self.max_memory,
+                "calls_served": self.calls_served, "last_error": self.last_error}
 
     # --- ActorChannel ---------------------------------------------------------------------------
     def call(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Future:
@@ -334,6 +354,7 @@ class WorkerProcess(ActorChannel):
             return True
         kind = message[0]
         if kind == protocol.OUTPUT:
+            self._pool.actor_logs.record(self.pid, message[2])
             self._print(message[1], message[2])
         elif kind == protocol.RELEASE:
             self._segments.release(message[1], self.pid)
@@ -343,6 +364,7 @@ class WorkerProcess(ActorChannel):
             if kind == protocol.OK:
                 future.set_result(message[2])
             else:
+                self.last_error = f"{message[2].type_name}: {message[2].message}"
                 future.set_exception(message[2].to_exception(f"{self.actor_name}.{what}"))
         return True
 
@@ -411,6 +433,8 @@ class LocalPool(Backend):
         self._idle: List[WorkerProcess] = []
         self._actors: Dict[int, WorkerProcess] = {}  # pid -> worker hosting an actor
         self._class_blobs: Dict[type, bytes] = {}
+        self._ended: Deque[WorkerProcess] = collections.deque()  # actors that stopped, newest last
+        self.actor_logs = ActorLogs(os.getpid())
         self._chores: "queue.SimpleQueue[Optional[WorkerProcess]]" = queue.SimpleQueue()
         self._closed = False
         self._failures_reported: Set[Tuple[str, type]] = set()
@@ -448,13 +472,7 @@ class LocalPool(Backend):
         (what ``max_memory`` limits), ``shared_mb`` the shared pages it maps."""
         with self._lock:
             workers = [*self._actors.values(), *self._idle]
-        described = []
-        for worker in workers:
-            own, shared = worker.memory_mb()
-            described.append({
-                "pid": worker.pid, "actor": worker.actor_name, "alive": worker.alive,
-                "rss_mb": round(own, 1), "shared_mb": round(shared, 1),
-                "max_memory_mb": worker.max_memory, "calls_served": worker.calls_served})
+            ended = list(self._ended)
         return {
             "kind": "local",
             "pid": os.getpid(),
@@ -463,7 +481,8 @@ class LocalPool(Backend):
             "generated_at": time.time(),
             "zygote_pid": self._zygote.pid,
             "idle_target": self.num_workers,
-            "workers": described,
+            "workers": [worker.describe() for worker in workers],
+            "ended": [worker.describe() for worker in ended],
         }
 
     def shutdown(self) -> None:
@@ -496,6 +515,7 @@ class LocalPool(Backend):
             self.segments.close()
             remove_session_segments(self.session_prefix)
             self._status.close()
+            self.actor_logs.close()
 
     # --- actors and workers ---------------------------------------------------------------------
     def release(self, worker: WorkerProcess) -> None:
@@ -545,6 +565,13 @@ class LocalPool(Backend):
             self._actors.pop(worker.pid, None)
             if worker in self._idle:
                 self._idle.remove(worker)
+            if worker.actor_name is not None:
+                self._ended.append(worker)
+                forgotten = self._ended.popleft() if len(self._ended) > _ENDED_KEPT else None
+            else:
+                forgotten = None
+        if forgotten is not None:
+            self.actor_logs.forget(forgotten.pid)
         if not self._closed:
             self._chores.put(None)  # keep the warm pool full
 
@@ -583,6 +610,7 @@ class LocalPool(Backend):
             self._chore("reading idle connections", self._check_workers)
             self._chore("trimming free shared memory", self.segments.trim)
             if time.monotonic() >= next_status:
+                self._chore("writing the actor logs", self.actor_logs.flush)
                 self._chore("publishing the status", lambda: self._status.publish(self.status()))
                 next_status = time.monotonic() + _STATUS_PERIOD
 

@@ -45,7 +45,7 @@ def _spawn(role: str, arguments: list[str], token_file: str | None) -> dict[str,
     info = json.loads(ready.read_text())
     ready.unlink()
     entry = {"pid": process.pid, "role": role, "address": info["address"], "cwd": os.getcwd(),
-             "log": str(log_path), "started_at": time.time()}
+             "log": str(log_path), "started_at": time.time(), "monitor": info.get("monitor")}
     local_state.record_process(entry)
     return entry
 
@@ -75,7 +75,11 @@ def _token_option(function):
               help="Interface to listen on; 0.0.0.0 lets other machines join (they need the token).")
 @click.option("--cpus", type=int, default=None,
               help="CPUs of this machine given to actors (default: all usable; 0: master only).")
-def start(port: int, host: str, cpus: int | None) -> None:
+@click.option("--monitor-port", type=int, default=None,
+              help="Port of the web monitor (default: the master's port + 1; 0: any free one). Off "
+                   "127.0.0.1 the page asks for the cluster token.")
+@click.option("--no-monitor", is_flag=True, help="Do not serve the web monitor.")
+def start(port: int, host: str, cpus: int | None, monitor_port: int | None, no_monitor: bool) -> None:
     """Start a cluster master on this machine (and a node with this machine's CPUs).
 
     A new random token is written to ~/.parl_lite/token (mode 0600); every other machine needs a
@@ -85,8 +89,16 @@ def start(port: int, host: str, cpus: int | None) -> None:
         raise click.ClickException("a cluster master started from this machine is running; "
                                    "`parl-lite stop` it first")
     token = local_state.create_token()
-    master = _spawn("master", ["--host", host, "--port", str(port)], str(token))
+    if monitor_port is None:
+        monitor_port = port + 1 if port else 0
+    monitor = [] if no_monitor else ["--monitor-port", str(monitor_port)]
+    master = _spawn("master", ["--host", host, "--port", str(port), *monitor], str(token))
     click.echo(f"parl_lite cluster master at {master['address']} (pid {master['pid']})")
+    if master["monitor"]:
+        from parl_lite.ext.monitor.server import LOOPBACK_HOSTS  # http.server: only where needed
+
+        asks = "" if host in LOOPBACK_HOSTS else " (asks for the cluster token)"
+        click.echo(f"web monitor: {master['monitor']}{asks}")
     click.echo(f"token: {token} (mode 0600; copy it to machines that join)")
     cpus = len(os.sched_getaffinity(0)) if cpus is None else cpus
     if cpus > 0:

@@ -20,6 +20,7 @@ from typing import Any
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.local_state import load_token
 from parl_lite.ext.cluster.server import Server, run_until_stopped
+from parl_lite.ext.monitor.cluster import serve_master_monitor
 
 __all__ = ["Master", "NODE_TIMEOUT"]
 
@@ -232,15 +233,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8010)
     parser.add_argument("--token-file", default=None)
     parser.add_argument("--ready-file", required=True)
+    parser.add_argument("--monitor-port", type=int, default=None, help="web monitor port (default: none)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s master %(levelname)s %(message)s")
     try:
-        master = Master(args.host, args.port, load_token(args.token_file))
+        token = load_token(args.token_file)
+        master = Master(args.host, args.port, token)
     except (OSError, ValueError) as error:  # e.g. the port is taken: the log's last line says so
         logger.error("%s", error)
         raise SystemExit(1) from None
+    try:
+        monitor = serve_master_monitor(master, args.host, args.monitor_port, token)
+    except OSError as error:
+        master.close()
+        logger.error("cannot serve the web monitor on %s:%s: %s (choose another with --monitor-port, or "
+                     "--no-monitor)", args.host, args.monitor_port, error)
+        raise SystemExit(1) from None
     logger.info("master listening on %s", master.address)
-    run_until_stopped(args.ready_file, {"pid": os.getpid(), "address": master.address}, threading.Event())
+    run_until_stopped(args.ready_file, {"pid": os.getpid(), "address": master.address,
+                                        "monitor": monitor and monitor.url}, threading.Event())
+    if monitor is not None:
+        monitor.stop()
     master.close()
 
 
