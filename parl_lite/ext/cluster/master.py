@@ -26,7 +26,8 @@ __all__ = ["Master", "NODE_TIMEOUT"]
 
 NODE_TIMEOUT = wire.SILENCE_LIMIT  # seconds without a report after which a node is taken for dead
 _RESERVATION_GRACE = 5.0  # seconds a placement may wait for its node to report the actor
-_LOAD_POINTS = 120  # load samples kept per node (one a report)
+_LOAD_POINTS = 120  # load samples kept per node: the last 10 minutes
+_LOAD_EVERY = 5.0  # seconds between two kept samples (reports come every 0.5 s)
 _OUTPUT_LINES = 500
 _ENDED_KEPT = 256  # ended actors (and their output) kept for the status; older ones are forgotten
 logger = logging.getLogger("parl_lite.cluster")
@@ -129,7 +130,8 @@ class Master:
             node.last_report = now
             node.mem_used_mb = report["mem_used_mb"]
             node.mem_total_mb = report["mem_total_mb"]
-            node.load.append([time.time(), report["load1"]])
+            if not node.load or time.time() - node.load[-1][0] >= _LOAD_EVERY:
+                node.load.append([time.time(), report["load1"]])
             live = set(report["reservations"])
             node.seen |= live | set(report["released"])
             node.reservations = {key: value for key, value in node.reservations.items()
