@@ -5,12 +5,17 @@
 Starts a master and two nodes on this machine through the ``parl-lite`` CLI (in a temporary
 folder with its own token), connects to it over 127.0.0.1, and prints one JSON line:
 - sync trivial call (median µs) and its ratio to a raw TCP loopback round trip of the same size,
-  timed interleaved with it;
+  timed interleaved with it, as the scheduler places the processes (``sync_call_*``), then with
+  the caller, the echo process and the actor's worker pinned to one core (``same_core_*``) and
+  with the caller on one core and both servers on the other (``cross_core_*``): on this VM a round
+  trip that wakes the other, halted vCPU costs 4x one that stays on a core, so an unpinned ratio
+  swings with where the actor and the echo process happen to land, not with our code;
 - async calls per second on one actor (``wait=False`` futures);
 - a 64 MB float32 array as argument and return value: ms and GB/s each way, against the same
   bytes echoed through a raw TCP socket;
-- PARL's example, 5 actors each summing to 1e7 from 5 threads, against serial (median of
-  interleaved rounds);
+- PARL's example, 5 actors each summing to 1e7 from 5 threads, against serial and against 5 plain
+  forked processes doing the same (what the cores give right now; median of interleaved rounds),
+  and the CPU seconds the master and the nodes used meanwhile;
 - creating an actor (ms, mean of 8);
 - the 1-minute load average at the start and the end.
 """
@@ -86,6 +91,55 @@ class RawTcp:
         os.waitpid(self.pid, 0)
 
 
+def _forked_sums() -> None:
+    """The example's parallel floor: 5 forked processes summing, no parl_lite in between."""
+    pids = []
+    for _ in range(NUM_SUMMING_ACTORS):
+        pid = os.fork()
+        if pid == 0:
+            count_to(SUM_TO)
+            os._exit(0)
+        pids.append(pid)
+    for pid in pids:
+        os.waitpid(pid, 0)
+
+
+def _cpu_seconds(pids: list) -> float:
+    """User and system CPU seconds the processes ``pids`` have used so far."""
+    total = 0.0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _sync_pinned(args: argparse.Namespace, raw: RawTcp, actor, figures: dict) -> None:
+    """The sync call against raw TCP with both servers where the caller is, then on the other core."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return
+    servers = [raw.pid, actor._channel.pid]
+    try:
+        os.sched_setaffinity(0, {cores[0]})
+        for placement, core in (("same_core", cores[0]), ("cross_core", cores[1])):
+            for pid in servers:
+                os.sched_setaffinity(pid, {core})
+            for _ in range(100):
+                actor.noop()
+                raw.round_trip(raw.small)
+            tcp_samples, ours_samples = [], []
+            for _ in range(10):
+                tcp_samples += _samples(lambda: raw.round_trip(raw.small), args.calls // 20)
+                ours_samples += _samples(actor.noop, args.calls // 20)
+            figures[f"{placement}_tcp_us"] = statistics.median(tcp_samples) * 1e6
+            figures[f"{placement}_sync_call_us"] = statistics.median(ours_samples) * 1e6
+            figures[f"{placement}_vs_tcp"] = figures[f"{placement}_sync_call_us"] / figures[f"{placement}_tcp_us"]
+    finally:
+        for pid in (0, *servers):
+            os.sched_setaffinity(pid, cores)
+
+
 def _cli(env: dict, cwd: Path, *arguments: str) -> str:
     return subprocess.run([sys.executable, "-m", "parl_lite.cli", *arguments], env=env, cwd=cwd, check=True,
                           capture_output=True, text=True, timeout=120).stdout
@@ -112,7 +166,9 @@ def main() -> None:
             _cli(env, root / name, "connect", "--address", address, "--cpus", "3")
         try:
             parl_lite.connect(address, token_file=str(root / "home" / "token"))
-            _measure(args, raw, figures)
+            recorded = json.loads((root / "home" / "cluster.json").read_text())["processes"]
+            cluster_pids = [entry["pid"] for entry in recorded]  # the master and the two nodes
+            _measure(args, raw, figures, cluster_pids)
         finally:
             parl_lite.shutdown()
             _cli(env, root, "stop")
@@ -121,7 +177,7 @@ def main() -> None:
     print(json.dumps({name: round(value, 3) for name, value in figures.items()}))
 
 
-def _measure(args: argparse.Namespace, raw: RawTcp, figures: dict) -> None:
+def _measure(args: argparse.Namespace, raw: RawTcp, figures: dict, cluster_pids: list) -> None:
     actor = RemoteWorker()
     for _ in range(300):
         actor.noop()
@@ -133,6 +189,7 @@ def _measure(args: argparse.Namespace, raw: RawTcp, figures: dict) -> None:
     figures["tcp_round_trip_us"] = statistics.median(tcp_samples) * 1e6
     figures["sync_call_us"] = statistics.median(ours_samples) * 1e6
     figures["sync_call_vs_tcp"] = figures["sync_call_us"] / figures["tcp_round_trip_us"]
+    _sync_pinned(args, raw, actor, figures)
 
     async_actor = AsyncWorker()
     parl_lite.get([async_actor.noop() for _ in range(1000)])
@@ -161,13 +218,19 @@ def _measure(args: argparse.Namespace, raw: RawTcp, figures: dict) -> None:
     figures["create_actor_ms_mean"] = statistics.mean(creation) * 1e3
     nodes = {handle._channel.node.address for handle in summing}
     figures["example_nodes_used"] = len(nodes)
-    rounds = {"serial": [], "actors": []}
+    rounds = {"serial": [], "forked": [], "actors": []}
+    cluster_cpu = 0.0
     for _ in range(args.example_rounds):  # interleaved, medians: one round is at the VM's mercy
         rounds["serial"].append(_timed(lambda: [count_to(SUM_TO) for _ in range(NUM_SUMMING_ACTORS)]))
+        rounds["forked"].append(_timed(_forked_sums))
+        cpu_before = _cpu_seconds(cluster_pids)
         rounds["actors"].append(_timed(lambda: _run_threads([lambda a=a: a.run(SUM_TO) for a in summing])))
+        cluster_cpu += _cpu_seconds(cluster_pids) - cpu_before
     for name, seconds in rounds.items():
         figures[f"parl_example_{name}_s"] = statistics.median(seconds)
     figures["parl_example_speedup_vs_serial"] = figures["parl_example_serial_s"] / figures["parl_example_actors_s"]
+    figures["forked_speedup_vs_serial"] = figures["parl_example_serial_s"] / figures["parl_example_forked_s"]
+    figures["master_and_nodes_cpu_s_per_round"] = cluster_cpu / args.example_rounds
     for handle in summing:
         handle.close()
 
