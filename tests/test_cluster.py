@@ -17,6 +17,7 @@ import pytest
 import parl_lite
 from parl_lite import remote_class
 from parl_lite.ext.cluster import wire
+from parl_lite.ext.cluster.shipping import write_files
 
 from backends import ACTORS_MODULE, Cluster
 from remote_actors import Counter
@@ -321,6 +322,12 @@ def test_the_shipped_files_have_a_size_limit(cluster, tmp_path):
                           max_ship_mb=0.5)
     with pytest.raises(FileNotFoundError, match="no_such_file"):
         parl_lite.connect(cluster.address, token_file=cluster.token_file, distributed_files=["no_such_file*"])
+
+
+def test_shipped_names_and_contents_that_differ_in_number_are_refused_before_writing(tmp_path):
+    with pytest.raises(ValueError, match="2 shipped file names for 1 file contents"):
+        write_files(tmp_path, ["a.py", "b.py"], [b"x = 1\n"], limit_mb=1.0)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_sampler_where_the_noise_table_does_not_exist_rebuilds_it():

@@ -7,7 +7,7 @@ distribution that installed it.
 """
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 __all__ = ["BACKENDS", "SOLVERS", "GROUPS", "Plugin", "PluginError", "installed", "find", "load"]
 
@@ -35,8 +35,8 @@ class Plugin:
     group: str
     name: str
     value: str
-    distribution: Optional[str]
-    version: Optional[str]
+    distribution: str | None
+    version: str | None
 
     @property
     def module(self) -> str:
@@ -64,18 +64,18 @@ def _from_entry_point(entry: EntryPoint) -> Plugin:
     return Plugin(entry.group, entry.name, entry.value, dist.name if dist else None, dist.version if dist else None)
 
 
-def installed(group: Optional[str] = None) -> List[Plugin]:
+def installed(group: str | None = None) -> list[Plugin]:
     """The plugins installed in ``group`` (every group of :data:`GROUPS` if None), sorted by
     group and name; when two distributions register the same name, the first found wins, as in
     :func:`find`."""
-    plugins: Dict[tuple, Plugin] = {}
+    plugins: dict[tuple, Plugin] = {}
     for each in ([group] if group else GROUPS):
         for entry in entry_points(group=each):
             plugins.setdefault((each, entry.name), _from_entry_point(entry))
     return [plugins[key] for key in sorted(plugins)]
 
 
-def find(group: str, name: str) -> Optional[Plugin]:
+def find(group: str, name: str) -> Plugin | None:
     """The plugin called ``name`` in ``group``, or None."""
     return next((plugin for plugin in installed(group) if plugin.name == name), None)
 

@@ -11,12 +11,12 @@ import os
 import socket
 import sys
 import threading
-from typing import Any, Optional, TextIO
+from typing import Any, TextIO, cast
 
 from parl_lite.ext.cluster import framing
 from parl_lite.remote import protocol
 from parl_lite.remote.errors import RemoteFailure
-from parl_lite.remote.worker import _ForwardedStream, _run
+from parl_lite.remote.worker import _Channel, _ForwardedStream, _run
 
 __all__ = ["ActorHost", "UNKNOWN_CALL"]
 
@@ -42,16 +42,23 @@ class ActorHost:
     """Hosts one client actor in this worker process (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._framed: Optional[framing.FramedSocket] = None
+        self._framed: framing.FramedSocket | None = None
         self._send_lock = threading.Lock()
         self._calls_served = 0
-        self._last_error: Optional[str] = None
+        self._last_error: str | None = None
         self._state = "starting"
+
+    @property
+    def framed(self) -> framing.FramedSocket:
+        """The client's socket (set by :meth:`serve`)."""
+        if self._framed is None:
+            raise RuntimeError("the actor host has no client socket yet")
+        return self._framed
 
     def send(self, message: Any) -> None:
         body, buffers = framing.encode(message)
         with self._send_lock:
-            self._framed.send(body, buffers)
+            self.framed.send(body, buffers)
 
     def serve(self, handoff_path: str, ticket: str, work_folder: str, stats_path: str, host: str) -> None:
         """Take the client's socket, then serve the actor until the client stops it or leaves.
@@ -73,8 +80,9 @@ class ActorHost:
         self._framed = framing.FramedSocket(socket.socket(fileno=fds[0]), "the client")
         os.chdir(work_folder)
         sys.path.insert(0, work_folder)
-        sys.stdout = _ForwardedStream(_TeeChannel(self, sys.stdout), "stdout")
-        sys.stderr = _ForwardedStream(_TeeChannel(self, sys.stderr), "stderr")
+        # _ForwardedStream only calls send() on its channel, which _TeeChannel has
+        sys.stdout = _ForwardedStream(cast(_Channel, _TeeChannel(self, sys.stdout)), "stdout")
+        sys.stderr = _ForwardedStream(cast(_Channel, _TeeChannel(self, sys.stderr)), "stderr")
         stop = threading.Event()
         writer = threading.Thread(target=self._write_stats, args=(stats_path, stop), daemon=True)
         writer.start()
@@ -84,13 +92,13 @@ class ActorHost:
         finally:
             stop.set()
             writer.join()
-            self._framed.close()
+            self.framed.close()
 
     def _serve_calls(self) -> None:
         actor: Any = None
         while True:
             try:
-                body, buffers = self._framed.receive()
+                body, buffers = self.framed.receive()
             except (EOFError, OSError):
                 return
             try:

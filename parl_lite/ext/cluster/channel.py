@@ -4,7 +4,8 @@ import itertools
 import socket
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.actor_host import UNKNOWN_CALL
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["ClusterActor"]
 
 _VERDICT_WAIT = 2.0  # seconds to wait for the node to say why an actor's connection dropped
+_Slot = TypeVar("_Slot", Future, "_Reply")  # where a call's reply lands
 
 
 class ClusterActor(ActorChannel):
@@ -29,7 +31,7 @@ class ClusterActor(ActorChannel):
     """
 
     def __init__(self, actor_id: str, class_name: str, framed: wire.FramedSocket, node: "NodeSession",
-                 max_memory: Optional[float], on_closed: Callable[["ClusterActor"], None]) -> None:
+                 max_memory: float | None, on_closed: Callable[["ClusterActor"], None]) -> None:
         self.actor_id = actor_id
         self.class_name = class_name
         self.node = node
@@ -42,17 +44,17 @@ class ClusterActor(ActorChannel):
         self._send_lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._cond = threading.Condition(threading.Lock())
-        self._pending: Dict[int, Tuple[Future, str, bool]] = {}  # id -> (future, what, asynchronous)
+        self._pending: dict[int, tuple[Future | _Reply, str, bool]] = {}  # id -> (future, what, asynchronous)
         self._async_pending = 0
         self._waiters = 0
         self._dead = False
         self._closing = False
-        self._verdict: Optional[Tuple[str, str]] = None  # (kind, text) from the node
+        self._verdict: tuple[str, str] | None = None  # (kind, text) from the node
         self._verdict_given = threading.Event()
         self._reader = threading.Thread(target=self._read_in_background, daemon=True,
                                         name=f"parl_lite-cluster-{actor_id}")
 
-    def start(self, class_blob: bytes, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
+    def start(self, class_blob: bytes, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Wait for the worker's hello, then build the actor (raises what ``__init__`` raised)."""
         try:
             body, buffers = self._framed.receive()
@@ -63,26 +65,26 @@ class ClusterActor(ActorChannel):
                                  f"connection before it started ({exc})") from exc
         _, self.pid, self.host = wire.decode(body, buffers)
         self._reader.start()
-        self.result(self._submit("__init__()", False, protocol.CREATE, class_blob, args, kwargs))
+        self.result(self._submit(Future(), "__init__()", False, protocol.CREATE, class_blob, args, kwargs))
 
     @property
     def label(self) -> str:
         return f"{self.class_name} pid={self.pid} host={self.host}"
 
     # --- ActorChannel ---------------------------------------------------------------------------
-    def call(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Future:
-        return self._submit(f"{method}()", True, protocol.CALL, method, args, kwargs)
+    def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Future:
+        return self._submit(Future(), f"{method}()", True, protocol.CALL, method, args, kwargs)
 
     def get_attribute(self, name: str) -> Future:
-        return self._submit(f"attribute {name!r}", False, protocol.GETATTR, name)
+        return self._submit(Future(), f"attribute {name!r}", False, protocol.GETATTR, name)
 
     def set_attribute(self, name: str, value: Any) -> Future:
-        return self._submit(f"setting attribute {name!r}", False, protocol.SETATTR, name, value)
+        return self._submit(Future(), f"setting attribute {name!r}", False, protocol.SETATTR, name, value)
 
-    def call_sync(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
-        return self.result(self._submit(f"{method}()", False, protocol.CALL, method, args, kwargs, slot=_Reply()))
+    def call_sync(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return self.result(self._submit(_Reply(), f"{method}()", False, protocol.CALL, method, args, kwargs))
 
-    def result(self, future: Future) -> Any:
+    def result(self, future: "Future | _Reply") -> Any:
         """Wait for ``future``, reading replies in this thread while no other thread reads."""
         while not future.done():
             if self._read_lock.acquire(blocking=False):
@@ -119,9 +121,7 @@ class ClusterActor(ActorChannel):
             if not self._pending:
                 self._finish_closed()
 
-    def _submit(self, what: str, asynchronous: bool, kind: str, *fields: Any,
-                slot: "Optional[_Reply]" = None) -> Future:
-        future = Future() if slot is None else slot
+    def _submit(self, future: _Slot, what: str, asynchronous: bool, kind: str, *fields: Any) -> _Slot:
         call_id = next(self._ids)
         try:
             body, buffers = wire.encode((kind, call_id, *fields))
@@ -187,11 +187,11 @@ class ClusterActor(ActorChannel):
         elif kind == protocol.ERROR:
             self._resolve(message[1], failure=message[2])
 
-    def _resolve(self, call_id: Optional[int], value: Any = None, failure: Any = None,
-                 exc: Optional[BaseException] = None) -> None:
+    def _resolve(self, call_id: int | None, value: Any = None, failure: Any = None,
+                 exc: BaseException | None = None) -> None:
         with self._cond:
             if call_id is None or call_id == UNKNOWN_CALL:  # replies come in call order: the oldest's
-                call_id = next(iter(self._pending), None)
+                call_id = next(iter(self._pending), UNKNOWN_CALL)
             entry = self._pending.pop(call_id, None)
             if entry is None:
                 return
@@ -272,7 +272,7 @@ class _Reply:
 
     def __init__(self) -> None:
         self._value: Any = None
-        self._error: Optional[BaseException] = None
+        self._error: BaseException | None = None
         self._done = False
 
     def done(self) -> bool:

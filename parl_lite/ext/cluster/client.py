@@ -10,7 +10,8 @@ import socket
 import sys
 import threading
 import uuid
-from typing import Any, Dict, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 import cloudpickle
 
@@ -28,10 +29,10 @@ class NodeSession:
     """This client's session with one node: the shipped files live as long as it is open, and the
     node reports on it why an actor ended."""
 
-    def __init__(self, address: str, host: str, token: bytes, client_id: str, files: Dict[str, bytes]) -> None:
+    def __init__(self, address: str, host: str, token: bytes, client_id: str, files: dict[str, bytes]) -> None:
         self.address = address
         self.host = host
-        self.actors: Dict[str, ClusterActor] = {}
+        self.actors: dict[str, ClusterActor] = {}
         self._lock = threading.Lock()
         names = list(files)
         self.framed, _ = wire.open_connection(address, token, "session", client_id=client_id, files=names)
@@ -48,7 +49,7 @@ class NodeSession:
         try:
             while True:
                 message = self.framed.receive_json()
-                actor = self.actors.get(message.get("actor_id"))
+                actor = self.actors.get(str(message.get("actor_id")))
                 if actor is not None and message.get("type") == "ended":
                     actor.give_verdict(message["kind"], message.get("text", ""))
         except (EOFError, OSError, ValueError):
@@ -75,9 +76,9 @@ class ClusterBackend(Backend):
             cluster's nodes decide their own (``--cpus``; one thread per worker).
     """
 
-    def __init__(self, address: str, distributed_files: Sequence[str] = (), token_file: Optional[str] = None,
+    def __init__(self, address: str, distributed_files: Sequence[str] = (), token_file: str | None = None,
                  placement_timeout: float = 30.0, max_ship_mb: float = DEFAULT_LIMIT_MB,
-                 num_workers: Optional[int] = None, threads_per_worker: int = 1) -> None:
+                 num_workers: int | None = None, threads_per_worker: int = 1) -> None:
         if "://" in address:
             address = address.split("://", 1)[1]
         wire.split_address(address)
@@ -91,18 +92,18 @@ class ClusterBackend(Backend):
             script=getattr(main, "__file__", None) or "<interactive>")
         self.client_id = reply["client_id"]
         self._master_lock = threading.Lock()
-        self._sessions: Dict[str, NodeSession] = {}
+        self._sessions: dict[str, NodeSession] = {}
         self._sessions_lock = threading.Lock()
-        self._class_blobs: Dict[type, bytes] = {}
-        self._closings: "list[ClusterActor]" = []
+        self._class_blobs: dict[type, bytes] = {}
+        self._closings: list[ClusterActor] = []
         self._closing_wake = threading.Condition()
-        self._actors: Dict[str, ClusterActor] = {}
+        self._actors: dict[str, ClusterActor] = {}
         self._closed = False
         self._closer = threading.Thread(target=self._close_actors, daemon=True, name="parl_lite-closer")
         self._closer.start()
 
     # --- Backend --------------------------------------------------------------------------------
-    def create_actor(self, cls: type, args: Tuple[Any, ...], kwargs: Dict[str, Any],
+    def create_actor(self, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any],
                      options: ActorOptions) -> ClusterActor:
         if self._closed:
             raise RuntimeError("the parl_lite cluster connection is shut down")
@@ -123,7 +124,7 @@ class ClusterBackend(Backend):
             raise
         return actor
 
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> dict[str, Any]:
         return self._ask_master({"type": "status"})["status"]
 
     def shutdown(self) -> None:
@@ -151,7 +152,7 @@ class ClusterBackend(Backend):
             self._class_blobs[cls] = blob
         return blob
 
-    def _ask_master(self, request: Dict[str, Any]) -> Dict[str, Any]:
+    def _ask_master(self, request: dict[str, Any]) -> dict[str, Any]:
         with self._master_lock:
             try:
                 self._master.send_json(request)

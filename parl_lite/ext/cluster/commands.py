@@ -3,13 +3,13 @@ import json
 import os
 import select
 import shutil
-import socket
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import click
 
@@ -22,7 +22,7 @@ _READY_TIMEOUT = 60.0
 _MODULE_MARK = "parl_lite.ext.cluster."
 
 
-def _spawn(role: str, arguments: List[str], token_file: Optional[str]) -> Dict[str, Any]:
+def _spawn(role: str, arguments: list[str], token_file: str | None) -> dict[str, Any]:
     """Start ``python -m parl_lite.ext.cluster.<role>`` in the background and wait until it is ready."""
     home = local_state.cluster_home(create=True)
     ready = home / f"{role}-{os.getpid()}-{time.time_ns()}.ready"
@@ -50,7 +50,7 @@ def _spawn(role: str, arguments: List[str], token_file: Optional[str]) -> Dict[s
     return entry
 
 
-def _live_entries() -> List[Dict[str, Any]]:
+def _live_entries() -> list[dict[str, Any]]:
     return [entry for entry in local_state.read_state()["processes"] if _is_ours(entry["pid"])]
 
 
@@ -75,7 +75,7 @@ def _token_option(function):
               help="Interface to listen on; 0.0.0.0 lets other machines join (they need the token).")
 @click.option("--cpus", type=int, default=None,
               help="CPUs of this machine given to actors (default: all usable; 0: master only).")
-def start(port: int, host: str, cpus: Optional[int]) -> None:
+def start(port: int, host: str, cpus: int | None) -> None:
     """Start a cluster master on this machine (and a node with this machine's CPUs).
 
     A new random token is written to ~/.parl_lite/token (mode 0600); every other machine needs a
@@ -105,7 +105,7 @@ def start(port: int, host: str, cpus: Optional[int]) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface clients reach this node on.")
 @click.option("--port", type=int, default=0, show_default=True, help="TCP port for clients (0: any free one).")
 @_token_option
-def connect(address: str, cpus: Optional[int], host: str, port: int, token_file: Optional[str]) -> None:
+def connect(address: str, cpus: int | None, host: str, port: int, token_file: str | None) -> None:
     """Add this machine's CPUs to a cluster; the current folder is the node's working folder."""
     try:
         wire.split_address(address)
@@ -154,7 +154,7 @@ def _wait_for_exit(pid: int, timeout: float) -> bool:
         os.close(pidfd)
 
 
-def cluster_status(address: Optional[str], token_file: Optional[str]) -> Optional[Dict[str, Any]]:
+def cluster_status(address: str | None, token_file: str | None) -> dict[str, Any] | None:
     """The status of the cluster at ``address`` (default: the master this machine started), or None
     if there is none to ask."""
     if address is None:
@@ -170,7 +170,7 @@ def cluster_status(address: Optional[str], token_file: Optional[str]) -> Optiona
         framed.close()
 
 
-def print_cluster_status(status: Dict[str, Any]) -> None:
+def print_cluster_status(status: dict[str, Any]) -> None:
     """Print a cluster status as tables of nodes, clients and actors."""
     alive = [node for node in status["nodes"] if node["alive"]]
     click.echo(f"cluster at {status['address']}: {len(alive)} node(s) alive, "

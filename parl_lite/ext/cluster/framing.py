@@ -14,7 +14,8 @@ import json
 import pickle
 import socket
 import struct
-from typing import Any, Dict, List, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 import cloudpickle
 import numpy
@@ -27,10 +28,10 @@ _SIZE = struct.Struct("!Q")
 _READ_CHUNK = 256 * 1024
 
 
-def encode(message: Any) -> Tuple[bytes, List[memoryview]]:
+def encode(message: Any) -> tuple[bytes, list[memoryview]]:
     """Pickle ``message`` (pickle, then cloudpickle for lambdas and ``__main__`` classes); buffers of
     :data:`INLINE_LIMIT` bytes or more are returned apart, to be sent raw."""
-    buffers: List[memoryview] = []
+    buffers: list[memoryview] = []
 
     def out_of_band(buffer: pickle.PickleBuffer) -> bool:
         raw = buffer.raw()
@@ -79,7 +80,7 @@ class FramedSocket:
             if parts and sent:
                 parts[0] = parts[0][sent:]
 
-    def send_json(self, message: Dict[str, Any]) -> None:
+    def send_json(self, message: dict[str, Any]) -> None:
         self.send(json.dumps(message).encode())
 
     # --- receiving ------------------------------------------------------------------------------
@@ -109,7 +110,7 @@ class FramedSocket:
         return data
 
     def _take_into(self, target: "numpy.ndarray") -> None:
-        view = memoryview(target)
+        view = target.data  # a memoryview of the array's bytes
         buffered = min(self._end - self._start, len(target))
         view[:buffered] = self._inbox[self._start:self._start + buffered]
         self._start += buffered
@@ -120,7 +121,7 @@ class FramedSocket:
                 raise EOFError(f"{self.peer} closed the connection")
             filled += received
 
-    def receive(self) -> Tuple[bytes, List["numpy.ndarray"]]:
+    def receive(self) -> tuple[bytes, list["numpy.ndarray"]]:
         """The next message's body and raw buffers.
 
         Raises:
@@ -143,7 +144,7 @@ class FramedSocket:
             buffers.append(buffer)
         return body, buffers
 
-    def receive_json(self) -> Dict[str, Any]:
+    def receive_json(self) -> dict[str, Any]:
         body, _ = self.receive()
         return json.loads(body)
 

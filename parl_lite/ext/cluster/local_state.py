@@ -10,7 +10,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from parl_lite.io.atomic import write_atomically
 
@@ -59,7 +59,7 @@ def create_token() -> Path:
     return write_atomically(path, write)
 
 
-def load_token(token_file: Optional[str] = None) -> bytes:
+def load_token(token_file: str | None = None) -> bytes:
     """The cluster token: from ``token_file``, else ``$PARL_LITE_TOKEN``, else this machine's
     token file written by ``parl-lite start``.
 
@@ -85,7 +85,7 @@ def load_token(token_file: Optional[str] = None) -> bytes:
     return token.encode()
 
 
-def read_state() -> Dict[str, Any]:
+def read_state() -> dict[str, Any]:
     """The processes this machine's ``start`` / ``connect`` recorded (``{"processes": [...]}``)."""
     path = cluster_home() / _STATE_FILE
     try:
@@ -94,19 +94,19 @@ def read_state() -> Dict[str, Any]:
         return {"processes": []}
 
 
-def _write_state(state: Dict[str, Any]) -> None:
+def _write_state(state: dict[str, Any]) -> None:
     path = cluster_home(create=True) / _STATE_FILE
     write_atomically(path, lambda temporary: temporary.write_text(json.dumps(state, indent=2)))
 
 
-def record_process(entry: Dict[str, Any]) -> None:
+def record_process(entry: dict[str, Any]) -> None:
     """Add a started process (``{"pid", "role", "address", ...}``) to the state file."""
     state = read_state()
     state["processes"].append(entry)
     _write_state(state)
 
 
-def forget_processes(pids: List[int]) -> None:
+def forget_processes(pids: list[int]) -> None:
     """Drop ``pids`` from the state file."""
     state = read_state()
     state["processes"] = [entry for entry in state["processes"] if entry["pid"] not in pids]

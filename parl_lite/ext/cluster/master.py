@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any
 
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.local_state import load_token
@@ -40,13 +40,13 @@ class NodeRecord:
     framed: wire.FramedSocket
     # reservation id -> (client id, when made); dropped once the node no longer reports the actor
     # (or, if it never did, after a grace time: the client died before reaching the node)
-    reservations: Dict[str, Tuple[str, float]] = field(default_factory=dict)
+    reservations: dict[str, tuple[str, float]] = field(default_factory=dict)
     seen: set = field(default_factory=set)  # reservations the node has reported
     alive: bool = True
     last_report: float = field(default_factory=time.monotonic)
     mem_used_mb: float = 0.0
     mem_total_mb: float = 0.0
-    load: Deque[List[float]] = field(default_factory=lambda: collections.deque(maxlen=_LOAD_POINTS))
+    load: collections.deque[list[float]] = field(default_factory=lambda: collections.deque(maxlen=_LOAD_POINTS))
 
     @property
     def cpus_free(self) -> int:
@@ -64,10 +64,10 @@ class Master:
 
     def __init__(self, host: str, port: int, token: bytes) -> None:
         self._cond = threading.Condition()
-        self._nodes: Dict[str, NodeRecord] = {}
-        self._clients: Dict[str, Dict[str, Any]] = {}
-        self._actors: Dict[str, Dict[str, Any]] = {}
-        self._outputs: Dict[str, Deque[str]] = {}
+        self._nodes: dict[str, NodeRecord] = {}
+        self._clients: dict[str, dict[str, Any]] = {}
+        self._actors: dict[str, dict[str, Any]] = {}
+        self._outputs: dict[str, collections.deque[str]] = {}
         self._server = Server(host, port, token, {"node": self._serve_node, "client": self._serve_client,
                                                   "observer": self._serve_client})
         self.address = f"{host}:{self._server.port}"
@@ -75,7 +75,7 @@ class Master:
         threading.Thread(target=self._watch_nodes, daemon=True, name="parl_lite-watch").start()
 
     # --- what the monitor and `parl-lite status` read --------------------------------------------
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> dict[str, Any]:
         """The cluster as a JSON-able dict (nodes, clients, actors; see the README's monitor seam)."""
         with self._cond:
             actors_per_client = collections.Counter(  # placed actors, also those not yet reported
@@ -92,7 +92,7 @@ class Master:
                 "actors": [dict(actor) for actor in self._actors.values()],
             }
 
-    def actor_output(self, actor_id: str) -> List[str]:
+    def actor_output(self, actor_id: str) -> list[str]:
         """The last 500 output lines of an actor (empty if unknown)."""
         with self._cond:
             return list(self._outputs.get(actor_id, ()))
@@ -107,7 +107,7 @@ class Master:
             node.framed.close()
 
     # --- nodes ----------------------------------------------------------------------------------
-    def _serve_node(self, framed: wire.FramedSocket, hello: Dict[str, Any]) -> None:
+    def _serve_node(self, framed: wire.FramedSocket, hello: dict[str, Any]) -> None:
         node = NodeRecord(id=uuid.uuid4().hex[:8], host=str(hello.get("host")), address=str(hello["serve_address"]),
                           cpus_total=int(hello["cpus"]), framed=framed)
         with self._cond:
@@ -122,7 +122,7 @@ class Master:
             pass
         self._node_died(node, "its connection closed")
 
-    def _take_report(self, node: NodeRecord, report: Dict[str, Any]) -> None:
+    def _take_report(self, node: NodeRecord, report: dict[str, Any]) -> None:
         now = time.monotonic()
         with self._cond:
             node.last_report = now
@@ -170,7 +170,7 @@ class Master:
                 self._node_died(node, f"no report for {NODE_TIMEOUT:g} s")
 
     # --- clients --------------------------------------------------------------------------------
-    def _serve_client(self, framed: wire.FramedSocket, hello: Dict[str, Any]) -> None:
+    def _serve_client(self, framed: wire.FramedSocket, hello: dict[str, Any]) -> None:
         client_id = uuid.uuid4().hex[:8]
         if hello["role"] == "client":
             with self._cond:
@@ -188,7 +188,7 @@ class Master:
             self._clients.pop(client_id, None)
         framed.close()
 
-    def _answer(self, client_id: str, request: Dict[str, Any]) -> Dict[str, Any]:
+    def _answer(self, client_id: str, request: dict[str, Any]) -> dict[str, Any]:
         kind = request.get("type")
         if kind == "place":
             return self._place(client_id, float(request.get("timeout", 30.0)))
@@ -198,7 +198,7 @@ class Master:
             return {"lines": self.actor_output(str(request.get("actor_id")))}
         return {"error": f"unknown request {kind!r}"}
 
-    def _place(self, client_id: str, timeout: float) -> Dict[str, Any]:
+    def _place(self, client_id: str, timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
@@ -225,7 +225,7 @@ class Master:
                 f"raise placement_timeout=")
 
 
-def main(argv: Optional[List[str]] = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     """``python -m parl_lite.ext.cluster.master``: what ``parl-lite start`` runs in the background."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.actor_host import ActorHost
@@ -55,10 +55,10 @@ class _Actor:
         self.stats_path = stats_path
         self.state = "starting"
         self.ticket = ""  # claims the client's socket at the hand-over
-        self.last_error: Optional[str] = None
-        self.new_output: List[str] = []
+        self.last_error: str | None = None
+        self.new_output: list[str] = []
 
-    def describe(self) -> Dict[str, Any]:
+    def describe(self) -> dict[str, Any]:
         try:
             stats = json.loads(self.stats_path.read_text())
         except (OSError, ValueError):
@@ -103,11 +103,11 @@ class NodeAgent:
         self.handoff_path = os.path.relpath(self.private / "handoff.sock")
         self.stopped = threading.Event()
         self._lock = threading.Lock()
-        self._actors: Dict[str, _Actor] = {}
-        self._by_pid: Dict[int, _Actor] = {}
-        self._ended: List[Dict[str, Any]] = []  # ended actors not yet reported
-        self._sessions: Dict[str, _ClientSession] = {}
-        self._handoffs: Dict[str, socket.socket] = {}
+        self._actors: dict[str, _Actor] = {}
+        self._by_pid: dict[int, _Actor] = {}
+        self._ended: list[dict[str, Any]] = []  # ended actors not yet reported
+        self._sessions: dict[str, _ClientSession] = {}
+        self._handoffs: dict[str, socket.socket] = {}
         self.pool = LocalPool(num_workers=cpus, on_output=self._on_output)
         try:
             self._handoff = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -139,7 +139,7 @@ class NodeAgent:
             probe.close()
 
     # --- client sessions: shipped files and verdicts ---------------------------------------------
-    def _serve_session(self, framed: wire.FramedSocket, hello: Dict[str, Any]) -> None:
+    def _serve_session(self, framed: wire.FramedSocket, hello: dict[str, Any]) -> None:
         client_id = str(hello.get("client_id"))
         if not _ID.fullmatch(client_id):
             framed.send_json({"ok": False, "error": f"malformed client id {client_id!r}"})
@@ -150,7 +150,8 @@ class NodeAgent:
         folder = self.private / f"client-{client_id}"
         try:
             folder.mkdir()
-            write_files(folder, [str(name) for name in hello.get("files", [])], contents, self.max_ship_mb)
+            write_files(folder, [str(name) for name in hello.get("files", [])], [content.data for content in contents],
+                        self.max_ship_mb)
         except (OSError, ValueError) as exc:
             shutil.rmtree(folder, ignore_errors=True)
             framed.send_json({"ok": False, "error": str(exc)})
@@ -179,7 +180,7 @@ class NodeAgent:
         shutil.rmtree(session.folder, ignore_errors=True)
 
     # --- actors ---------------------------------------------------------------------------------
-    def _serve_actor(self, framed: wire.FramedSocket, hello: Dict[str, Any]) -> None:
+    def _serve_actor(self, framed: wire.FramedSocket, hello: dict[str, Any]) -> None:
         client_id, actor_id = str(hello.get("client_id")), str(hello.get("actor_id"))
         with self._lock:
             session = self._sessions.get(client_id)
@@ -283,7 +284,7 @@ class NodeAgent:
                         session.framed.send_json({"type": "alive"})
                     except OSError:
                         pass
-            output: Dict[str, List[str]] = {}
+            output: dict[str, list[str]] = {}
             descriptions = []
             for actor in actors:
                 descriptions.append(actor.describe())
@@ -340,7 +341,7 @@ def _memory_mb() -> "tuple[float, float]":
     return round(fields["MemTotal"] - fields.get("MemAvailable", 0), 1), round(fields["MemTotal"], 1)
 
 
-def main(argv: Optional[List[str]] = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     """``python -m parl_lite.ext.cluster.node``: what ``parl-lite connect`` runs in the background."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--address", required=True, help="the master's host:port")

@@ -11,14 +11,15 @@ import select
 import signal
 import socket
 import threading
-from typing import Any, Callable, Dict
+from collections.abc import Callable
+from typing import Any
 
 from parl_lite.ext.cluster import wire
 from parl_lite.io.atomic import write_atomically
 
 __all__ = ["Server", "run_until_stopped"]
 
-Handler = Callable[[wire.FramedSocket, Dict[str, Any]], None]
+Handler = Callable[[wire.FramedSocket, dict[str, Any]], None]
 logger = logging.getLogger("parl_lite.cluster")
 
 
@@ -32,7 +33,7 @@ class Server:
         handlers: role named in the peer's hello -> function run on the connection (it owns it).
     """
 
-    def __init__(self, host: str, port: int, token: bytes, handlers: Dict[str, Handler]) -> None:
+    def __init__(self, host: str, port: int, token: bytes, handlers: dict[str, Handler]) -> None:
         self._token = token
         self._handlers = handlers
         self._listener = socket.create_server((host, port), backlog=128)
@@ -58,7 +59,7 @@ class Server:
         framed = wire.FramedSocket(sock, peer)
         try:
             hello = wire.server_hello(framed)
-            handler = self._handlers.get(hello.get("role"))
+            handler = self._handlers.get(str(hello.get("role")))
             if handler is None:
                 framed.send_json({"ok": False, "error": f"unknown role {hello.get('role')!r}"})
                 raise wire.ClusterError(f"unknown role {hello.get('role')!r}")
@@ -84,7 +85,7 @@ class Server:
 EXIT_WITH_VARIABLE = "PARL_LITE_EXIT_WITH"  # a pid: the master and nodes stop when it exits (tests)
 
 
-def run_until_stopped(ready_file: str, info: Dict[str, Any], stop: threading.Event) -> None:
+def run_until_stopped(ready_file: str, info: dict[str, Any], stop: threading.Event) -> None:
     """Write ``info`` (JSON) to ``ready_file``, which ``parl-lite start`` / ``connect`` wait for, then
     wait until SIGTERM, SIGINT or ``stop`` (or the exit of the process ``$PARL_LITE_EXIT_WITH`` names:
     a test run that is killed does not leave its cluster running)."""

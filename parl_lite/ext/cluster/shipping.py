@@ -8,8 +8,8 @@ there starts. The node writes them under a fresh folder it removes when the clie
 import glob
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
-from typing import Dict, List, Optional, Sequence
 
 from parl_lite.ext.cluster.wire import ClusterError
 
@@ -18,7 +18,7 @@ __all__ = ["collect_files", "write_files", "DEFAULT_LIMIT_MB"]
 DEFAULT_LIMIT_MB = 64.0
 
 
-def _driver_folder() -> Optional[Path]:
+def _driver_folder() -> Path | None:
     """The folder of the script ``python path/to/script.py`` runs; None for ``python -m``, console
     scripts (``parl-lite``, ``pytest``) and interactive sessions, which are not the user's folder."""
     main = sys.modules.get("__main__")
@@ -28,14 +28,14 @@ def _driver_folder() -> Optional[Path]:
     return Path(path).resolve().parent
 
 
-def collect_files(distributed_files: Sequence[str], limit_mb: float) -> Dict[str, bytes]:
+def collect_files(distributed_files: Sequence[str], limit_mb: float) -> dict[str, bytes]:
     """Read the files to ship: relative path in the work folder -> content.
 
     Raises:
         FileNotFoundError: a ``distributed_files`` entry matches no file.
         ClusterError: the files add up to more than ``limit_mb``.
     """
-    files: Dict[str, Path] = {}
+    files: dict[str, Path] = {}
     folder = _driver_folder()
     if folder is not None:
         for path in sorted(folder.glob("*.py")):
@@ -67,15 +67,18 @@ def safe_relative(name: str) -> PurePosixPath:
     return path
 
 
-def write_files(folder: Path, names: List[str], contents: Sequence[bytes], limit_mb: float) -> None:
+def write_files(folder: Path, names: list[str], contents: Sequence[bytes | memoryview], limit_mb: float) -> None:
     """Write shipped files under ``folder`` (the node's side).
 
     Raises:
-        ValueError: a name leaves the folder, or the files exceed ``limit_mb``.
+        ValueError: a name leaves the folder, the names and contents differ in number, or the
+            files exceed ``limit_mb``.
     """
+    if len(names) != len(contents):
+        raise ValueError(f"{len(names)} shipped file names for {len(contents)} file contents")
     if sum(len(content) for content in contents) > limit_mb * 2**20:
         raise ValueError(f"the shipped files exceed this node's limit of {limit_mb:g} MB")
-    for name, content in zip(names, contents):
+    for name, content in zip(names, contents, strict=True):
         target = folder.joinpath(*safe_relative(name).parts)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)

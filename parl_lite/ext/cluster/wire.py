@@ -13,7 +13,7 @@ import hmac
 import os
 import platform
 import socket
-from typing import Any, Dict, Optional, Tuple
+from typing import Any
 
 import cloudpickle
 
@@ -46,7 +46,7 @@ class VersionMismatchError(ClusterError):
     """The peer runs another parl_lite, Python major.minor or cloudpickle version."""
 
 
-def local_versions() -> Dict[str, str]:
+def local_versions() -> dict[str, str]:
     """The versions both ends of a connection must share."""
     return {"parl_lite": __version__, "python": ".".join(platform.python_version_tuple()[:2]),
             "cloudpickle": cloudpickle.__version__}
@@ -105,7 +105,7 @@ def client_handshake(sock: socket.socket, token: bytes, address: str) -> None:
     sock.settimeout(None)
 
 
-def hello_problem(mine: Dict[str, str], theirs: Dict[str, Any], their_name: str) -> Optional[str]:
+def hello_problem(mine: dict[str, str], theirs: dict[str, Any], their_name: str) -> str | None:
     """Why two ends cannot talk (the versions that differ, both named), or None."""
     differing = [key for key in mine if theirs.get(key) != mine[key]]
     if not differing:
@@ -114,7 +114,7 @@ def hello_problem(mine: Dict[str, str], theirs: Dict[str, Any], their_name: str)
         f"{key} {mine[key]} here, {theirs.get(key, 'unknown')} at {their_name}" for key in differing)
 
 
-def server_hello(framed: FramedSocket) -> Dict[str, Any]:
+def server_hello(framed: FramedSocket) -> dict[str, Any]:
     """Read the client's hello (JSON) and check its versions; the caller answers ``{"ok": True, ...}``.
 
     Raises:
@@ -128,8 +128,8 @@ def server_hello(framed: FramedSocket) -> Dict[str, Any]:
     return theirs
 
 
-def open_connection(address: str, token: bytes, role: str, versions: Optional[Dict[str, str]] = None,
-                    timeout: float = 10.0, **fields: Any) -> Tuple[FramedSocket, Dict[str, Any]]:
+def open_connection(address: str, token: bytes, role: str, versions: dict[str, str] | None = None,
+                    timeout: float = 10.0, **fields: Any) -> tuple[FramedSocket, dict[str, Any]]:
     """Connect to ``host:port``, authenticate, and exchange hellos (``role`` and ``fields`` say what
     the connection is for).
 
@@ -165,7 +165,7 @@ def open_connection(address: str, token: bytes, role: str, versions: Optional[Di
     return framed, reply
 
 
-def split_address(address: str) -> Tuple[str, int]:
+def split_address(address: str) -> tuple[str, int]:
     """``"host:port"`` -> ``("host", port)``, with a clear error for anything else."""
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():

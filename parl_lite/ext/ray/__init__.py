@@ -1,8 +1,9 @@
 """``@remote_class`` actors as Ray actors: ``parl_lite.connect("ray://local")``.
 
-Addresses: ``ray://local`` starts Ray on this machine (no dashboard, no usage statistics) and stops it at ``parl_lite.shutdown()``; ``ray://auto`` joins the cluster ``ray start``
-runs here; ``ray://host:10001`` joins a remote cluster through the Ray Client. If Ray is already
-initialised in this process, that connection is used whatever the address says and left running.
+Addresses: ``ray://local`` starts Ray on this machine (no dashboard, no usage statistics) and
+stops it at ``parl_lite.shutdown()``; ``ray://auto`` joins the cluster ``ray start`` runs here;
+``ray://host:10001`` joins a remote cluster through the Ray Client. If Ray is already initialised
+in this process, that connection is used whatever the address says and left running.
 
 Needs Ray (``pip install 'parl_lite[ray]'``); this package imports it only when connecting.
 """

@@ -9,7 +9,8 @@ A synchronous call is one ``ray.get`` in the calling thread. An asynchronous cal
 import os
 import sys
 import threading
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 import ray
 from ray.exceptions import RayActorError, RayError, RayTaskError
@@ -27,8 +28,9 @@ _environment_lock = threading.Lock()
 
 
 def start_local_ray(num_cpus: int, threads_per_worker: int = 1) -> None:
-    """Start Ray on this machine for this process, without dashboard or usage statistics; its workers limited to ``threads_per_worker`` OMP/BLAS threads and importing from
-    this process's ``sys.path`` (as the local pool's workers do)."""
+    """Start Ray on this machine for this process, without dashboard or usage statistics; its
+    workers limited to ``threads_per_worker`` OMP/BLAS threads and importing from this process's
+    ``sys.path`` (as the local pool's workers do)."""
     _check_positive("num_workers", num_cpus)
     _check_positive("threads_per_worker", threads_per_worker)
     # Ray's processes inherit this process's environment: set it only while they start (a
@@ -54,7 +56,7 @@ def _check_positive(name: str, value: object) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-def _ray_address(address: str) -> Optional[str]:
+def _ray_address(address: str) -> str | None:
     """``ray://local`` -> None (start one), ``ray://auto`` -> ``"auto"``, else the Ray Client URL."""
     rest = address.split("://", 1)[1] if "://" in address else ""
     if rest == "local":
@@ -70,8 +72,8 @@ def _ray_address(address: str) -> Optional[str]:
 class RayActorChannel(ActorChannel):
     """One ``@remote_class`` actor hosted by a Ray actor (:class:`parl_lite.ext.ray.host.ActorHost`)."""
 
-    def __init__(self, handle: Any, forwarded: FrozenSet[str], class_name: str, pid: int, actor_id: str,
-                 max_memory: Optional[float]) -> None:
+    def __init__(self, handle: Any, forwarded: frozenset[str], class_name: str, pid: int, actor_id: str,
+                 max_memory: float | None) -> None:
         self.class_name = class_name
         self.pid = pid
         self.actor_id = actor_id
@@ -79,7 +81,7 @@ class RayActorChannel(ActorChannel):
         self._handle = handle
         self._forwarded = forwarded  # methods the Ray actor has under their own name
         self._closed = False
-        self._death: Optional[ActorDiedError] = None
+        self._death: ActorDiedError | None = None
 
     @property
     def alive(self) -> bool:
@@ -91,10 +93,10 @@ class RayActorChannel(ActorChannel):
         return "closed" if self._closed else ("dead" if self._death is not None else "alive")
 
     # --- ActorChannel ---------------------------------------------------------------------------
-    def call(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Future:
+    def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Future:
         return self._track(f"{method}()", lambda: self._submit_call(f"{method}()", method, args, kwargs))
 
-    def call_sync(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    def call_sync(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         what = f"{method}()"
         ref = self._submit_call(what, method, args, kwargs)
         try:
@@ -130,7 +132,7 @@ class RayActorChannel(ActorChannel):
             pass
 
     # --- internals ------------------------------------------------------------------------------
-    def _submit_call(self, what: str, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    def _submit_call(self, what: str, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if method in self._forwarded:
             return self._submit(what, getattr(self._handle, method), *args, **kwargs)
         return self._submit(what, self._handle.parl_lite_call, method, args, kwargs)
@@ -147,7 +149,7 @@ class RayActorChannel(ActorChannel):
 
     def _track(self, what: str, submit: Callable[[], Any]) -> Future:
         """A future that Ray's callback completes with the reply of ``submit()``'s ObjectRef."""
-        future = Future()
+        future = _RayFuture()
         try:
             ref = submit()
         except ActorDiedError as error:
@@ -158,7 +160,7 @@ class RayActorChannel(ActorChannel):
         ref._on_completed(lambda reply: self._complete(future, what, reply))
         return future
 
-    def _complete(self, future: Future, what: str, reply: Any) -> None:
+    def _complete(self, future: "_RayFuture", what: str, reply: Any) -> None:
         future.object_ref = None
         try:
             future.set_result(self._unpack(what, reply))
@@ -185,7 +187,7 @@ class RayActorChannel(ActorChannel):
     def _where(self, what: str) -> str:
         return f"{self.class_name}.{what} (Ray actor {self.actor_id}, pid {self.pid})"
 
-    def _died(self, what: str, error: Optional[RayActorError] = None) -> ActorDiedError:
+    def _died(self, what: str, error: RayActorError | None = None) -> ActorDiedError:
         """The error for a call on this actor once it is gone (``error``: what Ray said, first time)."""
         if self._closed:
             return ActorDiedError(f"{self._where(what)}: the actor was closed")
@@ -195,7 +197,7 @@ class RayActorChannel(ActorChannel):
         death.__cause__ = error
         return death
 
-    def _death_error(self, error: RayActorError) -> ActorDiedError:
+    def _death_error(self, error: RayActorError | None) -> ActorDiedError:
         if self.max_memory is not None:
             from ray.experimental import internal_kv
 
@@ -208,7 +210,16 @@ class RayActorChannel(ActorChannel):
         return ActorDiedError(f"the worker process exited ({type(error).__name__})")
 
 
-def print_output(label: str, output: List[Tuple[str, str]]) -> None:
+class _RayFuture(Future):
+    """A Future that holds its call's ObjectRef until the reply arrives: Ray needs the reference to
+    fetch the reply from its store."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.object_ref: Any = None
+
+
+def print_output(label: str, output: list[tuple[str, str]]) -> None:
     """Print an actor's output to this process's stdout/stderr, each line prefixed ``(label) ``."""
     for stream_name, text in output:
         stream = sys.stdout if stream_name == "stdout" else sys.stderr
@@ -228,7 +239,7 @@ class RayBackend(Backend):
         threads_per_worker: OMP/BLAS threads in the actors of ``ray://local``.
     """
 
-    def __init__(self, address: str, num_workers: Optional[int] = None, threads_per_worker: int = 1) -> None:
+    def __init__(self, address: str, num_workers: int | None = None, threads_per_worker: int = 1) -> None:
         self.address = address
         ray_address = _ray_address(address)
         if num_workers is not None:
@@ -247,15 +258,15 @@ class RayBackend(Backend):
                     raise ConnectionError(f"parl_lite.connect({address!r}): no Ray cluster answers there: "
                                           f"{error}{hint}") from error
         self._lock = threading.Lock()
-        self._actors: List[RayActorChannel] = []
-        self._ray_classes: Dict[type, Any] = {}
+        self._actors: list[RayActorChannel] = []
+        self._ray_classes: dict[type, Any] = {}
         self._closed = False
 
-    def create_actor(self, cls: type, args: Tuple[Any, ...], kwargs: Dict[str, Any],
+    def create_actor(self, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any],
                      options: ActorOptions) -> RayActorChannel:
         if self._closed:
             raise RuntimeError("the parl_lite Ray backend is shut down")
-        ray_options: Dict[str, Any] = {}
+        ray_options: dict[str, Any] = {}
         if options.max_memory is not None:
             ray_options["memory"] = int(options.max_memory * 2**20)  # Ray places it where that fits
         ray_class, forwarded = self._ray_class(cls)
@@ -282,7 +293,7 @@ class RayBackend(Backend):
             self._actors = [actor for actor in self._actors if actor.alive] + [channel]
         return channel
 
-    def _ray_class(self, cls: type) -> Tuple[Any, FrozenSet[str]]:
+    def _ray_class(self, cls: type) -> tuple[Any, frozenset[str]]:
         """The Ray actor class that hosts ``cls`` (see :func:`host_class`) and the names it forwards."""
         entry = self._ray_classes.get(cls)
         if entry is None:
@@ -290,7 +301,7 @@ class RayBackend(Backend):
             entry = self._ray_classes[cls] = (ray.remote(host), forwarded)
         return entry
 
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> dict[str, Any]:
         with self._lock:
             actors = list(self._actors)
         return {

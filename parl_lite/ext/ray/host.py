@@ -13,7 +13,8 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 from parl_lite.remote.errors import RemoteFailure
 
@@ -38,7 +39,7 @@ def writable(value: Any) -> Any:
         if not any(issubclass(kind, (numpy.ndarray, list, tuple, dict)) for kind in set(map(type, value))):
             return value  # e.g. a long list of numbers: one pass in C, no copy
         items = [writable(item) for item in value]
-        if any(new is not old for new, old in zip(items, value)):
+        if any(new is not old for new, old in zip(items, value, strict=True)):
             return type(value)(items) if type(value) in (list, tuple) else value
         return value
     if isinstance(value, dict):
@@ -49,7 +50,7 @@ def writable(value: Any) -> Any:
 class _CapturedStream(io.TextIOBase):
     """A text stream whose writes are kept until the next reply takes them."""
 
-    def __init__(self, name: str, sink: List[Tuple[str, str]], lock: threading.Lock) -> None:
+    def __init__(self, name: str, sink: list[tuple[str, str]], lock: threading.Lock) -> None:
         self.name = name
         self._sink = sink
         self._lock = lock
@@ -69,7 +70,7 @@ class Reply:
 
     __slots__ = ("ok", "value", "output")
 
-    def __init__(self, ok: bool, value: Any, output: List[Tuple[str, str]]) -> None:
+    def __init__(self, ok: bool, value: Any, output: list[tuple[str, str]]) -> None:
         self.ok = ok
         self.value = value  # the value, or a RemoteFailure
         self.output = output
@@ -89,9 +90,9 @@ class ActorHost:
         max_memory: resident memory limit in MB; a thread stops the process when it is over.
     """
 
-    def __init__(self, cls: type, args: Tuple[Any, ...], kwargs: Dict[str, Any],
-                 max_memory: Optional[float]) -> None:
-        self._output: List[Tuple[str, str]] = []
+    def __init__(self, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 max_memory: float | None) -> None:
+        self._output: list[tuple[str, str]] = []
         self._output_lock = threading.Lock()
         sys.stdout = _CapturedStream("stdout", self._output, self._output_lock)
         sys.stderr = _CapturedStream("stderr", self._output, self._output_lock)
@@ -112,7 +113,7 @@ class ActorHost:
         output = created.output if isinstance(created, Reply) else []
         return Reply(True, (os.getpid(), ray.get_runtime_context().get_actor_id()), output)
 
-    def parl_lite_call(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    def parl_lite_call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Call a method this class does not forward by name (e.g. one ``__getattr__`` makes)."""
         return self._run(lambda *a, **k: getattr(self._actor, method)(*a, **k), args, kwargs)
 
@@ -122,7 +123,7 @@ class ActorHost:
     def parl_lite_set_attribute(self, name: str, value: Any) -> Any:
         return self._run(setattr, (self._actor, name, value), {})
 
-    def _run(self, function: Callable[..., Any], args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    def _run(self, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
             value = function(*writable(args), **writable(kwargs))
         except Exception as exc:
@@ -131,13 +132,13 @@ class ActorHost:
             return Reply(True, value, self._take_output())
         return value
 
-    def _take_output(self) -> List[Tuple[str, str]]:
+    def _take_output(self) -> list[tuple[str, str]]:
         if not self._output:
             return []
         with self._output_lock:
             chunks = self._output[:]
             self._output.clear()
-        output: List[Tuple[str, str]] = []  # consecutive writes to one stream joined: whole lines
+        output: list[tuple[str, str]] = []  # consecutive writes to one stream joined: whole lines
         for stream_name, text in chunks:
             if output and output[-1][0] == stream_name:
                 output[-1] = (stream_name, output[-1][1] + text)
@@ -151,7 +152,10 @@ class ActorHost:
         import ray
         from ray.experimental import internal_kv
 
-        key = (MEMORY_KEY_PREFIX + ray.get_runtime_context().get_actor_id()).encode()
+        actor_id = ray.get_runtime_context().get_actor_id()
+        if actor_id is None:
+            raise RuntimeError("the memory watch runs only inside a Ray actor")
+        key = (MEMORY_KEY_PREFIX + actor_id).encode()
         while True:
             with open("/proc/self/statm") as statm:
                 resident = int(statm.read().split()[1]) * _PAGE_SIZE / 2**20
@@ -161,13 +165,13 @@ class ActorHost:
             time.sleep(_MEMORY_CHECK_PERIOD)
 
 
-def host_class(cls: type) -> Tuple[type, frozenset]:
+def host_class(cls: type) -> tuple[type, frozenset]:
     """A subclass of :class:`ActorHost` named after ``cls`` with a method of the same name for each
     method of ``cls`` (Ray then runs ``actor.name.remote(*args)`` as directly as for a plain Ray
     actor, and its messages name the user's class); also returns the names it forwards."""
     forwarded = frozenset(name for name in dir(cls) if not name.startswith("__") and not hasattr(ActorHost, name)
                           and callable(getattr(cls, name, None)))
-    namespace: Dict[str, Any] = {"__qualname__": cls.__qualname__,
+    namespace: dict[str, Any] = {"__qualname__": cls.__qualname__,
                                  "__module__": "parl_lite_ray_actor"}  # not importable: shipped by value
     for name in forwarded:
         namespace[name] = _forwarder(name)
