@@ -14,8 +14,10 @@ Clones share the master's solver, noise and observation statistics; each has its
 A clone that has not added noise predicts with the master's current solution; after an ``update`` a
 clone's noise is dropped (it sees the new parameters until it adds noise again).
 """
+import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -23,7 +25,8 @@ from evokit_py.checkpoint import SolverCheckpointError, check_resume, read_check
 from evokit_py.config import ESConfig, config_from_yaml_text, default_config, load_config
 from evokit_py.noise import NoiseSource, NoiseTable, SamplingInfo
 from evokit_py.policy import OnnxPolicy
-from evokit_py.rollout import OBS_CLIP, ActionMap, NoiseSpec, ObsStats, check_policy, make_env, make_policy
+from evokit_py.rollout import (OBS_CLIP, ActionMap, NoiseSpec, ObsStats, check_policy, make_env, make_policy,
+                               observation_size)
 from evokit_py.solvers import Solver, make_solver
 from parl_lite.io.atomic import write_bytes_atomically
 
@@ -36,23 +39,25 @@ class _Shared:
     def __init__(self, config: ESConfig):
         self.config = config
         self.env = make_env(config)  # spaces only: action mapping and observation size
-        self.policy_model = None
-        self.x0: Optional[np.ndarray] = None
-        self.table: Optional[NoiseTable] = None
-        self.noise: Optional[NoiseSource] = None
-        self.solver: Optional[Solver] = None
-        self.obs_stats = ObsStats(self.env.observation_space.shape[0])
-        self.pending: List[SamplingInfo] = []
+        self.x0: np.ndarray | None = None
+        self.table: NoiseTable | None = None
+        self.noise: NoiseSource | None = None
+        self.solver: Solver | None = None
+        self.obs_stats = ObsStats(observation_size(self.env))
+        self.pending: list[SamplingInfo] = []
         self.pending_generation = -1
 
 
 class ESAgent:
     """An ES agent (see the module docstring). ``config`` defaults to the built-in CartPole job."""
 
-    def __init__(self, config: Optional[ESConfig] = None):
-        self._shared = _Shared(config or default_config())
-        self._policy: Optional[OnnxPolicy] = None
-        self._info: Optional[SamplingInfo] = None
+    def __init__(self, config: ESConfig | None = None):
+        self._reset(config or default_config())
+
+    def _reset(self, config: ESConfig) -> None:
+        self._shared = _Shared(config)
+        self._policy: OnnxPolicy | None = None
+        self._info: SamplingInfo | None = None
         self._generation = -1
         self.is_clone = False
 
@@ -75,9 +80,9 @@ class ESAgent:
         the noise table it owned)."""
         config = load_config(path)
         self.close()
-        self.__init__(config)
+        self._reset(config)
 
-    def load_inference_model(self, onnx_path: "Optional[str | Path]" = None) -> None:
+    def load_inference_model(self, onnx_path: "str | Path | None" = None) -> None:
         """Use the ONNX policy at ``onnx_path`` (its float weights become the initial parameters),
         or, with no path, the config's ``policy`` (ONNX file or MLP).
 
@@ -92,7 +97,6 @@ class ESAgent:
         onnx_file = onnx_path or self.config.policy.onnx
         source = f"policy.onnx {onnx_file}" if onnx_file else "policy.mlp"
         check_policy(self._policy, shared.env, source)
-        shared.policy_model = self._policy.model
         tanh = onnx_path is None and self.config.policy.onnx is None and \
             self.config.policy.mlp.output_activation in ("auto", "tanh")
         self._action_map = ActionMap(shared.env.action_space, tanh)
@@ -102,12 +106,14 @@ class ESAgent:
         shared = self._shared
         if shared.x0 is None:
             self.load_inference_model()
+        x0 = shared.x0
+        assert x0 is not None, "load_inference_model() sets the initial parameters"
         sampling = self.config.solver.sampling.gaussian_sampling
         self._release_table()
         if sampling.cached:
             shared.table = NoiseTable.create(sampling.seed, sampling.cache_size)
-        shared.noise = NoiseSource(sampling.seed, len(shared.x0), shared.table)
-        shared.solver = make_solver(self.config.solver, shared.x0, shared.noise)
+        shared.noise = NoiseSource(sampling.seed, len(x0), shared.table)
+        shared.solver = make_solver(self.config.solver, x0, shared.noise)
 
     def clone(self) -> "ESAgent":
         """A sampling agent sharing this agent's solver, noise and statistics, with its own parameters."""
@@ -115,7 +121,7 @@ class ESAgent:
             raise RuntimeError("call load_inference_model() before clone()")
         twin = ESAgent.__new__(ESAgent)
         twin._shared = self._shared
-        twin._policy = OnnxPolicy(self._shared.policy_model)
+        twin._policy = OnnxPolicy(self._policy.model)
         twin._action_map = self._action_map
         twin._info = None
         twin._generation = -1
@@ -131,9 +137,9 @@ class ESAgent:
 
     def policy_bytes(self) -> bytes:
         """The serialized weights-as-inputs policy graph (what sampling workers load)."""
-        return self._shared.policy_model.SerializeToString()
+        return self._loaded_policy().model.SerializeToString()
 
-    def add_noise(self, info: Optional[SamplingInfo] = None) -> SamplingInfo:
+    def add_noise(self, info: SamplingInfo | None = None) -> SamplingInfo:
         """Perturb this agent's parameters with the next candidate of the generation (or with the
         given ``info``, which reproduces that candidate exactly); returns the sampling info."""
         solver, shared = self.solver, self._shared
@@ -144,26 +150,25 @@ class ESAgent:
                 raise RuntimeError(f"all {self.config.solver.population_size} candidates of generation "
                                    f"{solver.generation} are out: call update() with their rewards")
             info = shared.pending.pop(0)
-        self._policy.set_parameters(solver.basis().candidate(info, shared.noise))
+        self._loaded_policy().set_parameters(solver.basis().candidate(info, self._noise()))
         self._info, self._generation = info, solver.generation
         return info
 
     def parameters(self) -> np.ndarray:
         """The parameters ``predict`` uses now (float32)."""
-        self._refresh()
-        return self._policy.get_parameters()
+        return self._refresh().get_parameters()
 
     def predict(self, obs: np.ndarray):
         """The action for one observation (normalised with the shared statistics when configured)."""
-        self._refresh()
+        policy = self._refresh()
         x = np.asarray(obs, dtype=np.float32)[None]
         if self.config.observation_normalization:
             stats = self.obs_stats
             x = np.clip((x - stats.mean()) / stats.std(), -OBS_CLIP, OBS_CLIP).astype(np.float32)
-        return self._action_map(self._policy(x)[0])
+        return self._action_map(policy(x)[0])
 
     def update(self, sampling_infos: Sequence[SamplingInfo], rewards: Sequence[float],
-               stale: str = "refuse") -> int:
+               stale: Literal["refuse", "drop"] = "refuse") -> int:
         """Tell the solver the rewards of these candidates; every clone sees the new parameters.
 
         Infos may come from the last ``solver.max_staleness`` versions (BASIC_ES corrects them);
@@ -174,19 +179,30 @@ class ESAgent:
         self._shared.pending = []
         return dropped
 
-    def _refresh(self) -> None:
+    def _loaded_policy(self) -> OnnxPolicy:
         if self._policy is None:
             raise RuntimeError("call load_inference_model() first")
+        return self._policy
+
+    def _noise(self) -> NoiseSource:
+        if self._shared.noise is None:
+            raise RuntimeError("call init_solver() first")
+        return self._shared.noise
+
+    def _refresh(self) -> OnnxPolicy:
+        """The policy, with the current solution unless this agent perturbed it in this generation."""
+        policy = self._loaded_policy()
         solver = self._shared.solver
         if solver is None:
-            return  # no solver yet: the policy keeps its loaded parameters
+            return policy  # no solver yet: the policy keeps its loaded parameters
         if self._info is None or self._generation != solver.generation:
             self._info = None
-            self._policy.set_parameters(solver.solution())
+            policy.set_parameters(solver.solution())
             self._generation = solver.generation
+        return policy
 
-    def save_inference_model(self, path: "str | Path", params: Optional[np.ndarray] = None,
-                             obs_stats: Optional[dict] = None) -> None:
+    def save_inference_model(self, path: "str | os.PathLike", params: np.ndarray | None = None,
+                             obs_stats: dict | None = None) -> None:
         """Write a standalone ONNX model of ``params`` (default: the current solution), weights as
         initializers and the observation normalisation folded in when configured, atomically.
 
@@ -200,16 +216,17 @@ class ESAgent:
         if obs_stats is not None:
             stats = ObsStats(len(stats.mean()))
             stats.load_state_dict(obs_stats)
-        model = self._policy.to_onnx(params, stats.mean() if normalise else None, stats.std() if normalise else None)
+        model = self._loaded_policy().to_onnx(params, stats.mean() if normalise else None,
+                                              stats.std() if normalise else None)
         self._generation = -1  # to_onnx changed the policy's parameters
         write_bytes_atomically(path, model.SerializeToString())
 
-    def save_solver(self, path: "str | Path", extra: Optional[dict] = None) -> None:
+    def save_solver(self, path: "str | Path", extra: dict | None = None) -> None:
         """Write parameters, solver and optimizer state, noise seed, generation and observation
         statistics to an HDF5 file, atomically."""
         solver = self.solver
         write_checkpoint(path, solver_type=self.config.solver.type, config_yaml=self.config.to_yaml(),
-                         noise_seed=self._shared.noise.seed, params=solver.solution(),
+                         noise_seed=self._noise().seed, params=solver.solution(),
                          solver_state=solver.state_dict(), obs_stats=self.obs_stats.state_dict(), extra=extra)
 
     def load_solver(self, path: "str | Path") -> dict:
@@ -227,9 +244,9 @@ class ESAgent:
         if attrs["solver_type"] != self.config.solver.type:
             raise SolverCheckpointError(f"{path} holds a {attrs['solver_type']} solver, the config says "
                                         f"solver.type {self.config.solver.type}")
-        if int(attrs["noise_seed"]) != self._shared.noise.seed:
+        if int(attrs["noise_seed"]) != self._noise().seed:
             raise SolverCheckpointError(f"{path} was sampled with solver.sampling.gaussian_sampling.seed "
-                                        f"{attrs['noise_seed']}, the config says {self._shared.noise.seed}")
+                                        f"{attrs['noise_seed']}, the config says {self._noise().seed}")
         if groups["params"]["params"].shape != (solver.dim,):
             raise SolverCheckpointError(f"{path} has {groups['params']['params'].shape[0]} parameters, "
                                         f"the policy has {solver.dim}")

@@ -19,15 +19,14 @@ are read with the value checks only.
 import os
 import zlib
 from pathlib import Path
-from typing import Dict, Optional, Tuple
 
 import h5py
 import numpy as np
 
 from evokit_py.config import ConfigError, ESConfig, config_from_yaml_text
 from parl_lite.io.atomic import write_hdf5_atomically
-from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_range, open_hdf5, read_dataset,
-                                   write_dataset)
+from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_range, dataset_names, open_hdf5,
+                                   read_dataset, write_dataset)
 
 __all__ = ["SolverCheckpointError", "write_checkpoint", "read_checkpoint", "check_resume", "check_trainer_extra",
            "RESUME_FIXED_KEYS"]
@@ -50,8 +49,8 @@ class SolverCheckpointError(ValueError):
 
 
 def write_checkpoint(path: "str | os.PathLike", *, solver_type: str, config_yaml: str, noise_seed: int,
-                     params: np.ndarray, solver_state: Dict[str, np.ndarray],
-                     obs_stats: Dict[str, np.ndarray], extra: Optional[Dict[str, np.ndarray]] = None) -> None:
+                     params: np.ndarray, solver_state: dict[str, np.ndarray],
+                     obs_stats: dict[str, np.ndarray], extra: dict[str, np.ndarray] | None = None) -> None:
     """Write a solver checkpoint to ``path`` atomically (see the module docstring for the layout)."""
     def write(file: h5py.File) -> None:
         file.attrs.update(format=FORMAT, format_version=FORMAT_VERSION, solver_type=solver_type,
@@ -66,7 +65,7 @@ def write_checkpoint(path: "str | os.PathLike", *, solver_type: str, config_yaml
     write_hdf5_atomically(path, write)
 
 
-def read_checkpoint(path: "str | os.PathLike") -> Tuple[dict, Dict[str, Dict[str, np.ndarray]]]:
+def read_checkpoint(path: "str | os.PathLike") -> tuple[dict, dict[str, dict[str, np.ndarray]]]:
     """Read and check a checkpoint written by :func:`write_checkpoint`.
 
     Returns:
@@ -88,10 +87,7 @@ def read_checkpoint(path: "str | os.PathLike") -> Tuple[dict, Dict[str, Dict[str
             require = version >= _FIRST_CHECKSUMMED_VERSION
             groups = {"params": {"params": read_dataset(file["params"], require)}}
             for group in ("solver", "obs_stats", "extra"):
-                datasets = {}
-                file[group].visititems(lambda name, item: datasets.__setitem__(name, read_dataset(item, require))
-                                       if isinstance(item, h5py.Dataset) else None)
-                groups[group] = datasets
+                groups[group] = {name: read_dataset(file[group][name], require) for name in dataset_names(file[group])}
             if require and zlib.crc32(str(attrs.get("config", "")).encode()) != int(attrs.get("config_crc32", -1)):
                 raise DatasetError("attribute config: checksum mismatch: the stored config text is corrupted")
             try:
@@ -108,7 +104,7 @@ def read_checkpoint(path: "str | os.PathLike") -> Tuple[dict, Dict[str, Dict[str
     return attrs, groups
 
 
-def _check_values(attrs: dict, groups: Dict[str, Dict[str, np.ndarray]]) -> None:
+def _check_values(attrs: dict, groups: dict[str, dict[str, np.ndarray]]) -> None:
     for group in ("params", "solver", "obs_stats"):
         for key, value in groups[group].items():
             check_finite(key if group == "params" else f"{group}/{key}", value)
@@ -152,7 +148,7 @@ def _lookup(values: dict, dotted: str):
     return values
 
 
-def check_trainer_extra(groups: Dict[str, Dict[str, np.ndarray]], path: "str | os.PathLike") -> None:
+def check_trainer_extra(groups: dict[str, dict[str, np.ndarray]], path: "str | os.PathLike") -> None:
     """Refuse a checkpoint whose trainer datasets (``extra/*`` of ``es-train``) are missing or out
     of range: best parameters of the solution's shape, all finite, counts ``>= 0``, the best return
     not NaN (``-inf`` until the first evaluation).

@@ -16,10 +16,12 @@ A minimal file::
 """
 import dataclasses
 import math
+import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Literal, Optional, Union
+from typing import Any, Literal, Union
 
 import yaml
 
@@ -44,8 +46,8 @@ _UNIT_OPEN = _check(lambda v: 0 <= v < 1, "must be in [0, 1)")
 class EnvConfig:
     """The gymnasium environment a candidate is evaluated on."""
     id: str = "CartPole-v1"
-    kwargs: Dict[str, Any] = field(default_factory=dict)
-    max_steps: Optional[int] = field(default=None, metadata=_POSITIVE)  # None: the env's own limit
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    max_steps: int | None = field(default=None, metadata=_POSITIVE)  # None: the env's own limit
     episodes_per_candidate: int = field(default=1, metadata=_POSITIVE)
     # every candidate of a generation starts from the same states (common random numbers)
     common_episode_seeds: bool = True
@@ -54,7 +56,7 @@ class EnvConfig:
 @dataclass
 class MLPConfig:
     """A multilayer perceptron built into an ONNX graph (``hidden: []`` is a linear policy)."""
-    hidden: List[int] = field(default_factory=list)
+    hidden: list[int] = field(default_factory=list)
     activation: Literal["tanh", "relu"] = "tanh"
     # "auto": none (argmax) for discrete actions, tanh (scaled to the bounds) for continuous ones
     output_activation: Literal["auto", "none", "tanh", "softmax"] = "auto"
@@ -69,7 +71,7 @@ class MLPConfig:
 @dataclass
 class PolicyConfig:
     """Either an ONNX file (its float weights become the parameters) or an MLP spec."""
-    onnx: Optional[str] = None
+    onnx: str | None = None
     mlp: MLPConfig = field(default_factory=MLPConfig)
 
 
@@ -112,14 +114,14 @@ class SamplingConfig:
 class CMAESConfig:
     """CMA-ES: the initial step size is ``solver.sampling.gaussian_sampling.std``; termination
     thresholds are pycma's defaults (0 disables one)."""
-    mu: Optional[int] = field(default=None, metadata=_POSITIVE)  # None: population_size // 2
+    mu: int | None = field(default=None, metadata=_POSITIVE)  # None: population_size // 2
     active: bool = True  # negative weights for the worst candidates (active CMA)
     diagonal: bool = False  # separable CMA-ES: diagonal covariance (as solver.type SEP_CMA_ES)
     restarts: int = field(default=0, metadata=_NON_NEGATIVE)  # IPOP: each restart doubles the population
     tolfun: float = field(default=1e-11, metadata=_NON_NEGATIVE)
     tolx: float = field(default=1e-11, metadata=_NON_NEGATIVE)
     tolconditioncov: float = field(default=1e14, metadata=_NON_NEGATIVE)
-    tolstagnation: Optional[int] = field(default=None, metadata=_NON_NEGATIVE)  # None: 100 + 100 n^1.5 / lambda
+    tolstagnation: int | None = field(default=None, metadata=_NON_NEGATIVE)  # None: 100 + 100 n^1.5 / lambda
 
 
 @dataclass
@@ -161,11 +163,11 @@ class TrainConfig:
     # it is free, the solver updates whenever population_size results arrived (BASIC_ES only)
     mode: Literal["sync", "async"] = "sync"
     generations: int = field(default=100, metadata=_POSITIVE)
-    target_return: Optional[float] = 475.0  # stop when the evaluation mean reaches it (null: never)
+    target_return: float | None = 475.0  # stop when the evaluation mean reaches it (null: never)
     eval_every: int = field(default=1, metadata=_POSITIVE)
     eval_episodes: int = field(default=5, metadata=_POSITIVE)
     workers: int = field(default=2, metadata=_POSITIVE)
-    address: Optional[str] = None  # where the workers run (parl_lite.connect); None: the local pool
+    address: str | None = None  # where the workers run (parl_lite.connect); None: the local pool
     checkpoint_every: int = field(default=10, metadata=_POSITIVE)
     checkpoint_dir: str = "runs/es_cartpole/checkpoints"
     log_dir: str = "runs/es_cartpole"
@@ -205,7 +207,7 @@ def load_config(path: "str | Path") -> ESConfig:
     return resolve_config(path)
 
 
-def parse_config(data: Optional[dict]) -> ESConfig:
+def parse_config(data: dict | None) -> ESConfig:
     """Validate a config given as a mapping (e.g. parsed YAML); missing keys take their defaults.
 
     Raises:
@@ -236,46 +238,75 @@ def _build(cls: type, data: Any, path: str):
 
 
 def _convert(hint: Any, value: Any, key: str) -> Any:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if dataclasses.is_dataclass(hint):
+    """``value`` checked against the annotation ``hint`` (the config key ``key`` in messages)."""
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _build(hint, value, key)
-    if origin is Union:  # Optional[X]
-        if value is None:
-            return None
-        return _convert(next(a for a in args if a is not type(None)), value, key)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (Union, types.UnionType):  # X | None (typing.Optional[X] in older spellings)
+        return None if value is None else _convert(next(a for a in args if a is not type(None)), value, key)
     if origin is Literal:
-        if value not in args:
-            raise ConfigError(f"{key}: must be one of {', '.join(map(str, args))}, got {value!r}")
-        return value
-    if origin in (list, List):
-        if not isinstance(value, list):
-            raise ConfigError(f"{key}: expected a list, got {type(value).__name__} {value!r}")
-        return [_convert(args[0], item, f"{key}[{i}]") for i, item in enumerate(value)]
-    if origin in (dict, Dict):
-        if not isinstance(value, dict):
-            raise ConfigError(f"{key}: expected a mapping, got {type(value).__name__} {value!r}")
-        return dict(value)
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{key}: expected true or false, got {value!r}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{key}: expected an integer, got {type(value).__name__} {value!r}")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{key}: expected a number, got {type(value).__name__} {value!r}")
-        if not math.isfinite(value):
-            raise ConfigError(f"{key}: must be a finite number, got {value!r}")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{key}: expected a string, got {type(value).__name__} {value!r}")
-        return value
-    if hint is Any:
-        return value
-    raise TypeError(f"config schema: unsupported annotation {hint!r} at {key}")
+        return _to_choice(args, value, key)
+    if origin is list:
+        return _to_list(args[0], value, key)
+    if origin is dict:
+        return _to_mapping(value, key)
+    scalar = _SCALARS.get(hint)
+    if scalar is None:
+        raise TypeError(f"config schema: unsupported annotation {hint!r} at {key}")
+    return scalar(value, key)
+
+
+def _to_choice(choices: tuple, value: Any, key: str) -> Any:
+    if value not in choices:
+        raise ConfigError(f"{key}: must be one of {', '.join(map(str, choices))}, got {value!r}")
+    return value
+
+
+def _to_list(item_hint: Any, value: Any, key: str) -> list:
+    if not isinstance(value, list):
+        raise ConfigError(f"{key}: expected a list, got {type(value).__name__} {value!r}")
+    return [_convert(item_hint, item, f"{key}[{i}]") for i, item in enumerate(value)]
+
+
+def _to_mapping(value: Any, key: str) -> dict:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key}: expected a mapping, got {type(value).__name__} {value!r}")
+    return dict(value)
+
+
+def _to_bool(value: Any, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}: expected true or false, got {value!r}")
+    return value
+
+
+def _to_int(value: Any, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key}: expected an integer, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _to_float(value: Any, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{key}: expected a number, got {type(value).__name__} {value!r}")
+    if not math.isfinite(value):
+        raise ConfigError(f"{key}: must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _to_str(value: Any, key: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{key}: expected a string, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _as_is(value: Any, key: str) -> Any:
+    return value
+
+
+# converters of the scalar annotations, by annotation
+_SCALARS: dict[Any, Callable[[Any, str], Any]] = {bool: _to_bool, int: _to_int, float: _to_float, str: _to_str,
+                                                   Any: _as_is}
 
 
 def _join(path: str, name: str) -> str:
@@ -288,7 +319,7 @@ def default_config() -> ESConfig:
     return ESConfig()
 
 
-def resolve_config(path: "Optional[str | Path]", overrides: "tuple | list" = ()) -> ESConfig:
+def resolve_config(path: "str | Path | None", overrides: "tuple | list" = ()) -> ESConfig:
     """The config at ``path`` (or the built-in default) with ``KEY=VALUE`` overrides applied;
     values are parsed as YAML (``train.workers=1``, ``policy.mlp.hidden=[16]``).
 
@@ -346,9 +377,9 @@ def _load_yaml(text: str, source: str) -> Any:
         raise ConfigError(f"{source} is not valid YAML: {error}") from error
 
 
-def _refuse_duplicate_keys(node: Optional[yaml.Node], path: str, source: str) -> None:
+def _refuse_duplicate_keys(node: yaml.Node | None, path: str, source: str) -> None:
     if isinstance(node, yaml.MappingNode):
-        lines: Dict[Any, int] = {}
+        lines: dict[Any, int] = {}
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
             if key is not None and key in lines:

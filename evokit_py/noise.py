@@ -16,9 +16,10 @@ import threading
 import weakref
 from dataclasses import dataclass
 from multiprocessing import resource_tracker, shared_memory
-from typing import List, Optional
 
 import numpy as np
+
+from parl_lite.remote.shm import process_segment_name
 
 __all__ = ["SamplingInfo", "NoiseSource", "NoiseTable", "attach_shared_memory"]
 
@@ -40,7 +41,7 @@ class SamplingInfo:
     parent: int = 0
     version: int = 0
 
-    def to_list(self) -> List[int]:
+    def to_list(self) -> list[int]:
         return [self.seed, self.offset, self.sign, self.parent, self.version]
 
     @classmethod
@@ -75,17 +76,17 @@ class NoiseTable:
     context manager) and :meth:`attach` everywhere else (``close`` only).
     """
 
-    def __init__(self, memory: Optional[shared_memory.SharedMemory], seed: int, size: int, owner: bool):
+    def __init__(self, memory: shared_memory.SharedMemory | None, seed: int, size: int, owner: bool):
         self._memory = memory
         # the owner's guarantee: the segment goes with the table object, or with the process
-        self._unlink_at_exit = weakref.finalize(self, _unlink_segment, memory) if owner else None
+        self._unlink_at_exit = weakref.finalize(self, _unlink_segment, memory) if owner and memory else None
         self.seed = seed
         self.size = size
         self.owner = owner
         self.values = np.ndarray((size,), dtype=np.float32, buffer=memory.buf if memory else None)
 
     @property
-    def name(self) -> Optional[str]:
+    def name(self) -> str | None:
         """The shared-memory name (None for a table rebuilt in this process's own memory)."""
         return self._memory.name if self._memory else None
 
@@ -94,7 +95,8 @@ class NoiseTable:
         """Build the table from ``seed`` (same seed, same values) in a new shared-memory segment."""
         if size <= 0:
             raise ValueError(f"cache_size must be > 0, got {size}")
-        memory = shared_memory.SharedMemory(create=True, size=size * 4)
+        # named after this process so that it is swept if the process is killed before unlinking it
+        memory = shared_memory.SharedMemory(name=process_segment_name("noise"), create=True, size=size * 4)
         return cls(memory, seed, size, owner=True)._fill()
 
     @classmethod
@@ -128,7 +130,7 @@ class NoiseTable:
 
     def unlink(self) -> None:
         """Owner only: unmap and destroy the segment."""
-        if not self.owner:
+        if self._memory is None or self._unlink_at_exit is None:  # attached, or rebuilt in private memory
             raise RuntimeError(f"noise table {self.name} is attached, not owned: only its creator unlinks it")
         self.close()
         self._unlink_at_exit.detach()
@@ -161,7 +163,7 @@ class NoiseSource:
         table: the noise table for cached sampling, ``None`` for uncached sampling.
     """
 
-    def __init__(self, seed: int, dim: int, table: Optional[NoiseTable] = None):
+    def __init__(self, seed: int, dim: int, table: NoiseTable | None = None):
         if table is not None and table.size < dim:
             raise ValueError(f"solver.sampling.gaussian_sampling.cache_size ({table.size}) must be at least "
                              f"the number of parameters ({dim})")
@@ -169,7 +171,7 @@ class NoiseSource:
         self.dim = dim
         self.table = table
 
-    def draw(self, rng: np.random.Generator, count: int) -> List[SamplingInfo]:
+    def draw(self, rng: np.random.Generator, count: int) -> list[SamplingInfo]:
         """``count`` new infos with sign +1 and parent 0."""
         if self.table is not None:
             offsets = rng.integers(0, self.table.size - self.dim + 1, size=count)

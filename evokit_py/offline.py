@@ -13,6 +13,7 @@ sampler reproduce the trainer's generations exactly.
 import json
 import os
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -84,7 +85,7 @@ def sample_generation(config: ESConfig, checkpoint: "str | os.PathLike", log_pat
 
 
 def update_from_log(config: ESConfig, checkpoint: "str | os.PathLike", log_path: "str | os.PathLike",
-                    onnx_path: "str | os.PathLike | None" = None, stale: str = "refuse") -> int:
+                    onnx_path: "str | os.PathLike | None" = None, stale: Literal["refuse", "drop"] = "refuse") -> int:
     """Apply every line of the sampling log not applied yet, in one update; save the checkpoint.
 
     Args:

@@ -3,7 +3,6 @@
 Each ``step(params, gradient)`` *descends* ``gradient`` and returns the new parameters; ES passes
 the negated ascent direction. State is a dict of arrays so that it saves to HDF5 as is.
 """
-from typing import Dict
 
 import numpy as np
 
@@ -30,10 +29,10 @@ class Optimizer:
     def _direction(self, gradient: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def state_dict(self) -> Dict[str, np.ndarray]:
+    def state_dict(self) -> dict[str, np.ndarray]:
         return {"t": np.asarray(self.t)}
 
-    def load_state_dict(self, state: Dict[str, np.ndarray]) -> None:
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
         self.t = int(state["t"])
 
 

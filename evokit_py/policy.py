@@ -7,8 +7,9 @@ become inputs and together form the flat parameter vector, in file order. :meth:
 turns the inputs back into initializers holding chosen values, optionally behind an
 observation-normalisation prefix, for deployment.
 """
+import itertools
+from collections.abc import Sequence
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import onnx
@@ -46,7 +47,7 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
     inputs = [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", obs_dim])]
     nodes = []
     x = "obs"
-    for layer, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+    for layer, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
         w, b = f"w{layer}", f"b{layer}"
         inputs += [helper.make_tensor_value_info(w, TensorProto.FLOAT, [fan_in, fan_out]),
                    helper.make_tensor_value_info(b, TensorProto.FLOAT, [fan_out])]
@@ -55,8 +56,10 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
         x = f"z{layer}"
         act = activation if layer < len(sizes) - 2 else output_activation
         if act != "none":
-            attributes = {"axis": -1} if act == "softmax" else {}
-            nodes.append(helper.make_node(ops[act], [x], [f"a{layer}"], **attributes))
+            if act == "softmax":
+                nodes.append(helper.make_node(ops[act], [x], [f"a{layer}"], axis=-1))
+            else:
+                nodes.append(helper.make_node(ops[act], [x], [f"a{layer}"]))
             x = f"a{layer}"
     nodes.append(helper.make_node("Identity", [x], ["action"]))
     output = helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", act_dim])
@@ -66,7 +69,7 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
     return model
 
 
-def _weights_to_inputs(model: onnx.ModelProto) -> Tuple[onnx.ModelProto, List[np.ndarray]]:
+def _weights_to_inputs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[np.ndarray]]:
     """Float initializers with >= 1 dimension become graph inputs; returns the model and their values."""
     model = onnx.ModelProto.FromString(model.SerializeToString())
     graph = model.graph
@@ -98,17 +101,18 @@ class OnnxPolicy:
         self.obs_name = inputs[0].name
         self.weight_names = [i.name for i in inputs[1:]]
         self.weight_shapes = [tuple(i.shape) for i in inputs[1:]]
-        bad = [(n, s) for n, s in zip(self.weight_names, self.weight_shapes) if not all(isinstance(d, int) for d in s)]
+        bad = [(name, shape) for name, shape in zip(self.weight_names, self.weight_shapes, strict=True)
+               if not all(isinstance(d, int) for d in shape)]
         if bad:
             raise ValueError(f"policy weight inputs need static shapes, got {bad}")
         self.output_name = self.session.get_outputs()[0].name
         self.sizes = [int(np.prod(s)) for s in self.weight_shapes]
         self.param_size = int(sum(self.sizes))
-        self._feed = {}
+        self._feed: dict[str, np.ndarray] = {}
         self.set_parameters(np.zeros(self.param_size, dtype=np.float32))
 
     @classmethod
-    def from_file(cls, path: "str | Path") -> Tuple["OnnxPolicy", np.ndarray]:
+    def from_file(cls, path: "str | Path") -> tuple["OnnxPolicy", np.ndarray]:
         """Load a user's ONNX file; returns the policy and its weights as the initial parameters.
 
         Raises:
@@ -140,7 +144,7 @@ class OnnxPolicy:
             raise ValueError(f"parameters have shape {params.shape}, the policy has {self.param_size}")
         chunks = np.split(params, np.cumsum(self.sizes)[:-1])
         self._feed = {name: chunk.reshape(shape) for name, chunk, shape
-                      in zip(self.weight_names, chunks, self.weight_shapes)}
+                      in zip(self.weight_names, chunks, self.weight_shapes, strict=True)}
 
     def get_parameters(self) -> np.ndarray:
         """The parameters in use (flat float32 copy)."""
@@ -151,8 +155,8 @@ class OnnxPolicy:
         self._feed[self.obs_name] = obs
         return self.session.run([self.output_name], self._feed)[0]
 
-    def to_onnx(self, params: np.ndarray, obs_mean: Optional[np.ndarray] = None,
-                obs_std: Optional[np.ndarray] = None) -> onnx.ModelProto:
+    def to_onnx(self, params: np.ndarray, obs_mean: np.ndarray | None = None,
+                obs_std: np.ndarray | None = None) -> onnx.ModelProto:
         """A standalone model: weights = ``params`` as initializers; with ``obs_mean``/``obs_std`` the
         input is normalised and clipped to [-5, 5] first, as during training."""
         self.set_parameters(params)

@@ -8,7 +8,7 @@ candidate, so the outcome does not depend on the number of workers or on who ran
 """
 import concurrent.futures
 import math
-from typing import List, Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -35,7 +35,7 @@ class EvaluationPool:
     """
 
     def __init__(self, config: ESConfig, policy_bytes: bytes, noise: NoiseSpec, workers: int,
-                 backend: str = "remote", address: Optional[str] = None):
+                 backend: str = "remote", address: str | None = None):
         if workers < 1:
             raise ValueError(f"train.workers must be >= 1, got {workers}")
         if backend not in ("remote", "inprocess"):
@@ -51,8 +51,8 @@ class EvaluationPool:
         else:
             self.workers = [Sampler(config, policy_bytes, noise)]  # one is enough: they would run in turn
 
-    def evaluate(self, basis: dict, obs_mean: Optional[np.ndarray], obs_std: Optional[np.ndarray],
-                 infos: Sequence[List[int]], seeds: Sequence[List[int]]) -> dict:
+    def evaluate(self, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
+                 infos: Sequence[list[int]], seeds: Sequence[list[int]]) -> dict:
         """Evaluate every candidate (see :meth:`Sampler.evaluate`); returns :func:`aggregate` totals."""
         if self.backend == "inprocess":
             return aggregate(self.workers[0].evaluate(basis, obs_mean, obs_std, infos, seeds))
@@ -60,13 +60,13 @@ class EvaluationPool:
 
         size = max(1, math.ceil(len(infos) / (CHUNKS_PER_WORKER * len(self.workers))))
         chunks = [range(start, min(start + size, len(infos))) for start in range(0, len(infos), size)]
-        results = [None] * len(chunks)
+        results: dict[int, dict] = {}  # chunk index -> its result
 
         def submit(worker, index):
             chunk = chunks[index]
             return worker.evaluate(basis, obs_mean, obs_std, [infos[i] for i in chunk], [seeds[i] for i in chunk])
 
-        running = {}  # future -> (worker, chunk index)
+        running: dict[concurrent.futures.Future, tuple[Sampler, int]] = {}  # future -> (worker, chunk index)
         next_chunk = 0
         for worker in self.workers[:len(chunks)]:
             running[submit(worker, next_chunk)] = (worker, next_chunk)
@@ -79,20 +79,21 @@ class EvaluationPool:
                 if next_chunk < len(chunks):
                     running[submit(worker, next_chunk)] = (worker, next_chunk)
                     next_chunk += 1
-        return aggregate({key: np.concatenate([result[key] for result in results]) for key in results[0]})
+        ordered = [results[index] for index in range(len(chunks))]
+        return aggregate({key: np.concatenate([result[key] for result in ordered]) for key in ordered[0]})
 
     @property
     def size(self) -> int:
         """How many calls can run at once (1 for the in-process backend)."""
         return len(self.workers)
 
-    def submit(self, worker: int, basis: dict, obs_mean: Optional[np.ndarray], obs_std: Optional[np.ndarray],
-               infos: Sequence[List[int]], seeds: Sequence[List[int]]) -> concurrent.futures.Future:
+    def submit(self, worker: int, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
+               infos: Sequence[list[int]], seeds: Sequence[list[int]]) -> concurrent.futures.Future:
         """Start :meth:`Sampler.evaluate` on worker ``worker`` (0 <= worker < :attr:`size`) and return
         its future at once (in process: a future already done)."""
         if self.backend == "remote":
             return self.workers[worker].evaluate(basis, obs_mean, obs_std, infos, seeds)
-        future = concurrent.futures.Future()
+        future: concurrent.futures.Future = concurrent.futures.Future()
         future.set_result(self.workers[worker].evaluate(basis, obs_mean, obs_std, infos, seeds))
         return future
 

@@ -4,8 +4,8 @@ Nothing here imports paddle. A :class:`Sampler` holds one environment, one ONNX 
 the noise table; it receives a basis (once per generation) and sampling infos, and returns returns
 plus observation sums for the normalisation statistics.
 """
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -26,7 +26,8 @@ def make_env(config: ESConfig) -> gym.Env:
     try:
         env = gym.make(config.env.id, **config.env.kwargs)
     except gym.error.Error as error:
-        raise ValueError(f"env.id / env.kwargs: cannot make {config.env.id!r} with {config.env.kwargs}: {error}") from error
+        raise ValueError(f"env.id / env.kwargs: cannot make {config.env.id!r} with {config.env.kwargs}: "
+                         f"{error}") from error
     except TypeError as error:
         raise ValueError(f"env.kwargs: {config.env.kwargs} do not fit {config.env.id!r}: {error}") from error
     space = env.observation_space
@@ -48,7 +49,8 @@ def make_policy(config: ESConfig, env: gym.Env) -> "tuple[OnnxPolicy, np.ndarray
     if isinstance(act_space, gym.spaces.Discrete):
         act_dim, output = int(act_space.n), ("none" if mlp.output_activation == "auto" else mlp.output_activation)
     elif isinstance(act_space, gym.spaces.Box) and len(act_space.shape) == 1:
-        act_dim, output = int(act_space.shape[0]), ("tanh" if mlp.output_activation == "auto" else mlp.output_activation)
+        act_dim = int(act_space.shape[0])
+        output = "tanh" if mlp.output_activation == "auto" else mlp.output_activation
     else:
         raise ValueError(f"policy.mlp: action space {act_space} of {config.env.id} is not Discrete or a flat Box")
     policy = OnnxPolicy(build_mlp(obs_space.shape[0], act_dim, mlp.hidden, mlp.activation, output))
@@ -106,6 +108,18 @@ def check_policy(policy: OnnxPolicy, env: gym.Env, source: str) -> None:
         raise ValueError(f"{source}: action space {act_space} is not Discrete or a flat Box")
 
 
+def observation_size(env: gym.Env) -> int:
+    """The length of ``env``'s observations (the first axis of the observation space's shape).
+
+    Raises:
+        ValueError: the observation space has no shape.
+    """
+    shape = env.observation_space.shape
+    if not shape:
+        raise ValueError(f"env.id: the observation space {env.observation_space} has no shape")
+    return shape[0]
+
+
 class ActionMap:
     """Policy output row -> environment action: argmax for Discrete; for Box, a tanh output in
     [-1, 1] is scaled to finite bounds, anything else is clipped to them."""
@@ -113,6 +127,8 @@ class ActionMap:
     def __init__(self, space: gym.Space, tanh_output: bool):
         self.discrete = isinstance(space, gym.spaces.Discrete)
         if not self.discrete:
+            if not isinstance(space, gym.spaces.Box):
+                raise ValueError(f"action space {space} is neither Discrete nor Box")
             self.low, self.high = space.low.astype(np.float32), space.high.astype(np.float32)
             self.scale = tanh_output and bool(np.all(np.isfinite(self.low)) and np.all(np.isfinite(self.high)))
 
@@ -145,10 +161,10 @@ class ObsStats:
             return np.ones_like(self.total)
         return np.sqrt(np.maximum(self.total_sq / self.count - self.mean() ** 2, 1e-2))
 
-    def state_dict(self) -> Dict[str, np.ndarray]:
+    def state_dict(self) -> dict[str, np.ndarray]:
         return {"count": np.asarray(self.count), "sum": self.total.copy(), "sumsq": self.total_sq.copy()}
 
-    def load_state_dict(self, state: Dict[str, np.ndarray]) -> None:
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
         self.count = float(state["count"])
         self.total = np.array(state["sum"], dtype=np.float64)
         self.total_sq = np.array(state["sumsq"], dtype=np.float64)
@@ -159,14 +175,14 @@ def episode_seed(seed: int, generation: int, index: int, episode: int) -> int:
     return int(np.random.SeedSequence([seed, generation, index, episode]).generate_state(1)[0])
 
 
-def candidate_seeds(config: ESConfig, generation: int, count: int) -> List[List[int]]:
+def candidate_seeds(config: ESConfig, generation: int, count: int) -> list[list[int]]:
     """The reset seeds of ``count`` candidates' episodes in ``generation``. With
     ``env.common_episode_seeds`` every candidate starts from the same states (common random numbers:
     candidates are compared on equal terms); otherwise each candidate gets its own."""
     return [candidate_episode_seeds(config, generation, i) for i in range(count)]
 
 
-def candidate_episode_seeds(config: ESConfig, generation: int, index: int) -> List[int]:
+def candidate_episode_seeds(config: ESConfig, generation: int, index: int) -> list[int]:
     """The reset seeds of candidate ``index``'s episodes in ``generation`` (see :func:`candidate_seeds`)."""
     index = 0 if config.env.common_episode_seeds else index
     return [episode_seed(config.seed, generation, index, e) for e in range(config.env.episodes_per_candidate)]
@@ -185,7 +201,7 @@ class NoiseSpec:
     """How a worker finds the noise: the table's shared-memory name (cached) or just the seed."""
     seed: int
     dim: int
-    table_name: Optional[str] = None
+    table_name: str | None = None
     table_size: int = 0
 
 
@@ -210,7 +226,7 @@ class Sampler:
         self.action_map = ActionMap(self.env.action_space, tanh)
         self.max_steps = config.env.max_steps or 10**9
 
-    def evaluate(self, basis: dict, obs_mean: Optional[np.ndarray], obs_std: Optional[np.ndarray],
+    def evaluate(self, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
                  infos: Sequence[Sequence[int]], seeds: Sequence[Sequence[int]]) -> dict:
         """Evaluate candidates: ``infos[i]`` (a :class:`SamplingInfo` as a list) for the episodes
         reset with ``seeds[i]``.
@@ -221,10 +237,10 @@ class Sampler:
             Per-candidate rows keep the sums independent of how candidates are split among workers.
         """
         basis_obj = Basis.from_dict(basis)
-        obs_dim = self.env.observation_space.shape[0]
+        obs_dim = observation_size(self.env)
         returns, steps = np.zeros(len(infos)), np.zeros(len(infos), dtype=np.int64)
         obs_sum, obs_sumsq = np.zeros((len(infos), obs_dim)), np.zeros((len(infos), obs_dim))
-        for i, (info, episode_seeds) in enumerate(zip(infos, seeds)):
+        for i, (info, episode_seeds) in enumerate(zip(infos, seeds, strict=True)):
             self.policy.set_parameters(basis_obj.candidate(SamplingInfo.from_list(info), self.noise))
             for seed in episode_seeds:
                 episode_return, observations = self.run_episode(int(seed), obs_mean, obs_std)
@@ -234,11 +250,11 @@ class Sampler:
                 obs_sumsq[i] += np.square(observations).sum(axis=0)
         return {"returns": returns, "steps": steps, "obs_sum": obs_sum, "obs_sumsq": obs_sumsq}
 
-    def run_episode(self, seed: int, obs_mean: Optional[np.ndarray] = None,
-                    obs_std: Optional[np.ndarray] = None) -> "tuple[float, np.ndarray]":
+    def run_episode(self, seed: int, obs_mean: np.ndarray | None = None,
+                    obs_std: np.ndarray | None = None) -> "tuple[float, np.ndarray]":
         """One episode with the current parameters; returns its return and the raw observations."""
         obs, _ = self.env.reset(seed=seed)
-        observations: List[np.ndarray] = []
+        observations: list[np.ndarray] = []
         total = 0.0
         policy, action_map, step = self.policy, self.action_map, self.env.step
         for _ in range(self.max_steps):

@@ -11,8 +11,8 @@
   on. Candidates still running then come back one or more versions stale and go into the next
   batch (BASIC_ES corrects them). Episode start states follow the batch a candidate is expected to
   land in (results counted so far plus those running), so that with common episode seeds a stale
-  candidate starts from the same states as the rest of its batch. No worker waits for a generation's slowest episode; the order in
-  which results arrive depends on timing, so runs are not reproducible.
+  candidate starts from the same states as the rest of its batch. No worker waits for a generation's
+  slowest episode; the order in which results arrive depends on timing, so runs are not reproducible.
 
 The trainer updates the solver between two ``next()`` calls of the generator; the next candidates
 are drawn around what it left.
@@ -20,8 +20,8 @@ are drawn around what it left.
 import concurrent.futures
 import time
 from collections import deque
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -42,19 +42,19 @@ class Batch:
         result: :func:`aggregate` totals (``returns`` per candidate, steps, observation sums).
         seconds: wall-clock spent producing the batch (the trainer's own work excluded in async mode).
     """
-    infos: List[SamplingInfo]
+    infos: list[SamplingInfo]
     result: dict
     seconds: float
 
 
-def normalisation(agent: ESAgent) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+def normalisation(agent: ESAgent) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The observation mean and std the workers normalise with (``None, None`` when off)."""
     if not agent.config.observation_normalization:
         return None, None
     return agent.obs_stats.mean().astype(np.float32), agent.obs_stats.std().astype(np.float32)
 
 
-def sync_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
+def sync_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None, None]:
     """One batch per generation, evaluated whole (see the module docstring)."""
     solver, config = agent.solver, agent.config
     while True:
@@ -66,17 +66,18 @@ def sync_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
         yield Batch(infos, result, time.perf_counter() - tick)
 
 
-def async_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
+def async_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None, None]:
     """A batch whenever ``population_size`` results arrived, workers never idle between updates
     (see the module docstring). Closing the generator waits for the candidates still running."""
     solver, config = agent.solver, agent.config
     group = 2 if config.solver.type == "BASIC_ES" and config.solver.mirrored_sampling else 1
     pending: deque = deque()  # (index, infos) of the current version not handed out yet, a call each
-    version = basis = None
+    version: int | None = None  # the solver version ``basis`` is of
+    basis: dict = {}
     extra_round = 0
-    running = {}  # future -> (worker, infos)
+    running: dict[concurrent.futures.Future, tuple[int, list[SamplingInfo]]] = {}  # future -> (worker, infos)
     idle = list(range(pool.size))
-    arrived: List[Tuple[SamplingInfo, dict]] = []  # (info, its row of the result)
+    arrived: list[tuple[SamplingInfo, dict]] = []  # (info, its row of the result)
     try:
         tick = time.perf_counter()
         while True:
@@ -100,7 +101,8 @@ def async_batches(agent: ESAgent, pool: EvaluationPool) -> Iterator[Batch]:
                 worker, infos = running.pop(future)
                 idle.append(worker)
                 result = future.result()
-                arrived += [(info, {key: value[k:k + 1] for key, value in result.items()}) for k, info in enumerate(infos)]
+                arrived += [(info, {key: value[k:k + 1] for key, value in result.items()})
+                            for k, info in enumerate(infos)]
             size = solver.population_size
             while len(arrived) >= size:
                 batch, arrived = arrived[:size], arrived[size:]

@@ -23,9 +23,9 @@ import os
 import signal
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -37,6 +37,8 @@ from evokit_py.pool import EvaluationPool
 from evokit_py.rollout import ObsStats, episode_seed
 from evokit_py.schedule import async_batches, normalisation, sync_batches
 from evokit_py.solvers.base import Basis
+from parl_lite.train.progress import Reporter
+from parl_lite.train.summary import RunSummary
 
 __all__ = ["TrainError", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
 
@@ -67,6 +69,9 @@ class TrainResult:
         interrupted: stopped by Ctrl-C (a checkpoint was written).
         params: the best parameters (the exported ones).
         checkpoint_error: why the last checkpoint write failed (``None``: it succeeded).
+        summary: the run in the schema every parl_lite training script prints (``algo`` is the
+            solver type, ``updates`` the generations; ``train_cpu_seconds`` counts this call only,
+            also after a resume).
     """
     generations: int
     solved: bool
@@ -76,11 +81,12 @@ class TrainResult:
     episodes: int
     steps: int
     interrupted: bool
-    onnx_path: Optional[Path]
+    onnx_path: Path | None
     csv_path: Path
     checkpoint_path: Path
     params: np.ndarray = field(repr=False)
-    checkpoint_error: Optional[str] = None
+    checkpoint_error: str | None = None
+    summary: RunSummary | None = None
 
 
 @dataclass
@@ -88,7 +94,7 @@ class _Progress:
     """The running totals a checkpoint carries besides the solver."""
     best_return: float
     best_params: np.ndarray
-    best_obs_stats: Dict[str, np.ndarray]  # the normalisation the best parameters were evaluated with
+    best_obs_stats: dict[str, np.ndarray]  # the normalisation the best parameters were evaluated with
     train_seconds: float = 0.0
     episodes: int = 0
     steps: int = 0
@@ -133,14 +139,16 @@ class _StopFlag:
 
 
 def train(config: ESConfig, resume: bool = False, backend: str = "remote",
-          echo: Callable[[str], None] = print) -> TrainResult:
+          echo: Callable[[str], None] = print, progress_bar: bool | None = None) -> TrainResult:
     """Train with ES as ``config`` says (see the module docstring).
 
     Args:
         config: the validated config.
         resume: continue from ``train.checkpoint_dir/solver.h5`` when it exists.
         backend: ``"remote"`` (parl_lite actors, one per worker) or ``"inprocess"``.
-        echo: where progress lines go.
+        echo: where messages and the per-generation log lines go.
+        progress_bar: True: a tqdm bar on stderr instead of a log line per generation; False: log
+            lines; None: a bar when stderr is a terminal (:class:`parl_lite.train.Reporter`).
 
     Returns:
         A :class:`TrainResult` (its ``checkpoint_error`` says why the last checkpoint write failed).
@@ -161,14 +169,18 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     agent.init_solver()
     solver = agent.solver
     progress = _Progress(-math.inf, solver.solution(), agent.obs_stats.state_dict())
-    rows: List[dict] = []
+    rows: list[dict] = []
     if resume and checkpoint_path.is_file():
         progress = _Progress.from_extra(agent.load_solver(checkpoint_path), agent.obs_stats)
         rows = _read_rows(csv_path, solver.generation)
         echo(f"resumed from {checkpoint_path} at generation {solver.generation}")
-    pool = batches = None
+    pool = batches = reporter = None
     solved = interrupted = False
     stop_reason = None
+    solved_at: int | None = None
+    last_eval = math.nan
+    cpu_seconds = 0.0
+    resumed_seconds = progress.train_seconds
 
     try:
         pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), hp.workers, backend, hp.address)
@@ -181,7 +193,10 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
             writer.writeheader()
             writer.writerows(rows)
             batches = (async_batches if hp.mode == "async" else sync_batches)(agent, pool)
+            reporter = Reporter(config.solver.type, hp.generations, solver.generation, progress_bar,
+                                unit="generation", echo=echo)
             while solver.generation < hp.generations and not solved and stop_reason is None:
+                cpu_tick = time.process_time()
                 batch = next(batches)
                 tick = time.perf_counter()
                 generation = solver.generation
@@ -190,6 +205,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 if config.observation_normalization:
                     agent.obs_stats.add(result["obs_sum"], result["obs_sumsq"], result["obs_count"])
                 elapsed = batch.seconds + time.perf_counter() - tick
+                cpu_seconds += time.process_time() - cpu_tick
                 stop_reason = solver.stop_reason()
                 progress.train_seconds += elapsed
                 progress.episodes += len(infos) * config.env.episodes_per_candidate
@@ -201,6 +217,9 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                         progress.best_return, progress.best_params = eval_return, solver.solution()
                         progress.best_obs_stats = agent.obs_stats.state_dict()
                     solved = hp.target_return is not None and eval_return >= hp.target_return
+                    last_eval = eval_return
+                    if solved:
+                        solved_at = progress.steps
                 returns = result["returns"]
                 row = {"generation": generation + 1, "mean_return": float(returns.mean()),
                        "max_return": float(returns.max()), "min_return": float(returns.min()),
@@ -209,12 +228,8 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                        "episodes_per_second": round(len(infos) * config.env.episodes_per_candidate / elapsed, 1)}
                 writer.writerow(row)
                 csv_file.flush()
-                remaining = (hp.generations - generation - 1) * progress.train_seconds / solver.generation
-                echo(f"gen {generation + 1:4d}/{hp.generations}  mean {row['mean_return']:9.2f}  "
-                     f"best {row['max_return']:9.2f}  eval {eval_return:9.2f}  "
-                     f"{row['episodes_per_second']:7.1f} episodes/s  train {progress.train_seconds:6.2f}s  "
-                     f"ETA {'0.0' if solved else f'{remaining:.1f}'}s"
-                     + (f"  ({solver.dropped_samples} stale samples dropped)" if solver.dropped_samples else ""))
+                _report(reporter, solver.generation, progress.train_seconds - resumed_seconds, row, last_eval,
+                        solver.dropped_samples)
                 if solver.generation % hp.checkpoint_every == 0:
                     checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo)
                 if stop.requested:
@@ -222,6 +237,8 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                     break
         checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo)
     finally:
+        if reporter is not None:
+            reporter.close()
         if batches is not None:
             batches.close()  # waits for the candidates still running (async)
         if pool is not None:
@@ -238,9 +255,28 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
          f"train {progress.train_seconds:.2f}s, total {total:.2f}s, {progress.episodes} episodes, "
          f"{progress.steps} steps; "
          f"checkpoint {checkpoint_path}, log {csv_path}" + (f", policy {onnx_path}" if onnx_path else ""))
+    summary = RunSummary(algo=config.solver.type, env=config.env.id, seed=config.seed, steps=progress.steps,
+                         solved_at=solved_at, eval_return=last_eval, train_seconds=progress.train_seconds,
+                         train_cpu_seconds=cpu_seconds, updates=solver.generation,
+                         updates_per_second=solver.generation / progress.train_seconds
+                         if progress.train_seconds else 0.0,
+                         actors=hp.workers if backend == "remote" else None,
+                         checkpoint=None if checkpoint_error else str(checkpoint_path), interrupted=interrupted)
     return TrainResult(solver.generation, solved, progress.best_return, progress.train_seconds, total,
                        progress.episodes, progress.steps, interrupted, onnx_path, csv_path, checkpoint_path,
-                       np.asarray(progress.best_params), checkpoint_error)
+                       np.asarray(progress.best_params), checkpoint_error, summary)
+
+
+def _report(reporter: Reporter, generation: int, seconds: float, row: dict, last_eval: float,
+            dropped_samples: int) -> None:
+    """One generation's figures: the bar's postfix on a terminal (with the last evaluation), else a
+    log line (with this generation's evaluation, nan when there was none)."""
+    details = (f"mean {row['mean_return']:9.2f}  best {row['max_return']:9.2f}  eval {row['eval_return']:9.2f}  "
+               f"{row['episodes_per_second']:7.1f} episodes/s  train {row['train_seconds']:6.2f}s"
+               + (f"  ({dropped_samples} stale samples dropped)" if dropped_samples else ""))
+    postfix = {"mean": f"{row['mean_return']:.1f}", "best": f"{row['max_return']:.1f}",
+               "eval": f"{last_eval:.1f}", "episodes/s": f"{row['episodes_per_second']:.0f}"}
+    reporter.progress(generation, seconds, details, postfix)
 
 
 def _check_before_training(config: ESConfig, log_dir: Path, checkpoint_path: Path, resume: bool) -> None:
@@ -271,7 +307,7 @@ def _check_before_training(config: ESConfig, log_dir: Path, checkpoint_path: Pat
         check_trainer_extra(groups, checkpoint_path)
 
 
-def _save_checkpoint(agent: ESAgent, path: Path, progress: "_Progress", echo: Callable[[str], None]) -> Optional[str]:
+def _save_checkpoint(agent: ESAgent, path: Path, progress: "_Progress", echo: Callable[[str], None]) -> str | None:
     """Write a checkpoint; on failure say so and return why (training goes on: the policy is kept)."""
     try:
         agent.save_solver(path, extra=progress.to_extra())
@@ -300,7 +336,7 @@ def _evaluate_solution(agent: ESAgent, pool: EvaluationPool, generation: int) ->
     return float(pool.evaluate(basis.to_dict(), mean, std, infos, seeds)["returns"].mean())
 
 
-def _read_rows(csv_path: Path, generation: int) -> List[dict]:
+def _read_rows(csv_path: Path, generation: int) -> list[dict]:
     """The rows of an earlier run up to ``generation`` (a resumed run rewrites the rest)."""
     if not csv_path.is_file():
         return []

@@ -17,48 +17,56 @@ def main() -> None:
 
 @main.command()
 @click.option("--pid", type=int, default=None, help="Show only the pool of this process.")
-@click.option("--json", "as_json", is_flag=True, help="Print the raw status as JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print the raw status as one JSON document: {"cluster": ..., "pools": [...]}.')
 @click.option("--address", default=None,
               help="Also show the cluster at this host:port (default: the one this machine started).")
 @click.option("--token-file", type=click.Path(dir_okay=False), default=None, help="The cluster token.")
 def status(pid: "int | None", as_json: bool, address: "str | None", token_file: "str | None") -> None:
     """Show the cluster this machine started (nodes, CPUs, memory, actors, clients) and the local
-    pools running on this machine: workers, actors, memory, calls served."""
+    pools running on this machine: workers, actors, memory, calls served.
+
+    Only this user's pools are shown; entries in /dev/shm that are not (another user's, not a pool
+    status, unreadable) are skipped with a note on stderr, and those of dead pools are removed."""
     from parl_lite.ext.cluster.commands import cluster_status, print_cluster_status
     from parl_lite.ext.cluster.wire import ClusterError
-    from parl_lite.remote.status import find_pools, read_status
+    from parl_lite.remote.status import StatusError, read_status, survey
 
+    cluster = None
     if pid is None:
         try:
             cluster = cluster_status(address, token_file)
         except (ClusterError, OSError) as error:
             raise click.ClickException(str(error)) from error
-        if cluster is not None and as_json:
-            click.echo(json.dumps(cluster, indent=2))
-        elif cluster is not None:
-            print_cluster_status(cluster)
-
-    pids = [pid] if pid is not None else find_pools()
-    pools = []
-    for owner in pids:
+        pools, problems = survey()
+    else:
+        problems = []
         try:
-            pools.append(read_status(owner))
+            pools = [read_status(pid)]
         except FileNotFoundError:
-            raise click.ClickException(f"no parl_lite pool runs in process {owner}")
-    if as_json:
-        click.echo(json.dumps(pools, indent=2))
+            raise click.ClickException(f"no parl_lite pool runs in process {pid}") from None
+        except StatusError as error:
+            raise click.ClickException(str(error)) from None
+    for problem in problems:
+        click.echo(f"note: {problem}", err=True)
+    if as_json:  # one document: the cluster (or null) and the local pools
+        click.echo(json.dumps({"cluster": cluster, "pools": pools}, indent=2))
         return
+    if cluster is not None:
+        print_cluster_status(cluster)
     if not pools:
         click.echo("no parl_lite pool is running")
         return
     for pool in pools:
         started = datetime.datetime.fromtimestamp(pool["started_at"]).strftime("%Y-%m-%d %H:%M:%S")
         click.echo(f"pool of process {pool['pid']} (started {started}, {len(pool['workers'])} workers)")
-        click.echo(f"  {'pid':>7}  {'actor':<24} {'rss MB':>8} {'limit MB':>9} {'calls':>9}")
+        click.echo(f"  {'pid':>7}  {'actor':<24} {'own MB':>8} {'shared MB':>9} {'limit MB':>9} {'calls':>9}")
         for worker in pool["workers"]:
             limit = "-" if worker["max_memory_mb"] is None else f"{worker['max_memory_mb']:g}"
-            click.echo(f"  {worker['pid']:>7}  {worker['actor'] or '(idle)':<24} {worker['rss_mb']:>8.1f} "
-                       f"{limit:>9} {worker['calls_served']:>9}")
+            actor = worker["actor"] or "(idle)"
+            actor = actor if len(actor) <= 24 else actor[:23] + "…"
+            click.echo(f"  {worker['pid']:>7}  {actor:<24} {worker['rss_mb']:>8.1f} "
+                       f"{worker.get('shared_mb', 0.0):>9.1f} {limit:>9} {worker['calls_served']:>9}")
 
 
 @main.command("es-train")
@@ -89,6 +97,8 @@ def es_train(config_path, resume, overrides, in_process, address) -> None:
     except KeyboardInterrupt:  # the second Ctrl-C: stopped at once, like any interrupted command
         click.echo("es-train: interrupted at once (the last checkpoint is the one written before)", err=True)
         raise SystemExit(130) from None
+    if result.summary is not None:
+        click.echo(result.summary.to_json())
     if result.checkpoint_error is not None:
         raise click.ClickException(f"{result.checkpoint_error} (the trained policy was exported to "
                                    f"{result.onnx_path})" if result.onnx_path else result.checkpoint_error)

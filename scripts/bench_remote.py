@@ -1,17 +1,21 @@
 """Benchmark of ``@remote_class`` on the local pool against plain-Python baselines, in one run.
 
-    python scripts/bench_remote.py [--calls 3000] [--address ray://local]
+    python scripts/bench_remote.py [--calls 3000] [--ray]
+    python scripts/bench_remote.py --address ray://local
 
 Prints one JSON line:
 - sync trivial call (median µs) and its ratio to a raw ``multiprocessing.Pipe`` round trip;
 - async calls per second on one actor (``wait=False`` futures);
-- a 64 MB float32 array as argument and return value, against pickling it through a pipe;
+- a 64 MB float64 array as argument and return value (an echo), against pickling it through a pipe
+  and, with ``--ray`` (Ray installed), against a Ray actor, in interleaved rounds: the *first* call
+  (a fresh pool and actor, a fresh Ray actor) and the steady state (later calls) apart;
 - PARL's example, 5 actors each summing to 1e7 from 5 threads, against serial and plain threads
   (median of interleaved rounds);
 - creating 8 actors on a warm pool (ms per actor).
 
 With ``--address ray://...`` the actors run on Ray, and plain Ray actors of the same class are measured
-alongside (interleaved where it matters): ``plain_ray_*`` figures and ``*_vs_plain_ray`` ratios.
+alongside (interleaved where it matters): ``plain_ray_*`` figures and ``*_vs_plain_ray`` ratios; the
+64 MB echo is then the steady state on that backend (``ours_64mb_ms`` beside ``plain_ray_64mb_ms``).
 """
 import argparse
 import json
@@ -19,7 +23,7 @@ import multiprocessing
 import statistics
 import threading
 import time
-from typing import Callable, List
+from typing import Callable, Dict, List, Tuple
 
 import numpy as np
 
@@ -28,6 +32,7 @@ import parl_lite
 SUM_TO = 10**7
 NUM_SUMMING_ACTORS = 5
 ARRAY_BYTES = 64 * 2**20
+ECHO_REPEATS = 5  # steady-state echoes per round
 
 
 def count_to(n: int) -> int:
@@ -87,14 +92,56 @@ def _run_threads(targets: List[Callable[[], object]]) -> None:
         thread.join()
 
 
+def _echo_round(make_echo: Callable[[], Callable[[np.ndarray], object]], array: np.ndarray,
+                close: Callable[[], None]) -> Tuple[float, List[float]]:
+    """Time the first echo of a fresh actor, then ECHO_REPEATS more; seconds."""
+    echo = make_echo()
+    first = _timed(lambda: echo(array))
+    steady = _samples(lambda: echo(array), ECHO_REPEATS)
+    close()
+    return first, steady
+
+
+def _large_array_rounds(rounds: int, with_ray: bool) -> Dict[str, float]:
+    """64 MB float64 echoes: ours (a fresh pool each round) and Ray's, interleaved."""
+    array = np.ones(ARRAY_BYTES // 8, dtype=np.float64)
+    times: Dict[str, List[float]] = {"ours_first": [], "ours_steady": [], "ray_first": [], "ray_steady": []}
+    if with_ray:
+        import ray
+
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 object_store_memory=1024 * 2**20)
+        RayWorker = ray.remote(Worker)
+    for _ in range(rounds):
+        parl_lite.connect()  # a fresh pool: its first large call is measured
+        first, steady = _echo_round(lambda: RemoteWorker().echo, array, parl_lite.shutdown)
+        times["ours_first"].append(first)
+        times["ours_steady"] += steady
+        if with_ray:
+            actor = RayWorker.remote()
+            ray.get(actor.noop.remote())  # started
+            first, steady = _echo_round(lambda: lambda value: ray.get(actor.echo.remote(value)), array,
+                                        lambda: ray.kill(actor))
+            times["ray_first"].append(first)
+            times["ray_steady"] += steady
+    if with_ray:
+        ray.shutdown()
+    return {f"{name}_64mb_ms": statistics.median(seconds) * 1e3 for name, seconds in times.items() if seconds} | {
+        f"{name}_64mb_ms_max": max(seconds) * 1e3 for name, seconds in times.items() if name.endswith("first") and seconds}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=3000, help="trivial calls timed for the latency figures")
-    parser.add_argument("--array-repeats", type=int, default=5, help="64 MB round trips timed (median)")
+    parser.add_argument("--array-repeats", type=int, default=5, help="64 MB round trips through the pipe timed (median)")
     parser.add_argument("--example-rounds", type=int, default=3, help="rounds of PARL's example (median)")
     parser.add_argument("--address", default=None,
                         help="parl_lite.connect address (default: the local pool); ray://... adds plain Ray figures")
+    parser.add_argument("--echo-rounds", type=int, default=5, help="rounds of 64 MB echoes, each with a fresh pool")
+    parser.add_argument("--ray", action="store_true", help="also measure a Ray actor's 64 MB echo (Ray installed)")
     args = parser.parse_args()
+    if args.ray and args.address:
+        parser.error("--ray compares the local pool with Ray; with --address the plain Ray figures come anyway")
     figures = {}
 
     # raw pipe floor and its 64 MB baseline, with a forked echo process
@@ -109,7 +156,7 @@ def main() -> None:
 
     for _ in range(200):
         pipe_round_trip()
-    array = np.ones(ARRAY_BYTES // 4, dtype=np.float32)
+    array = np.ones(ARRAY_BYTES // 8, dtype=np.float64)
 
     def pipe_array() -> None:
         ours.send(array)
@@ -150,10 +197,9 @@ def main() -> None:
         figures["plain_ray_async_calls_per_s"] = 5000 / _timed(lambda: plain.async_noops(5000))
         figures["plain_ray_future_calls_per_s"] = 5000 / _timed(lambda: plain.future_noops(5000))
 
-    actor.echo(array)
-    figures["ours_64mb_ms"] = _median_seconds(lambda: actor.echo(array), args.array_repeats) * 1e3
-    figures["64mb_speedup_vs_pipe"] = figures["pipe_64mb_ms"] / figures["ours_64mb_ms"]
     if plain:
+        actor.echo(array)
+        figures["ours_64mb_ms"] = _median_seconds(lambda: actor.echo(array), args.array_repeats) * 1e3
         plain.echo(array)
         figures["plain_ray_64mb_ms"] = _median_seconds(lambda: plain.echo(array), args.array_repeats) * 1e3
     ours.send(None)
@@ -189,6 +235,13 @@ def main() -> None:
         figures["plain_ray_create_actor_ms_mean"] = statistics.mean(plain_creation) * 1e3
         plain.close()
     parl_lite.shutdown()
+
+    if args.address is None:
+        figures.update(_large_array_rounds(args.echo_rounds, args.ray))
+        for phase in ("first", "steady"):
+            figures[f"64mb_{phase}_speedup_vs_pipe"] = figures["pipe_64mb_ms"] / figures[f"ours_{phase}_64mb_ms"]
+            if args.ray:
+                figures[f"64mb_{phase}_vs_ray"] = figures[f"ours_{phase}_64mb_ms"] / figures[f"ray_{phase}_64mb_ms"]
     print(json.dumps({name: round(value, 3) for name, value in figures.items()}))
 
 

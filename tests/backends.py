@@ -101,7 +101,7 @@ def assert_cluster_gone(folder: Path, entries: List[Dict], node_pids: List[int])
     assert alive == [], f"cluster processes still alive: {alive}"
     for pid in node_pids:
         assert glob.glob(f"/dev/shm/parl_lite_{pid}_*") == []
-        assert glob.glob(f"/dev/shm/sm_parl_lite_status_{pid}") == []
+        assert glob.glob(f"/dev/shm/parl_lite_status_{pid}_*") == []
         stray = [path for path in glob.glob("/proc/[0-9]*/cmdline") if _reads(path, f"parl_lite_{pid}_")]
         assert stray == [], f"zygote or workers of node {pid} left: {stray}"
     assert glob.glob(str(folder / "*" / ".parl_lite_node_*")) == []

@@ -28,7 +28,7 @@ def nothing_of_ours_is_left_behind():
 
     parl_lite.shutdown()
     prefix = f"parl_lite_{os.getpid()}_"
-    leftovers = glob.glob(f"/dev/shm/{prefix}*") + glob.glob(f"/dev/shm/sm_parl_lite_status_{os.getpid()}")
+    leftovers = glob.glob(f"/dev/shm/{prefix}*") + glob.glob(f"/dev/shm/parl_lite_status_{os.getpid()}_*")
     assert leftovers == [], f"shared memory left behind: {leftovers}"
     stray = _processes_with("parl_lite.remote.zygote", prefix)  # workers are forks: same line
     assert stray == [], f"zygote or worker processes left behind: {stray}"

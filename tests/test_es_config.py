@@ -59,3 +59,16 @@ def test_overrides_are_parsed_as_yaml_and_validated():
         resolve_config(None, ["train.workers=-2"])
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
         resolve_config(None, ["train.workers"])
+
+
+def test_optional_keys_written_as_x_or_none_take_a_value_or_null(tmp_path):
+    # the schema spells optional keys ``int | None`` (types.UnionType), not typing.Optional
+    path = tmp_path / "optional.yaml"
+    path.write_text("env: {max_steps: 50}\ntrain: {target_return: null, address: null}\n"
+                    "solver: {cma_es: {mu: 3, tolstagnation: 7}}\n")
+    config = load_config(path)
+    assert config.env.max_steps == 50 and config.train.target_return is None and config.train.address is None
+    assert config.solver.cma_es.mu == 3 and config.solver.cma_es.tolstagnation == 7
+    assert resolve_config(None, ["train.target_return=100"]).train.target_return == 100.0
+    with pytest.raises(ConfigError, match=r"env\.max_steps: expected an integer"):
+        resolve_config(None, ["env.max_steps=many"])

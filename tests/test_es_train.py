@@ -1,5 +1,6 @@
 """es-train end to end: the CLI on the pool, resume == uninterrupted, online/offline cycle."""
 import csv
+import json
 import os
 import re
 import subprocess
@@ -33,7 +34,10 @@ def test_es_train_command_on_the_pool(tmp_path):
          "--set", "env.max_steps=50", "--set", "train.workers=2"],
         env=ENV, capture_output=True, text=True, timeout=100, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert "2 worker(s) (remote)" in out.stdout and "gen    3/3" in out.stdout and "episodes/s" in out.stdout
+    assert "2 worker(s) (remote)" in out.stdout and "episodes/s" in out.stdout
+    summary = json.loads(out.stdout.splitlines()[-1])  # the schema every training script ends with
+    assert summary["algo"] == "BASIC_ES" and summary["env"] == "CartPole-v1" and summary["updates"] == 3
+    assert summary["actors"] == 2 and summary["steps"] > 0 and summary["checkpoint"].endswith("solver.h5")
     table = re.search(r"noise table (\S+) ", out.stdout).group(1)
     assert not Path("/dev/shm", table.lstrip("/")).exists()  # the owner unlinked the noise table
     rows = list(csv.DictReader(open(tmp_path / "run" / "progress.csv")))
@@ -117,7 +121,7 @@ def test_ctrl_c_writes_a_checkpoint_and_resume_finishes_the_run(tmp_path):
     process = subprocess.Popen(args, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         for line in process.stdout:
-            if line.startswith("gen    2/"):
+            if re.match(r"\S+ generations +2/", line):
                 process.send_signal(signal.SIGINT)
                 break
         rest, stderr = process.communicate(timeout=60)
@@ -131,7 +135,9 @@ def test_ctrl_c_writes_a_checkpoint_and_resume_finishes_the_run(tmp_path):
     resumed = subprocess.run(args[:-1] + ["--set", f"train.generations={stopped_at + 1}", "--resume", "--in-process"],
                              env=ENV, capture_output=True, text=True, timeout=60)
     assert resumed.returncode == 0, resumed.stderr
-    assert "resumed from" in resumed.stdout and f"gen {stopped_at + 1:4d}/" in resumed.stdout
+    assert "resumed from" in resumed.stdout
+    summary = json.loads(resumed.stdout.splitlines()[-1])
+    assert summary["updates"] == stopped_at + 1 and not summary["interrupted"]
 
 
 NO_PADDLE = """
@@ -168,3 +174,29 @@ def test_shipped_configs_run(tmp_path, name):
                                                       "train.generations=1", "env.max_steps=20", "train.eval_episodes=1"])
     result = train(config, backend="inprocess", echo=lambda line: None)
     assert result.generations == 1 and result.onnx_path.is_file()
+
+
+@pytest.mark.timeout(120)
+def test_progress_goes_through_the_reporter_and_the_result_carries_the_run_summary(tmp_path, capsys):
+    config = resolve_config(None, [f"train.log_dir={tmp_path}", f"train.checkpoint_dir={tmp_path}/ck",
+                                   "train.generations=6", "train.eval_every=2", "train.target_return=15",
+                                   "env.max_steps=50", "train.eval_episodes=2"])
+    lines = []
+    result = train(config, backend="inprocess", echo=lines.append, progress_bar=False)
+    progress = [line for line in lines if re.match(r"BASIC_ES generations +\d+/6 ", line)]
+    assert len(progress) == result.generations and all(
+        "generations/s" in line and "ETA" in line and "episodes/s" in line and "mean" in line and "best" in line
+        for line in progress), lines
+    summary = result.summary
+    assert summary.algo == "BASIC_ES" and summary.env == "CartPole-v1" and summary.seed == config.seed
+    assert summary.updates == result.generations and summary.steps == result.steps and summary.actors is None
+    assert summary.solved and summary.solved_at == result.steps and summary.eval_return >= 15
+    assert summary.train_seconds == result.train_seconds and not summary.interrupted
+    assert json.loads(summary.to_json())["solved"] is True
+
+    capsys.readouterr()
+    lines.clear()
+    again = train(config, backend="inprocess", echo=lines.append, progress_bar=True)
+    bar = capsys.readouterr().err
+    assert "BASIC_ES" in bar and "generation" in bar and again.generations == result.generations
+    assert not any(re.match(r"BASIC_ES generations", line) for line in lines)  # the bar replaces the lines

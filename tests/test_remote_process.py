@@ -77,7 +77,7 @@ def test_status_is_readable_from_other_processes_and_survives_them(tmp_path):
         expected_calls = 5 + 5 + 4
         while True:  # the pool republishes twice a second: wait until it has published them all
             command = [sys.executable, "-m", "parl_lite.cli", "status", "--pid", str(process.pid), "--json"]
-            pools = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+            pools = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)["pools"]
             actors = [w for w in pools[0]["workers"] if w["actor"] == "Actor"]
             served = sum(w["calls_served"] for w in actors)
             if served >= expected_calls or time.monotonic() > deadline:

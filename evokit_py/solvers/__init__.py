@@ -3,8 +3,6 @@
 A distribution adds a solver by registering its class under the entry-point group
 ``evokit_py.solvers`` with the ``solver.type`` name that selects it (see :mod:`parl_lite.ext`).
 """
-from typing import List
-
 import numpy as np
 
 from evokit_py.config import SolverConfig
@@ -21,7 +19,7 @@ __all__ = ["Basis", "Solver", "StaleSampleError", "BasicES", "CMAES", "CMAParame
 _SOLVERS = {"BASIC_ES": BasicES, "CMA_ES": CMAES, "SEP_CMA_ES": SepCMAES, "GA": GA}
 
 
-def solver_types() -> List[str]:
+def solver_types() -> list[str]:
     """The ``solver.type`` names available: the built-in ones, then those of installed plugins."""
     added = [plugin.name for plugin in plugins.installed(plugins.SOLVERS) if plugin.name not in _SOLVERS]
     return [*_SOLVERS, *added]

@@ -13,8 +13,9 @@ current version and, from solvers that can correct them (``accepts_stale``: BASI
 and counted (``stale="drop"``), as the caller chooses.
 """
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Dict, List, Literal, Optional, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class Basis:
     """
     centers: np.ndarray
     sigma: float
-    transform: Optional[np.ndarray] = None
+    transform: np.ndarray | None = None
 
     def candidate(self, info: SamplingInfo, noise: NoiseSource) -> np.ndarray:
         """The parameters of the candidate ``info`` describes (float64, a new array)."""
@@ -105,7 +106,7 @@ class Solver:
         key = [self.noise.seed, self.generation] + ([extra_round] if extra_round else [])
         return np.random.default_rng(key)
 
-    def ask(self, extra_round: int = 0) -> List[SamplingInfo]:
+    def ask(self, extra_round: int = 0) -> list[SamplingInfo]:
         """The sampling infos of this generation's candidates (same call, same answer), each
         carrying the current version.
 
@@ -116,7 +117,7 @@ class Solver:
         """
         return [dataclasses.replace(info, version=self.generation) for info in self._ask(self._rng(extra_round))]
 
-    def _ask(self, rng: np.random.Generator) -> List[SamplingInfo]:
+    def _ask(self, rng: np.random.Generator) -> list[SamplingInfo]:
         raise NotImplementedError
 
     def basis(self) -> Basis:
@@ -138,10 +139,10 @@ class Solver:
         Returns:
             The number of infos dropped.
         """
-        fitness = np.asarray(fitness, dtype=np.float64)
-        if fitness.shape != (len(infos),):
-            raise ValueError(f"tell: {len(infos)} sampling infos but fitness of shape {fitness.shape}")
-        if not np.all(np.isfinite(fitness)):
+        values = np.asarray(fitness, dtype=np.float64)
+        if values.shape != (len(infos),):
+            raise ValueError(f"tell: {len(infos)} sampling infos but fitness of shape {values.shape}")
+        if not np.all(np.isfinite(values)):
             raise ValueError("tell: fitness values must be finite")
         if stale not in ("refuse", "drop"):
             raise ValueError(f"tell: stale must be 'refuse' or 'drop', got {stale!r}")
@@ -161,27 +162,27 @@ class Solver:
         self.dropped_samples += dropped
         if not keep.any():
             return dropped
-        self._tell([info for info, k in zip(infos, keep) if k], fitness[keep])
+        self._tell([info for info, k in zip(infos, keep, strict=True) if k], values[keep])
         self.generation += 1
         return dropped
 
-    def _tell(self, infos: List[SamplingInfo], fitness: np.ndarray) -> None:
+    def _tell(self, infos: list[SamplingInfo], fitness: np.ndarray) -> None:
         raise NotImplementedError
 
     def solution(self) -> np.ndarray:
         """The current best guess of the parameters (a copy)."""
         raise NotImplementedError
 
-    def stop_reason(self) -> Optional[str]:
+    def stop_reason(self) -> str | None:
         """The termination criterion that ended the search, or ``None`` while it goes on."""
         return None
 
-    def state_dict(self) -> Dict[str, np.ndarray]:
+    def state_dict(self) -> dict[str, np.ndarray]:
         """Everything needed to continue exactly, as arrays (for HDF5)."""
         return {"generation": np.asarray(self.generation), "sigma": np.asarray(self.sigma),
                 "dropped_samples": np.asarray(self.dropped_samples)}
 
-    def load_state_dict(self, state: Dict[str, np.ndarray]) -> None:
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
         self.generation = int(state["generation"])
         self.sigma = float(state["sigma"])
         self.dropped_samples = int(state.get("dropped_samples", 0))

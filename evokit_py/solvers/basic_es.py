@@ -9,7 +9,6 @@ Asynchronous updates (EvoKit's AsyncESAgent): an info drawn around an older vers
 ``theta_v + std * sign * eps``, i.e. at the perturbation ``sign * eps + (theta_v - theta) / std`` (in
 units of std) of the current parameters; that corrected perturbation replaces ``sign * eps``.
 """
-from typing import Dict, List
 
 import numpy as np
 
@@ -30,9 +29,9 @@ class BasicES(Solver):
         super().__init__(config, x0, noise)
         self.theta = np.array(x0, dtype=np.float64)
         self.optimizer = make_optimizer(config.optimizer, self.dim)
-        self.history: Dict[int, np.ndarray] = {}  # version -> theta, the max_staleness versions before this one
+        self.history: dict[int, np.ndarray] = {}  # version -> theta, the max_staleness versions before this one
 
-    def _ask(self, rng: np.random.Generator) -> List[SamplingInfo]:
+    def _ask(self, rng: np.random.Generator) -> list[SamplingInfo]:
         if not self.config.mirrored_sampling:
             return self.noise.draw(rng, self.population_size)
         infos = []
@@ -43,13 +42,13 @@ class BasicES(Solver):
     def basis(self) -> Basis:
         return Basis(self.theta[None].copy(), self.sigma)
 
-    def _tell(self, infos: List[SamplingInfo], fitness: np.ndarray) -> None:
+    def _tell(self, infos: list[SamplingInfo], fitness: np.ndarray) -> None:
         shaped = centered_rank(fitness) if self.config.fitness_shaping == "centered_rank" else fitness
         coefficients = shaped * np.array([info.sign for info in infos], dtype=np.float64)
         eps = np.stack([self.noise.get(info) for info in infos]).astype(np.float64)
         ascent = coefficients @ eps
         for version in {info.version for info in infos} - {self.generation}:
-            weight = sum(f for f, info in zip(shaped, infos) if info.version == version)
+            weight = sum(f for f, info in zip(shaped, infos, strict=True) if info.version == version)
             ascent += weight * (self.history[version] - self.theta) / self.sigma
         ascent /= len(infos) * self.sigma
         if self.max_staleness:
@@ -71,5 +70,5 @@ class BasicES(Solver):
         super().load_state_dict(state)
         self.theta = np.array(state["theta"], dtype=np.float64)
         versions, thetas = state.get("history/versions", []), state.get("history/thetas", [])
-        self.history = {int(v): np.array(t, dtype=np.float64) for v, t in zip(versions, thetas)}
+        self.history = {int(v): np.array(t, dtype=np.float64) for v, t in zip(versions, thetas, strict=True)}
         self.optimizer.load_state_dict({k.split("/", 1)[1]: v for k, v in state.items() if k.startswith("optimizer/")})

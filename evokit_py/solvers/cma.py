@@ -11,7 +11,6 @@ larger, positive weights only.
 """
 import math
 from dataclasses import dataclass
-from typing import List, Optional
 
 import numpy as np
 
@@ -85,7 +84,7 @@ class CMAES(Solver):
         self.x0 = np.array(x0, dtype=np.float64)
         self.sigma0 = self.sigma
         self.restarts_done = 0
-        self._stop_reason: Optional[str] = None
+        self._stop_reason: str | None = None
         self.best_x, self.best_f = self.x0.copy(), math.inf
         self._start_run(config.population_size)
 
@@ -100,14 +99,14 @@ class CMAES(Solver):
         self.mean = self.x0.copy()
         self.sigma = self.sigma0
         self.C = np.ones(n) if self.diagonal else np.eye(n)
-        self.B = None if self.diagonal else np.eye(n)
+        self.B: np.ndarray | None = None if self.diagonal else np.eye(n)
         self.D = np.ones(n)
         self.pc = np.zeros(n)
         self.ps = np.zeros(n)
         self.run_generation = 0
         self.eigen_generation = 0
         self.termination = Termination(n, lam, cma.tolfun, cma.tolx, cma.tolconditioncov, cma.tolstagnation)
-        self._transform = None
+        self._transform: np.ndarray | None = None
 
     @property
     def eigen_gap(self) -> int:
@@ -116,28 +115,35 @@ class CMAES(Solver):
             return 1
         return max(1, math.ceil(1 / (10 * self.dim * (self.params.c1 + self.params.cmu)) - 1e-9))
 
-    def _ask(self, rng: np.random.Generator) -> List[SamplingInfo]:
+    def _eigenvectors(self) -> np.ndarray:
+        """B, the eigenvectors of C (the full variant only: the diagonal one keeps none)."""
+        if self.B is None:
+            raise RuntimeError("the diagonal CMA-ES keeps no eigenvectors")
+        return self.B
+
+    def _ask(self, rng: np.random.Generator) -> list[SamplingInfo]:
         return self.noise.draw(rng, self.population_size)
 
     def basis(self) -> Basis:
         if self._transform is None:
-            self._transform = self.D.copy() if self.diagonal else self.B * self.D
-            self._transform.flags.writeable = False
+            transform = self.D.copy() if self.diagonal else self._eigenvectors() * self.D
+            transform.flags.writeable = False
+            self._transform = transform
         return Basis(self.mean[None].copy(), self.sigma, self._transform)
 
-    def _tell(self, infos: List[SamplingInfo], fitness: np.ndarray) -> None:
+    def _tell(self, infos: list[SamplingInfo], fitness: np.ndarray) -> None:
         if len(infos) != self.population_size:
             raise ValueError(f"CMA-ES takes the whole generation: {self.population_size} candidates, got {len(infos)}")
         p, n = self.params, self.dim
         values = -fitness
         order = np.argsort(values, kind="stable")
         z = np.stack([self.noise.get(infos[i]) for i in order]).astype(np.float64)  # (lam, n), best first
-        y = z * self.D if self.diagonal else z @ (self.B * self.D).T
+        y = z * self.D if self.diagonal else z @ (self._eigenvectors() * self.D).T
         self._track_best(values[order[0]], infos[order[0]])
         mu = p.mu
         z_w, y_w = p.weights[:mu] @ z[:mu], p.weights[:mu] @ y[:mu]
         self.mean = self.mean + self.sigma * y_w
-        c_inv_sqrt_y_w = z_w if self.diagonal else self.B @ z_w
+        c_inv_sqrt_y_w = z_w if self.diagonal else self._eigenvectors() @ z_w
         self.ps *= 1 - p.cs
         self.ps += math.sqrt(p.cs * (2 - p.cs) * p.mueff) * c_inv_sqrt_y_w
         ps_norm = float(np.linalg.norm(self.ps))
@@ -194,7 +200,7 @@ class CMAES(Solver):
         else:
             self._stop_reason = reason
 
-    def stop_reason(self) -> Optional[str]:
+    def stop_reason(self) -> str | None:
         return self._stop_reason
 
     def solution(self) -> np.ndarray:

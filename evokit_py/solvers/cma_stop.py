@@ -11,7 +11,6 @@ Values are *minimised* here (the solver passes negated fitness).
 """
 import math
 from collections import deque
-from typing import Dict, Optional
 
 import numpy as np
 
@@ -35,7 +34,7 @@ class Termination:
     """
 
     def __init__(self, n: int, lam: int, tolfun: float, tolx: float, tolconditioncov: float,
-                 tolstagnation: Optional[int]):
+                 tolstagnation: int | None):
         self.tolfun, self.tolx, self.tolconditioncov = tolfun, tolx, tolconditioncov
         self.tolstagnation = default_tolstagnation(n, lam) if tolstagnation is None else tolstagnation
         self.best_history: deque = deque(maxlen=10 + math.ceil(30 * n / lam))
@@ -50,7 +49,7 @@ class Termination:
         self.stagnation_median.append(median)
 
     def reason(self, values: np.ndarray, sigma: float, pc: np.ndarray, diag_c: np.ndarray,
-               eigenvalues: np.ndarray) -> Optional[str]:
+               eigenvalues: np.ndarray) -> str | None:
         """The name of the first criterion met by the generation just recorded, or ``None``."""
         if self.tolfun and len(self.best_history) == self.best_history.maxlen and \
                 np.ptp(values) < self.tolfun and np.ptp(self.best_history) < self.tolfun:
@@ -67,12 +66,12 @@ class Termination:
                 return "tolstagnation"
         return None
 
-    def state_dict(self, prefix: str) -> Dict[str, np.ndarray]:
+    def state_dict(self, prefix: str) -> dict[str, np.ndarray]:
         return {f"{prefix}best_history": np.asarray(self.best_history, dtype=np.float64),
                 f"{prefix}stagnation_best": np.asarray(self.stagnation_best, dtype=np.float64),
                 f"{prefix}stagnation_median": np.asarray(self.stagnation_median, dtype=np.float64)}
 
-    def load_state_dict(self, state: Dict[str, np.ndarray], prefix: str) -> None:
+    def load_state_dict(self, state: dict[str, np.ndarray], prefix: str) -> None:
         for name in ("best_history", "stagnation_best", "stagnation_median"):
             history: deque = getattr(self, name)
             history.clear()

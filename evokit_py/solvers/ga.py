@@ -6,7 +6,6 @@ is a parent (uniformly among the top ``truncation`` fraction) plus ``std * eps``
 the next generation are the best ``ceil(truncation * population_size)`` candidates.
 """
 import math
-from typing import List
 
 import numpy as np
 
@@ -26,17 +25,17 @@ class GA(Solver):
         self.parents = np.array(x0, dtype=np.float64)[None]  # sorted best first
         self.parent_count = max(1, math.ceil(config.ga.truncation * self.population_size))
 
-    def _ask(self, rng: np.random.Generator) -> List[SamplingInfo]:
+    def _ask(self, rng: np.random.Generator) -> list[SamplingInfo]:
         elites = min(self.config.ga.elite_count, len(self.parents))
         infos = [SamplingInfo(self.noise.seed, 0, 0, parent=i) for i in range(elites)]
         mutations = self.noise.draw(rng, self.population_size - elites)
         parents = rng.integers(0, len(self.parents), size=len(mutations))
-        return infos + [SamplingInfo(m.seed, m.offset, 1, int(p)) for m, p in zip(mutations, parents)]
+        return infos + [SamplingInfo(m.seed, m.offset, 1, int(p)) for m, p in zip(mutations, parents, strict=True)]
 
     def basis(self) -> Basis:
         return Basis(self.parents.copy(), self.sigma)
 
-    def _tell(self, infos: List[SamplingInfo], fitness: np.ndarray) -> None:
+    def _tell(self, infos: list[SamplingInfo], fitness: np.ndarray) -> None:
         basis = self.basis()
         best = np.argsort(-fitness, kind="stable")[:self.parent_count]
         self.parents = np.stack([basis.candidate(infos[i], self.noise) for i in best])

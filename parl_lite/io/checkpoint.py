@@ -31,8 +31,8 @@ import paddle
 
 from parl_lite.core.model import Model, _weight_problems
 from parl_lite.io.atomic import write_hdf5_atomically
-from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_range, open_hdf5, read_dataset,
-                                   write_dataset)
+from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_range, dataset_names, open_hdf5,
+                                   read_dataset, write_dataset)
 from parl_lite.version import __version__
 
 __all__ = ["CheckpointError", "save", "load", "open_checkpoint", "read_weights", "FORMAT", "FORMAT_VERSION"]
@@ -233,7 +233,7 @@ def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, vers
             raise CheckpointError(f"checkpoint {path} holds optimizer {opt_name!r}, which the algorithm "
                                   f"does not have (it has {sorted(optimizers)})")
         state: dict[str, Any] = {}
-        for name in _dataset_names(group):
+        for name in dataset_names(group):
             parameter, slot = name.rsplit("/", 1)
             if parameter not in unique_names:
                 raise CheckpointError(f"checkpoint {path}: optimizer {opt_name!r} has state for unknown "
@@ -245,13 +245,6 @@ def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, vers
             state[_LR_SCHEDULER_KEY] = _read_scheduler(group, path)
         states[opt_name] = state
     return states
-
-
-def _dataset_names(group: h5py.Group) -> list[str]:
-    """Paths (relative to ``group``) of every dataset below ``group``."""
-    names: list[str] = []
-    group.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
-    return names
 
 
 def _check_accumulator(name: str, value: np.ndarray, parameter_shape: tuple[int, ...], slot: str) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 from parl_lite.io.atomic import remove_stale_temporaries
 
 __all__ = ["DatasetError", "CHECKSUM_ATTRIBUTE", "open_hdf5", "write_dataset", "read_dataset", "check_finite",
-           "check_integer_range"]
+           "check_integer_range", "dataset_names"]
 
 CHECKSUM_ATTRIBUTE = "crc32"
 
@@ -84,6 +84,13 @@ def read_dataset(dataset: h5py.Dataset, require_checksum: bool = True) -> np.nda
     return value
 
 
+def dataset_names(group: h5py.Group) -> list[str]:
+    """Paths (relative to ``group``) of every dataset below ``group``."""
+    names: list[str] = []
+    group.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
+    return names
+
+
 def check_finite(name: str, value: np.ndarray) -> None:
     """Raise :class:`DatasetError` when a float ``value`` holds NaN or an infinity."""
     value = np.asarray(value)
@@ -92,12 +99,12 @@ def check_finite(name: str, value: np.ndarray) -> None:
         raise DatasetError(f"{name}: {bad} of {np.size(value)} values are not finite (NaN or infinity)")
 
 
-def check_integer_range(name: str, value: np.ndarray, bounds: tuple[int, int | None]) -> int:
+def check_integer_range(name: str, value: object, bounds: tuple[int, int | None]) -> int:
     """``value`` as an int, refusing a non-integer, a non-scalar or one outside ``[low, high]``.
 
     Args:
         name: what the message calls the value.
-        value: a scalar array or number.
+        value: a scalar array or number (anything else is refused).
         bounds: ``(low, high)``; ``high`` may be ``None`` (no upper bound).
     """
     low, high = bounds

@@ -13,10 +13,12 @@ import atexit
 import concurrent.futures
 import functools
 import inspect
+import math
+import numbers
 import threading
 from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union
 
-from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend
+from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend, MethodReference
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, RemoteError, SerializationError
 from parl_lite.remote.futures import Future
 
@@ -66,7 +68,7 @@ def connect(address: Optional[str] = None, num_workers: Optional[int] = None,
         _backend = _make_backend(address, num_workers=num_workers, threads_per_worker=threads_per_worker,
                                  **backend_options)
         if not _shutdown_registered:
-            atexit.register(shutdown)
+            atexit.register(_shutdown_at_exit)
             _shutdown_registered = True
         return _backend
 
@@ -97,6 +99,13 @@ def shutdown() -> None:
         backend.shutdown()
 
 
+def _shutdown_at_exit() -> None:
+    try:
+        shutdown()
+    except KeyboardInterrupt:
+        pass  # a second Ctrl-C while exiting: the pool cleaned up before raising it; exit quietly
+
+
 def _current_backend() -> Backend:
     return _backend if _backend is not None else connect()
 
@@ -105,7 +114,9 @@ class ActorHandle:
     """The caller's side of an actor: attribute access and method calls go to the remote instance.
 
     Methods of the class return their value (``wait=True``) or a :class:`Future` (``wait=False``);
-    other attributes are read and written synchronously. ``close()``, ``del`` or garbage collection
+    so do names the class does not define whose value in the actor is a routine (e.g. a method its
+    ``__getattr__`` makes): they too run in the actor. Other attributes are read and written
+    synchronously. ``close()``, ``del`` or garbage collection
     stop the actor and give its worker back.
     """
 
@@ -124,7 +135,10 @@ class ActorHandle:
             # not cached on the handle: the method refers to the handle, and a cycle would keep
             # the actor alive after the user's last reference to it is gone
             return RemoteMethod(self, self._channel, name, self._wait)
-        return self._channel.result(self._channel.get_attribute(name))
+        value = self._channel.result(self._channel.get_attribute(name))
+        if isinstance(value, MethodReference):
+            return RemoteMethod(self, self._channel, name, self._wait)
+        return value
 
     def __setattr__(self, name: str, value: Any) -> None:
         self._channel.result(self._channel.set_attribute(name, value))
@@ -196,8 +210,11 @@ def remote_class(cls: Optional[T] = None, *, wait: bool = True,
         return lambda inner: remote_class(inner, wait=wait, max_memory=max_memory)
     if not isinstance(cls, type):
         raise TypeError(f"@remote_class decorates a class, got {type(cls).__name__}")
-    if max_memory is not None and not max_memory > 0:
-        raise ValueError(f"max_memory must be a positive number of MB, got {max_memory!r}")
+    if max_memory is not None:
+        if not isinstance(max_memory, numbers.Real) or isinstance(max_memory, bool):
+            raise TypeError(f"max_memory must be a number of MB (or None), got {max_memory!r}")
+        if not (max_memory > 0 and math.isfinite(max_memory)):
+            raise ValueError(f"max_memory must be a positive number of MB, got {max_memory!r}")
     return type(cls.__name__, (ActorHandle,), {
         "_remote_cls": cls, "_wait": bool(wait), "_options": ActorOptions(max_memory=max_memory),
         "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__,

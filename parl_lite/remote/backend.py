@@ -12,7 +12,13 @@ from typing import Any, Dict, Optional, Tuple
 
 from parl_lite.remote.futures import Future
 
-__all__ = ["ActorOptions", "ActorChannel", "Backend"]
+__all__ = ["ActorOptions", "ActorChannel", "Backend", "MethodReference"]
+
+
+class MethodReference:
+    """What :meth:`ActorChannel.get_attribute` yields for an attribute that is a method of the actor
+    (any routine, e.g. one its class's ``__getattr__`` makes): the caller then calls it remotely, by
+    name, instead of running a copy of it."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ __all__ = [
 
 
 class RemoteError(Exception):
-    """An actor raised an exception whose type could not be re-created here.
+    """An actor raised an exception whose type could not be re-created here, or one that is not an
+    ``Exception`` (``SystemExit``, ``KeyboardInterrupt``: raising those here would end the caller).
 
     Exceptions that can be re-created are raised with their own type, which then also derives from
     ``RemoteError``; either way the message ends with the remote traceback.
@@ -59,9 +60,11 @@ class RemoteFailure:
             return SerializationError(f"{where}: the return value cannot be pickled: {self.message}")
         if self.pickled is not None:
             try:
-                return _with_remote_traceback(pickle.loads(self.pickled), self.traceback)
+                exc = pickle.loads(self.pickled)
             except Exception:
-                pass
+                exc = None
+            if isinstance(exc, Exception):
+                return _with_remote_traceback(exc, self.traceback)
         return RemoteError(f"{where} raised {self.type_name}: {self.message}\n\n"
                            f"Remote traceback (most recent call last):\n{self.traceback}")
 
@@ -77,8 +80,16 @@ def _with_remote_traceback(exc: BaseException, remote_traceback: str) -> BaseExc
     wrapper = _wrapper_class(type(exc))
     if wrapper is None:
         return exc
-    wrapped = wrapper.__new__(wrapper, *exc.args)
-    wrapped.args = exc.args
+    # rebuilt the way pickle rebuilt it, so that fields set by the constructor (an OSError's
+    # filename, a UnicodeDecodeError's position and reason) survive
+    rebuild, arguments = exc.__reduce__()[:2]
+    try:
+        if rebuild is not type(exc):
+            raise TypeError("rebuilt by a function of its own")
+        wrapped = wrapper(*arguments)
+    except Exception:
+        wrapped = wrapper.__new__(wrapper, *exc.args)
+        wrapped.args = exc.args
     wrapped.__dict__.update(exc.__dict__)
     wrapped._remote_traceback = remote_traceback
     return wrapped
@@ -91,7 +102,10 @@ def _wrapper_class(original: type) -> Optional[Type[BaseException]]:
                     f"{self._remote_traceback}")
 
         def __reduce__(self: BaseException) -> tuple:
-            return original, self.args
+            _, arguments, *state = original.__reduce__(self)
+            if state and isinstance(state[0], dict):
+                state[0] = {key: value for key, value in state[0].items() if key != "_remote_traceback"}
+            return (original, arguments, *state)
 
         try:
             _WRAPPED[original] = type(original.__name__, (original, RemoteError), {

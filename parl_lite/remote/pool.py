@@ -4,12 +4,19 @@ Placement is simple on purpose: every actor gets a process of its own, so actors
 ``num_workers`` processes are kept started and idle ahead of need (a warm pool), so creating an actor
 does not wait for a process to start; the pool may host any number of actors beyond that, each
 further process being forked from the zygote in a few milliseconds. A housekeeping thread refills the
-idle workers, returns the workers of released actors, enforces memory limits and publishes status.
+idle workers, returns the workers of released actors, enforces memory limits and publishes status;
+it survives its own errors (each is logged once) so that limits stay enforced whatever happens.
+
+A worker's death is seen by its pid (a pidfd), not only by its socket: a child the actor forked may
+hold the socket open long after the worker is gone. Each worker leads its own process group, and
+the group is killed when the worker ends, so nothing an actor started outlives it.
 """
 import itertools
 import json
+import logging
 import os
 import queue
+import select
 import signal
 import socket
 import struct
@@ -19,7 +26,7 @@ import threading
 import time
 import uuid
 from multiprocessing.connection import Connection
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import cloudpickle
 
@@ -28,7 +35,7 @@ from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, SerializationError
 from parl_lite.remote.futures import Future
 from parl_lite.remote.shm import Borrowed, SegmentPool, remove_session_segments
-from parl_lite.remote.status import StatusBoard
+from parl_lite.remote.status import StatusBoard, process_start_time
 from parl_lite.remote.zygote import PID_FORMAT
 
 __all__ = ["LocalPool"]
@@ -38,6 +45,9 @@ _STATUS_PERIOD = 0.5  # seconds between status updates
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                      "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+# pre-faulted shared memory the caller keeps for its next large argument, even when idle
+SHM_RESERVE_BYTES = 64 * 2**20
+_log = logging.getLogger("parl_lite.remote")
 
 # why a worker stopped serving
 _CLOSED = "closed"
@@ -60,8 +70,14 @@ class WorkerProcess(ActorChannel):
         self.calls_served = 0
         self._connection = connection
         self._pool = pool
-        self._segments = SegmentPool(f"{pool.session_prefix}d{pid}_")  # what we send to the worker
-        self._borrowed = Borrowed()  # what the worker sent us
+        self._segments = pool.segments  # what we send (lent under our pid), shared by the workers
+        self.borrowed = Borrowed()  # what the worker sent us
+        try:
+            self._pidfd: Optional[int] = os.pidfd_open(pid)
+        except ProcessLookupError:
+            self._pidfd = None  # already gone
+        self._poller = self._make_poller()  # used under _read_lock
+        self._waiter = self._make_poller()  # used by the background reader while it waits
         self._ids = itertools.count()
         self._lock = threading.Lock()  # sending, and the pending calls
         self._read_lock = threading.Lock()  # held by the one thread reading the connection
@@ -76,6 +92,13 @@ class WorkerProcess(ActorChannel):
         self._closing = False
         self._dead = False
         threading.Thread(target=self._read, name=f"parl_lite-worker-{pid}", daemon=True).start()
+
+    def _make_poller(self) -> "select.poll":
+        poller = select.poll()
+        poller.register(self._connection.fileno(), select.POLLIN)
+        if self._pidfd is not None:
+            poller.register(self._pidfd, select.POLLIN)
+        return poller
 
     @property
     def label(self) -> str:
@@ -108,7 +131,7 @@ class WorkerProcess(ActorChannel):
                     break
                 try:
                     if not future.done() and not self._dead:
-                        self._read_one()
+                        self._dispatch(self._poller.poll())  # a frame, or the worker's end
                 finally:
                     self._read_lock.release()
             if not future.done():
@@ -143,14 +166,14 @@ class WorkerProcess(ActorChannel):
         future = Future()
         call_id = next(self._ids)
         try:
-            frame, segment = protocol.encode((kind, call_id, *fields), self._segments)
+            frame, segment = protocol.encode((kind, call_id, *fields), self._segments, self.pid)
         except Exception as exc:
             raise SerializationError(f"{self.actor_name}.{what}: an argument cannot be pickled: "
                                      f"{type(exc).__name__}: {exc}") from exc
         with self._lock:
             if self._dead or self._closing or self._stop_reason is not None:
                 if segment is not None:
-                    self._segments.release([segment])
+                    self._segments.release([segment], self.pid)
                 future.set_exception(self._death_error(what))
                 return future
             self._pending[call_id] = (future, what)
@@ -178,13 +201,22 @@ class WorkerProcess(ActorChannel):
                     pass
 
     def _send_releases(self) -> None:
-        released = self._borrowed.take_released()
+        released = self.borrowed.take_released()
         if released:
             self._send((protocol.RELEASE, released))
 
     def _send(self, message: Tuple[Any, ...]) -> None:
         """Encode and send a small control message (``self._lock`` is held)."""
-        self._connection.send_bytes(protocol.encode(message, self._segments)[0])
+        self._connection.send_bytes(protocol.encode(message, self._segments, self.pid)[0])
+
+    def prefetch(self, names: List[str]) -> None:
+        """Let the worker map ``names`` (free segments of ours) before a message uses them."""
+        if names:
+            with self._lock:
+                try:
+                    self._send((protocol.PREFETCH, names))
+                except OSError:
+                    pass
 
     def stop(self, reason: str) -> None:
         """Ask the worker to exit after the calls already sent (idempotent)."""
@@ -203,19 +235,30 @@ class WorkerProcess(ActorChannel):
         with self._lock:
             if self._stop_reason is None:
                 self._stop_reason = reason
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        self._kill_group()
         self._wake_background()
 
+    def _kill_group(self) -> None:
+        """Kill the worker and what its actor started (its process group)."""
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
     def resident_mb(self) -> float:
-        """Resident memory of the worker process in MB (0 once it is gone)."""
+        """The worker's own resident memory in MB (what ``max_memory`` limits; shared pages apart)."""
+        return self.memory_mb()[0]
+
+    def memory_mb(self) -> Tuple[float, float]:
+        """The worker's own resident memory and its resident shared pages (the arrays it was sent,
+        mapped code), in MB; zeros once it is gone. ``max_memory`` limits the first."""
         try:
             with open(f"/proc/{self.pid}/statm") as statm:
-                return int(statm.read().split()[1]) * _PAGE_SIZE / 2**20
-        except (OSError, IndexError, ValueError):
-            return 0.0
+                resident, shared = (int(field) for field in statm.read().split()[1:3])
+        except (OSError, ValueError):
+            return 0.0, 0.0
+        return (resident - shared) * _PAGE_SIZE / 2**20, shared * _PAGE_SIZE / 2**20
 
     def _death_error(self, what: str) -> ActorDiedError:
         where = f"{self.actor_name}.{what} (worker pid {self.pid})"
@@ -238,8 +281,21 @@ class WorkerProcess(ActorChannel):
 
     def _read_available(self) -> None:
         """Dispatch every frame that has arrived (the read lock is held)."""
-        while not self._dead and self._connection.poll(0) and self._read_one():
-            pass
+        while not self._dead:
+            events = self._poller.poll(0)
+            if not events or not self._dispatch(events):
+                return
+
+    def _dispatch(self, events: List[Tuple[int, int]]) -> bool:
+        """Read one frame if ``events`` (of a poll) show one, else see whether the worker ended (the
+        read lock is held); False once the worker is gone."""
+        ready = [fd for fd, _ in events]
+        if self._connection.fileno() in ready:
+            return self._read_one()
+        if self._pidfd is None or self._pidfd in ready:
+            self._on_exit()
+            return False
+        return True
 
     def _background_needed(self) -> bool:
         # after an asynchronous call the background reader keeps reading (more are likely to
@@ -257,10 +313,12 @@ class WorkerProcess(ActorChannel):
                 self._parked = False
             if self._dead:
                 break
-            connection.poll(None)
+            self._waiter.poll()
             with self._read_lock:
                 self._read_available()
         connection.close()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
 
     def _read_one(self) -> bool:
         """Read and dispatch one frame (the read lock is held); False once the worker is gone."""
@@ -270,7 +328,7 @@ class WorkerProcess(ActorChannel):
             self._on_exit()
             return False
         try:
-            message = protocol.decode(frame, self._borrowed)
+            message = protocol.decode(frame, self.borrowed, self._segments, self.pid)
         except Exception as exc:  # e.g. the return value's class does not exist here
             self._fail_oldest(exc)
             return True
@@ -278,7 +336,7 @@ class WorkerProcess(ActorChannel):
         if kind == protocol.OUTPUT:
             self._print(message[1], message[2])
         elif kind == protocol.RELEASE:
-            self._segments.release(message[1])
+            self._segments.release(message[1], self.pid)
         else:
             future, what = self._pending.pop(message[1])
             self.calls_served += 1
@@ -314,8 +372,9 @@ class WorkerProcess(ActorChannel):
             self._dead = True
             pending = list(self._pending.values())
             self._pending.clear()
+        self._kill_group()  # a child the actor forked may live on, holding the socket
+        self._segments.forget(self.pid)
         # arrays here may still view the worker's segments: unlinking keeps their mappings valid
-        self._segments.close()
         remove_session_segments(f"{self._pool.session_prefix}w{self.pid}_")
         for future, what in pending:
             future.set_exception(self._death_error(what))
@@ -345,6 +404,7 @@ class LocalPool(Backend):
         self.threads_per_worker = threads_per_worker
         self.on_output = on_output
         self.session_prefix = f"parl_lite_{os.getpid()}_{uuid.uuid4().hex[:8]}_"
+        self.segments = SegmentPool(f"{self.session_prefix}d_", reserve_bytes=SHM_RESERVE_BYTES)
         self.started_at = time.time()
         self._lock = threading.Lock()
         self._control_lock = threading.Lock()
@@ -353,8 +413,14 @@ class LocalPool(Backend):
         self._class_blobs: Dict[type, bytes] = {}
         self._chores: "queue.SimpleQueue[Optional[WorkerProcess]]" = queue.SimpleQueue()
         self._closed = False
-        self._zygote, self._control = self._start_zygote()
+        self._failures_reported: Set[Tuple[str, type]] = set()
         self._status = StatusBoard(os.getpid())
+        try:
+            self._zygote, self._control = self._start_zygote()
+        except BaseException:
+            self._status.close()
+            raise
+        self._status.publish(self.status())  # readable as soon as connect() returns
         self._housekeeper = threading.Thread(target=self._housekeep, name="parl_lite-pool", daemon=True)
         self._housekeeper.start()
         self._chores.put(None)  # fill the idle workers now
@@ -378,39 +444,58 @@ class LocalPool(Backend):
         return worker
 
     def status(self) -> Dict[str, Any]:
+        """This pool as ``parl-lite status`` shows it; ``rss_mb`` is a worker's own resident memory
+        (what ``max_memory`` limits), ``shared_mb`` the shared pages it maps."""
         with self._lock:
             workers = [*self._actors.values(), *self._idle]
+        described = []
+        for worker in workers:
+            own, shared = worker.memory_mb()
+            described.append({
+                "pid": worker.pid, "actor": worker.actor_name, "alive": worker.alive,
+                "rss_mb": round(own, 1), "shared_mb": round(shared, 1),
+                "max_memory_mb": worker.max_memory, "calls_served": worker.calls_served})
         return {
+            "kind": "local",
             "pid": os.getpid(),
+            "process_start": process_start_time(os.getpid()),
             "started_at": self.started_at,
+            "generated_at": time.time(),
             "zygote_pid": self._zygote.pid,
             "idle_target": self.num_workers,
-            "workers": [
-                {"pid": worker.pid, "actor": worker.actor_name, "alive": worker.alive,
-                 "rss_mb": round(worker.resident_mb(), 1), "max_memory_mb": worker.max_memory,
-                 "calls_served": worker.calls_served}
-                for worker in workers
-            ],
+            "workers": described,
         }
 
     def shutdown(self) -> None:
+        """Stop every worker and remove every file of the pool. A Ctrl-C meanwhile kills what is
+        left at once, cleans up the same, and is raised again."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             workers = [*self._actors.values(), *self._idle]
-        self._chores.put(None)
-        self._housekeeper.join()
-        for worker in workers:
-            worker.stop(_CLOSED)
-        self._control.close()  # the zygote kills and reaps what is left, then sweeps segments
         try:
-            self._zygote.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+            self._chores.put(None)
+            self._housekeeper.join()
+            for worker in workers:
+                worker.stop(_CLOSED)
+            self._control.close()  # the zygote kills and reaps what is left, then sweeps segments
+            try:
+                self._zygote.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._zygote.kill()
+                self._zygote.wait()
+        except KeyboardInterrupt:
+            for worker in workers:
+                worker.kill(_CLOSED)
+            self._control.close()
             self._zygote.kill()
             self._zygote.wait()
-        remove_session_segments(self.session_prefix)
-        self._status.close()
+            raise
+        finally:
+            self.segments.close()
+            remove_session_segments(self.session_prefix)
+            self._status.close()
 
     # --- actors and workers ---------------------------------------------------------------------
     def release(self, worker: WorkerProcess) -> None:
@@ -451,7 +536,9 @@ class LocalPool(Backend):
             raise RuntimeError(f"the pool's zygote process (pid {self._zygote.pid}) is gone: {exc}") from exc
         finally:
             theirs.close()
-        return WorkerProcess(pid, Connection(ours.detach()), self)
+        worker = WorkerProcess(pid, Connection(ours.detach()), self)
+        worker.prefetch(self.segments.free_names())  # the reserve, mapped while the worker is idle
+        return worker
 
     def _worker_exited(self, worker: WorkerProcess) -> None:
         with self._lock:
@@ -466,10 +553,13 @@ class LocalPool(Backend):
         env = dict(os.environ, PARL_LITE_SYS_PATH=json.dumps([os.getcwd() if p == "" else p for p in sys.path]))
         env.update({name: str(self.threads_per_worker) for name in _THREAD_VARIABLES})
         zygote = subprocess.Popen(
-            [sys.executable, "-m", "parl_lite.remote.zygote", str(theirs.fileno()), self.session_prefix],
+            [sys.executable, "-m", "parl_lite.remote.zygote", str(theirs.fileno()), self.session_prefix,
+             self._status.path],
             pass_fds=[theirs.fileno()], env=env, start_new_session=True,
         )
         theirs.close()
+        # while the zygote starts: pages for the first large argument, so it costs a copy, not faults
+        self._chore("pre-faulting shared memory", self.segments.prefault, SHM_RESERVE_BYTES)
         try:
             _receive_exactly(ours, 4)  # the zygote says it is ready
         except OSError as exc:
@@ -480,27 +570,39 @@ class LocalPool(Backend):
 
     # --- housekeeping ---------------------------------------------------------------------------
     def _housekeep(self) -> None:
-        next_status = 0.0
+        next_status = time.monotonic() + _STATUS_PERIOD
         while not self._closed:
             try:
                 chore = self._chores.get(timeout=_HOUSEKEEPING_PERIOD)
             except queue.Empty:
                 chore = None
             if chore is not None:
-                chore.stop(_CLOSED)
-            try:
-                self._refill_idle_workers()
-            except RuntimeError:  # the zygote is gone: shutting down, or nothing more can be forked
-                pass
-            self._enforce_memory_limits()
-            with self._lock:
-                workers = [*self._actors.values(), *self._idle]
-            for worker in workers:
-                worker.check()
-                worker.flush_releases()
+                self._chore("closing an actor", chore.stop, _CLOSED)
+            self._chore("starting idle workers", self._refill_idle_workers)
+            self._chore("enforcing max_memory", self._enforce_memory_limits)
+            self._chore("reading idle connections", self._check_workers)
+            self._chore("trimming free shared memory", self.segments.trim)
             if time.monotonic() >= next_status:
-                self._status.publish(self.status())
+                self._chore("publishing the status", lambda: self._status.publish(self.status()))
                 next_status = time.monotonic() + _STATUS_PERIOD
+
+    def _chore(self, what: str, function: Callable[..., Any], *args: Any) -> None:
+        """Run one housekeeping step; an error is logged (once per kind) and the others go on."""
+        try:
+            function(*args)
+        except Exception as exc:
+            if (what, type(exc)) not in self._failures_reported:
+                self._failures_reported.add((what, type(exc)))
+                _log.warning("parl_lite pool: %s failed (%s: %s); housekeeping goes on (reported once)",
+                             what, type(exc).__name__, exc)
+
+    def _check_workers(self) -> None:
+        with self._lock:
+            workers = [*self._actors.values(), *self._idle]
+        for worker in workers:
+            worker.check()
+            worker.flush_releases()
+            worker.borrowed.trim()
 
     def _refill_idle_workers(self) -> None:
         while not self._closed:
@@ -508,7 +610,12 @@ class LocalPool(Backend):
                 missing = self.num_workers - len(self._idle)
             if missing <= 0:
                 return
-            worker = self._fork_worker()
+            try:
+                worker = self._fork_worker()
+            except RuntimeError:
+                if self._closed:  # shutting down meanwhile
+                    return
+                raise
             with self._lock:
                 self._idle.append(worker)
 

@@ -1,84 +1,181 @@
-"""Pool status that other processes can read (``parl-lite status``).
+"""Pool status that other processes can read (``parl-lite status``, the web monitor).
 
-The pool is the one owner of its status: it creates a shared-memory-dict, rewrites it about twice a
-second and unlinks it at shutdown (its resource tracker unlinks it if the pool's process dies). The
-traps of shared-memory-dict (DESIGN.md §2) are avoided rather than patched over:
-- readers never open it through ``SharedMemory``, whose resource tracker would unlink the segment
-  when a reader exits; they read the file under ``/dev/shm`` directly;
-- a read may race with a write (there is no cross-process lock), so the owner stores the JSON body
-  with its CRC-32 and readers retry until the two agree;
-- values are JSON, not pickles, so reading another process's status never unpickles anything.
+The pool is the one owner of its status: a JSON file ``/dev/shm/parl_lite_status_<pid>_<token>``
+that it replaces about twice a second and unlinks at shutdown (its zygote unlinks it if the pool's
+process dies). Each version is written to a new file created with ``O_EXCL`` under a random name and
+renamed over the last one, so a reader sees a whole version or the one before, never a torn one; the
+size is not bounded. The random token means another local user cannot create the name in advance.
+
+Readers trust nothing they find there: an entry is read only if it is a regular file of this user
+(opened with ``O_NOFOLLOW | O_NONBLOCK``, so a FIFO cannot hang them), holds JSON with the expected
+fields, and names a process that is alive with the same start time. Entries and segments
+(``parl_lite_<pid>_...``) of dead processes are swept (this assumes one pid namespace per
+``/dev/shm``); every other bad entry is skipped and reported.
 """
-import glob
 import json
 import os
-import zlib
-from typing import Any, Dict, List
+import re
+import stat
+from typing import Any, Dict, List, Optional, Set, Tuple
 
-from shared_memory_dict import SharedMemoryDict
-from shared_memory_dict.serializers import JSONSerializer
-from shared_memory_dict.templates import MEMORY_NAME
+from parl_lite.remote.shm import PROCESS_SEGMENT, SHM_DIR, create_exclusive, open_own_file, remove_session_segments
 
-from parl_lite.remote.shm import SHM_DIR
+__all__ = ["StatusBoard", "StatusError", "find_pools", "read_status", "survey", "process_start_time"]
 
-__all__ = ["StatusBoard", "read_status", "find_pools"]
+_PREFIX = "parl_lite_status_"
+_ENTRY = re.compile(r"^parl_lite_status_(\d+)_([0-9a-f]{16})(\.tmp)?$")
+_SEGMENT = re.compile(r"^parl_lite_(\d+)_")
+_MAX_BYTES = 64 * 2**20
+_REQUIRED = {"pid": int, "started_at": (int, float), "process_start": int, "workers": list}
 
-_NAME = "parl_lite_status_{pid}"
-_SIZE = 256 * 1024
-_READ_ATTEMPTS = 100
+
+class StatusError(RuntimeError):
+    """A status entry exists but cannot be used (not ours, not a regular file, not a pool status)."""
+
+
+def process_start_time(pid: int) -> Optional[int]:
+    """Start time of process ``pid`` in clock ticks since boot (None if it does not exist): with the
+    pid it names one process, even after the pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            fields = stat_file.read().rsplit(b")", 1)[1].split()
+        return int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class StatusBoard:
-    """The owner's side: publish a JSON-able dict under this process's pid."""
+    """The owner's side: publish a JSON-able dict for the pool of this process."""
 
     def __init__(self, pid: int) -> None:
-        self.name = _NAME.format(pid=pid)
-        self._dict = SharedMemoryDict(self.name, _SIZE, serializer=JSONSerializer())
+        name, fd = create_exclusive(f"{_PREFIX}{pid}_")
+        os.close(fd)
+        self.path = os.path.join(SHM_DIR, name)
 
     def publish(self, status: Dict[str, Any]) -> None:
         """Replace the published status."""
-        body = json.dumps(status, sort_keys=True)
-        self._dict.update(body=body, crc=zlib.crc32(body.encode()))
+        body = json.dumps(status).encode()
+        name, fd = create_exclusive(os.path.basename(self.path) + ".", ".tmp")
+        temporary = os.path.join(SHM_DIR, name)
+        try:
+            with os.fdopen(fd, "wb") as target:
+                target.write(body)
+            os.rename(temporary, self.path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
 
     def close(self) -> None:
         """Unlink the status (the owner does this once, at shutdown)."""
-        segment = self._dict.shm
-        self._dict.cleanup()
-        segment.unlink()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
 
 
-def _segment_path(pid: int) -> str:
-    return os.path.join(SHM_DIR, MEMORY_NAME.format(name=_NAME.format(pid=pid)))
+def _entries(problems: Optional[List[str]]) -> List[Tuple[int, str]]:
+    """(owner pid, path) of this user's status entries; sweeps those of dead owners."""
+    found = []
+    try:
+        names = os.listdir(SHM_DIR)
+    except OSError:
+        return []
+    dead: Set[int] = set()
+    for name in sorted(names):
+        match = _ENTRY.match(name)
+        if match is None:
+            segment = _SEGMENT.match(name)
+            if segment is not None and process_start_time(int(segment.group(1))) is None:
+                dead.add(int(segment.group(1)))  # a segment whose process is gone
+            continue
+        path = os.path.join(SHM_DIR, name)
+        pid = int(match.group(1))
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+            if problems is not None:
+                kind = "another user's file" if stat.S_ISREG(info.st_mode) else "not a regular file"
+                problems.append(f"skipped {path}: {kind}")
+            continue
+        if process_start_time(pid) is None:
+            dead.add(pid)
+        elif match.group(3) is None:
+            found.append((pid, path))
+    for pid in dead:  # this user's regular files only, whatever their name claims
+        remove_session_segments(f"{_PREFIX}{pid}_")
+        remove_session_segments(PROCESS_SEGMENT.format(pid=pid))
+    return found
 
 
-def find_pools() -> List[int]:
-    """Pids of the processes that publish a pool status on this machine."""
-    pattern = _segment_path(0).replace("_0", "_*")
-    pids = []
-    for path in glob.glob(pattern):
-        suffix = path.rsplit("_", 1)[-1]
-        if suffix.isdigit():
-            pids.append(int(suffix))
-    return sorted(pids)
+def find_pools(problems: Optional[List[str]] = None) -> List[int]:
+    """Pids of this user's live processes that publish a pool status on this machine.
+
+    Entries whose owner is dead are swept (with the shared memory of their session).
+
+    Args:
+        problems: if given, a description of each entry skipped is appended to it.
+    """
+    return sorted({pid for pid, _ in _entries(problems)})
 
 
 def read_status(pid: int) -> Dict[str, Any]:
     """Read the status published by the pool in process ``pid``.
 
     Raises:
-        FileNotFoundError: no pool publishes under that pid.
-        RuntimeError: the status kept changing under the reader (it never read a consistent copy).
+        FileNotFoundError: no pool of this user publishes under that pid.
+        StatusError: an entry is there but unusable (it names the file and what is wrong).
     """
-    path = _segment_path(pid)
-    serializer = JSONSerializer()
-    for _ in range(_READ_ATTEMPTS):
-        with open(path, "rb") as segment:
-            raw = segment.read()
+    paths = [path for owner, path in _entries(None) if owner == pid]
+    if not paths:
+        raise FileNotFoundError(f"no parl_lite pool runs in process {pid}")
+    errors = []
+    for path in paths:
         try:
-            record = serializer.loads(raw)
-            body = record["body"]
-        except (ValueError, KeyError, TypeError):
-            continue  # torn read, or the owner has not written yet
-        if zlib.crc32(body.encode()) == record.get("crc"):
-            return json.loads(body)
-    raise RuntimeError(f"could not read a consistent status of pool {pid} from {path}")
+            return _read_entry(pid, path)
+        except FileNotFoundError:
+            continue  # replaced or removed meanwhile
+        except StatusError as error:
+            errors.append(str(error))
+    if not errors:
+        raise FileNotFoundError(f"no parl_lite pool runs in process {pid}")
+    raise StatusError("; ".join(errors))
+
+
+def _read_entry(pid: int, path: str) -> Dict[str, Any]:
+    try:
+        fd = open_own_file(path)
+    except PermissionError as error:
+        raise StatusError(str(error)) from error
+    with os.fdopen(fd, "rb") as entry:
+        raw = entry.read(_MAX_BYTES + 1)
+    if len(raw) > _MAX_BYTES:
+        raise StatusError(f"{path}: larger than {_MAX_BYTES} bytes, not a pool status")
+    try:
+        status = json.loads(raw)
+    except ValueError as error:
+        raise StatusError(f"{path}: not JSON ({error})") from error
+    if not isinstance(status, dict):
+        raise StatusError(f"{path}: not a pool status (a JSON {type(status).__name__})")
+    for key, kind in _REQUIRED.items():
+        if not isinstance(status.get(key), kind):
+            raise StatusError(f"{path}: not a pool status (field {key!r} missing or of the wrong type)")
+    if status["pid"] != pid or status["process_start"] != process_start_time(pid):
+        raise StatusError(f"{path}: written by another process than {pid}")
+    return status
+
+
+def survey() -> Tuple[List[Dict[str, Any]], List[str]]:
+    """The statuses of this user's live pools, and a description of each entry skipped."""
+    problems: List[str] = []
+    statuses = []
+    for pid in find_pools(problems):
+        try:
+            statuses.append(read_status(pid))
+        except FileNotFoundError:
+            continue  # the pool ended meanwhile
+        except StatusError as error:
+            problems.append(f"skipped pool {pid}: {error}")
+    return statuses, problems
+

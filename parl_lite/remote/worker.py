@@ -1,19 +1,25 @@
 """The loop a worker process runs: build one actor, then serve its calls in order until told to stop.
 
 Everything the actor prints reaches the caller as OUTPUT messages (the caller prefixes each line
-with the actor's name), so actors are not debugged blind.
+with the actor's name), so actors are not debugged blind. Whatever a call raises, ``SystemExit`` and
+``KeyboardInterrupt`` included, goes back to the caller as its error; the actor keeps serving.
 """
+import inspect
 import io
 import os
 import pickle
+import select
 import sys
 import threading
 from multiprocessing.connection import Connection
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Tuple
+
+import numpy as np
 
 from parl_lite.remote import protocol
+from parl_lite.remote.backend import MethodReference
 from parl_lite.remote.errors import RemoteFailure
-from parl_lite.remote.shm import Borrowed, SegmentPool
+from parl_lite.remote.shm import FREE_IDLE_SECONDS, Borrowed, SegmentPool
 
 __all__ = ["serve"]
 
@@ -26,14 +32,30 @@ class _Channel:
         self.segments = segments
         self.borrowed = Borrowed()
         self.lock = threading.Lock()
+        self.poller = select.poll()
+        self.poller.register(connection.fileno(), select.POLLIN)
 
     def send(self, message: Tuple[Any, ...]) -> None:
-        frame, _ = protocol.encode(message, self.segments)
+        self.send_frame(protocol.encode(message, self.segments)[0])
+
+    def send_frame(self, frame: bytes) -> None:
         with self.lock:
             self.connection.send_bytes(frame)
 
     def receive(self) -> Tuple[Any, ...]:
-        return protocol.decode(self.connection.recv_bytes(), self.borrowed)
+        # an idle worker keeps no free segments, nor mappings of segments its caller unlinked
+        while not self.poller.poll(FREE_IDLE_SECONDS * 1000):
+            self.segments.trim(0.0)
+            self.borrowed.trim()
+        return protocol.decode(self.connection.recv_bytes(), self.borrowed, self.segments)
+
+    def reply(self, reply: Tuple[Any, ...]) -> bytes:
+        """Encode a reply; buffers of the caller's segments are referred to, not copied."""
+        try:
+            return protocol.encode(reply, self.segments, borrowed=self.borrowed)[0]
+        except Exception as exc:  # the value cannot be pickled
+            failure = RemoteFailure.from_exception(exc, serialization=True)
+            return protocol.encode((protocol.ERROR, reply[1], failure), self.segments)[0]
 
     def send_releases(self) -> None:
         released = self.borrowed.take_released()
@@ -84,19 +106,20 @@ def serve(connection: Connection, segment_prefix: str) -> None:
         if kind == protocol.RELEASE:
             channel.segments.release(message[1])
             continue
+        if kind == protocol.PREFETCH:
+            _prefetch(channel.borrowed, message[1])
+            continue
         call_id = message[1]
         try:
             actor, value = _run(actor, message)
             reply = (protocol.OK, call_id, value)
-        except Exception as exc:
+        except BaseException as exc:  # sys.exit() and KeyboardInterrupt in a method are its errors too
             reply = (protocol.ERROR, call_id, RemoteFailure.from_exception(exc))
         message = value = None  # let arguments that view the caller's shared memory go
         _flush_output()
-        try:
-            channel.send(reply)
-        except Exception as exc:  # the value cannot be pickled
-            channel.send((protocol.ERROR, call_id, RemoteFailure.from_exception(exc, serialization=True)))
-        reply = None
+        frame = channel.reply(reply)
+        reply = None  # now only the actor itself may still view the caller's segments
+        channel.send_frame(protocol.settle(frame, channel.borrowed, channel.segments))
 
 
 def _run(actor: Optional[Any], message: Tuple[Any, ...]) -> Tuple[Any, Any]:
@@ -105,7 +128,8 @@ def _run(actor: Optional[Any], message: Tuple[Any, ...]) -> Tuple[Any, Any]:
     if kind == protocol.CALL:
         return actor, getattr(actor, message[2])(*message[3], **message[4])
     if kind == protocol.GETATTR:
-        return actor, getattr(actor, message[2])
+        value = getattr(actor, message[2])
+        return actor, MethodReference() if inspect.isroutine(value) else value
     if kind == protocol.SETATTR:
         return actor, setattr(actor, message[2], message[3])
     if kind == protocol.CREATE:
@@ -118,10 +142,32 @@ def _flush_output() -> None:
     sys.stderr.flush()
 
 
+def _prefetch(borrowed: Borrowed, names: List[str]) -> None:
+    for name in names:
+        try:
+            borrowed.prefetch(name)
+        except OSError:
+            pass  # gone meanwhile, or not ours: the message that uses it will say so
+
+
+def _warm_up(segment_prefix: str) -> None:
+    """Take the large-message path once, in a worker that waits for its actor: a forked process pays
+    copy-on-write faults and first-use costs on its first large message otherwise."""
+    segments = SegmentPool(f"{segment_prefix}w{os.getpid()}_")
+    borrowed = Borrowed()
+    frame, _ = protocol.encode((protocol.OK, 0, np.zeros(protocol.INLINE_LIMIT, np.uint8)), segments)
+    message = protocol.decode(frame, borrowed)
+    reply, _ = protocol.encode(message, segments, borrowed=borrowed)
+    message = None
+    protocol.settle(reply, borrowed, segments)
+    segments.close()
+
+
 def run_forked_worker(fd: int, segment_prefix: str) -> None:
     """Entry point of a process the zygote just forked: serve, then exit without cleanup."""
     status = 0
     try:
+        _warm_up(segment_prefix)
         serve(Connection(fd), segment_prefix)
     except BaseException:
         status = 1

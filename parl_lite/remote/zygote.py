@@ -1,13 +1,16 @@
 """The zygote: a small clean process that forks worker processes on request.
 
-It is started once per pool (``python -m parl_lite.remote.zygote FD PREFIX``) and imports only numpy,
+It is started once per pool (``python -m parl_lite.remote.zygote FD PREFIX STATUS``) and imports only numpy,
 cloudpickle and the worker loop, with the thread counts of OpenMP/MKL/OpenBLAS set by the pool. A
 fork of it costs a few milliseconds, against a few hundred for a new interpreter, and it has no
 threads, so forking it is safe (forking the caller, which has threads and maybe paddle, is not).
 
 Requests arrive on the control socket as one byte with the worker's socket attached (SCM_RIGHTS);
-the reply is the new worker's pid. When the control socket closes (the pool shut down or its process
-died), the zygote kills and reaps its workers, sweeps the session's shared-memory segments and exits.
+the reply is the new worker's pid. Each worker leads a process group of its own, so whatever an actor
+starts ends with it. When the control socket closes (the pool shut down or its process died, even by
+``kill -9`` of its whole process group: the zygote runs in a session of its own), the zygote kills
+the process groups of its workers, sweeps the session's shared-memory segments and the pool's status
+file, and exits.
 """
 import ctypes
 import json
@@ -35,6 +38,7 @@ def _reap(children: Set[int]) -> None:
 
 def _become_worker(control: socket.socket, fd: int, segment_prefix: str) -> None:
     control.close()
+    os.setpgid(0, 0)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     # die with the zygote even if it is SIGKILLed (the zygote itself has only one thread)
     ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -46,6 +50,8 @@ def _become_worker(control: socket.socket, fd: int, segment_prefix: str) -> None
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     segment_prefix = sys.argv[2]
+    status_path = sys.argv[3]
+    owner = os.getppid()
     sys.path[:] = json.loads(os.environ.pop("PARL_LITE_SYS_PATH", "[]")) or sys.path
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the caller, who shuts us down
     children: Set[int] = set()
@@ -68,23 +74,34 @@ def main() -> None:
             if pid == 0:
                 _become_worker(control, fds[0], segment_prefix)
             os.close(fds[0])
+            try:
+                os.setpgid(pid, pid)  # also done by the child: whichever runs first
+            except OSError:
+                pass  # the child already did it, or already exited
             children.add(pid)
             control.sendall(struct.pack(PID_FORMAT, pid))
     finally:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for pid in list(children):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            for kill in (os.killpg, os.kill):  # the group, with what the actor started
+                try:
+                    kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
         for pid in list(children):
             try:
                 os.waitpid(pid, 0)
             except ChildProcessError:
                 pass
-        from parl_lite.remote.shm import remove_session_segments
+        from parl_lite.remote.shm import PROCESS_SEGMENT, remove_session_segments
 
         remove_session_segments(segment_prefix)
+        if os.getppid() != owner:  # the pool's process died: sweep what else it owned (a noise table)
+            remove_session_segments(PROCESS_SEGMENT.format(pid=owner))
+        try:
+            os.unlink(status_path)
+        except OSError:
+            pass
 
 
 if __name__ == "__main__":

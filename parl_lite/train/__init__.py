@@ -18,19 +18,44 @@
 | :class:`AsyncTrainer` | A3C, IMPALA | the first rollout back from the remote actors, one ``learn`` |
 | :class:`EpisodicTrainer` | PolicyGradient | one episode, discounted returns, one ``learn`` |
 """
-from parl_lite.train.args import TrainArgs, arg, parse_args
-from parl_lite.train.asynchronous import AsyncTrainer
-from parl_lite.train.base import EnvSpaces, Trainer, env_spaces
-from parl_lite.train.callbacks import Callback, CallbackList, EveryNSteps, StopOnThreshold
-from parl_lite.train.episodic import EpisodicTrainer
-from parl_lite.train.evaluation import Evaluator
-from parl_lite.train.exploration import ContinuousExploration, EpsilonGreedy, Exploration
-from parl_lite.train.off_policy import OffPolicyTrainer
-from parl_lite.train.on_policy import OnPolicyTrainer, advantage_batch
-from parl_lite.train.progress import Reporter
-from parl_lite.train.summary import RunSummary
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from parl_lite.train.args import TrainArgs, arg, parse_args
+    from parl_lite.train.asynchronous import AsyncTrainer
+    from parl_lite.train.base import EnvSpaces, Trainer, env_spaces
+    from parl_lite.train.callbacks import Callback, CallbackList, EveryNSteps, StopOnThreshold
+    from parl_lite.train.episodic import EpisodicTrainer
+    from parl_lite.train.evaluation import Evaluator
+    from parl_lite.train.exploration import ContinuousExploration, EpsilonGreedy, Exploration
+    from parl_lite.train.off_policy import OffPolicyTrainer
+    from parl_lite.train.on_policy import OnPolicyTrainer, advantage_batch
+    from parl_lite.train.progress import Reporter
+    from parl_lite.train.summary import RunSummary
 
 __all__ = ["AsyncTrainer", "Callback", "CallbackList", "ContinuousExploration", "EnvSpaces", "EpisodicTrainer",
            "EpsilonGreedy", "Evaluator", "EveryNSteps", "Exploration", "OffPolicyTrainer", "OnPolicyTrainer",
            "Reporter", "RunSummary", "StopOnThreshold", "TrainArgs", "Trainer", "advantage_batch", "arg",
            "env_spaces", "parse_args"]
+
+# where each public name lives: the loops import paddle, so they load on first use, and
+# ``parl-lite es-train`` (which must not import paddle) can use the reporter and the summary
+_HOMES = {
+    "TrainArgs": "args", "arg": "args", "parse_args": "args", "AsyncTrainer": "asynchronous", "EnvSpaces": "base",
+    "Trainer": "base", "env_spaces": "base", "Callback": "callbacks", "CallbackList": "callbacks",
+    "EveryNSteps": "callbacks", "StopOnThreshold": "callbacks", "EpisodicTrainer": "episodic",
+    "Evaluator": "evaluation", "ContinuousExploration": "exploration", "EpsilonGreedy": "exploration",
+    "Exploration": "exploration", "OffPolicyTrainer": "off_policy", "OnPolicyTrainer": "on_policy",
+    "advantage_batch": "on_policy", "Reporter": "progress", "RunSummary": "summary",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module that holds ``name`` when it is first asked for."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

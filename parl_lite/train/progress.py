@@ -3,11 +3,13 @@
 On a terminal it is a tqdm bar (steps, rate, ETA, last evaluation in the postfix); when stderr is not
 a terminal (CI, a file) it prints one plain line per evaluation to stdout instead, with the same
 figures. Scalars go to TensorBoard and ``scalars.csv`` through :mod:`parl_lite.utils.summary` when a
-log folder is given.
+log folder is given. The unit need not be environment steps: ``parl-lite es-train`` counts
+generations.
 """
 import math
 import sys
 import time
+from collections.abc import Callable
 
 from parl_lite.utils.summary import SummaryWriter
 
@@ -23,11 +25,14 @@ class Reporter:
         start_steps: steps already done (a resumed run).
         progress_bar: True: a bar; False: log lines; None: a bar when stderr is a terminal.
         logdir: folder of the TensorBoard events and ``scalars.csv``; None: no files.
+        unit: what is counted (``step``, ``generation``), singular.
+        echo: where the log lines go (default: ``print`` to stdout, flushed).
     """
 
     def __init__(self, name: str, total_steps: int, start_steps: int = 0, progress_bar: bool | None = None,
-                 logdir: str | None = None) -> None:
-        self.name, self.total_steps, self.start_steps = name, total_steps, start_steps
+                 logdir: str | None = None, unit: str = "step", echo: Callable[[str], None] | None = None) -> None:
+        self.name, self.total_steps, self.start_steps, self.unit = name, total_steps, start_steps, unit
+        self._echo = echo if echo is not None else _print
         self.writer = SummaryWriter(logdir) if logdir else None
         if progress_bar is None:
             progress_bar = sys.stderr.isatty()
@@ -35,12 +40,12 @@ class Reporter:
         if progress_bar:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total_steps, initial=start_steps, unit="step", unit_scale=True,
+            self._bar = tqdm(total=total_steps, initial=start_steps, unit=unit, unit_scale=unit == "step",
                              desc=name, dynamic_ncols=True, file=sys.stderr)
         self._shown_steps = start_steps
 
     def advance(self, steps: int) -> None:
-        """Move the bar to ``steps`` environment steps."""
+        """Move the bar to ``steps`` (environment steps, or the reporter's unit)."""
         if self._bar is not None and steps > self._shown_steps:
             self._bar.update(steps - self._shown_steps)
         self._shown_steps = steps
@@ -53,16 +58,22 @@ class Reporter:
             self.writer.add_scalar("train/return", train_return, steps)
             for key, value in stats.items():
                 self.writer.add_scalar(f"train/{key}", value, steps)
+        extra = "".join(f"  {key} {value:.4g}" for key, value in list(stats.items())[:3])
+        self.progress(steps, train_seconds, f"train return {train_return:7.1f}  eval {score:7.1f}{extra}  "
+                      f"train {train_seconds:6.1f}s", {"eval": f"{score:.1f}", "train_return": f"{train_return:.1f}"})
+
+    def progress(self, steps: int, train_seconds: float, details: str, postfix: dict[str, str]) -> None:
+        """Move to ``steps``: on a bar, show ``postfix`` beside it; otherwise log one line with the
+        position, the rate and the ETA (from ``train_seconds`` of this run), then ``details``."""
         if self._bar is not None:
-            self._bar.set_postfix(eval=f"{score:.1f}", train_return=f"{train_return:.1f}", refresh=False)
+            self._bar.set_postfix(postfix, refresh=False)
             self.advance(steps)
             return
         done = steps - self.start_steps
         rate = done / train_seconds if train_seconds > 0 else float("nan")
         eta = max(self.total_steps - steps, 0) / rate if rate > 0 else float("nan")
-        extra = "".join(f"  {key} {value:.4g}" for key, value in list(stats.items())[:3])
-        print(f"{self.name} steps {steps:7d}/{self.total_steps}  {rate:6.0f} steps/s  ETA {_duration(eta)}  "
-              f"train return {train_return:7.1f}  eval {score:7.1f}{extra}  train {train_seconds:6.1f}s", flush=True)
+        self._echo(f"{self.name} {self.unit}s {steps:7d}/{self.total_steps}  {_rate(rate)} {self.unit}s/s  "
+                   f"ETA {_duration(eta)}  {details}")
 
     def close(self) -> None:
         """Close the bar and the log files."""
@@ -71,6 +82,14 @@ class Reporter:
             self._bar = None
         if self.writer is not None:
             self.writer.close()
+
+
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
+def _rate(per_second: float) -> str:
+    return f"{per_second:6.0f}" if not per_second < 100 else f"{per_second:6.3g}"
 
 
 def _duration(seconds: float) -> str:

@@ -76,7 +76,7 @@ class Master:
 
     # --- what the monitor and `parl-lite status` read --------------------------------------------
     def status(self) -> dict[str, Any]:
-        """The cluster as a JSON-able dict (nodes, clients, actors; see the README's monitor seam)."""
+        """The cluster as a JSON-able dict (nodes, clients, actors, as the web monitor renders it)."""
         with self._cond:
             actors_per_client = collections.Counter(  # placed actors, also those not yet reported
                 client for node in self._nodes.values() for client, _ in node.reservations.values())
