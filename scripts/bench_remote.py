@@ -4,7 +4,9 @@
     python scripts/bench_remote.py --address ray://local
 
 Prints one JSON line:
-- sync trivial call (median µs) and its ratio to a raw ``multiprocessing.Pipe`` round trip;
+- sync trivial call (median µs) and its ratio to a raw ``multiprocessing.Pipe`` round trip, unpinned
+  and with the caller, the pipe's echo process and the actor's worker pinned to one core
+  (``same_core_*``) or the two servers on the other core (``cross_core_*``);
 - async calls per second on one actor (``wait=False`` futures);
 - a 64 MB float64 array as argument and return value (an echo), against pickling it through a pipe
   and, with ``--ray`` (Ray installed), against a Ray actor, in interleaved rounds: the *first* call
@@ -20,6 +22,7 @@ alongside (interleaved where it matters): ``plain_ray_*`` figures and ``*_vs_pla
 import argparse
 import json
 import multiprocessing
+import os
 import statistics
 import threading
 import time
@@ -90,6 +93,36 @@ def _run_threads(targets: List[Callable[[], object]]) -> None:
         thread.start()
     for thread in threads:
         thread.join()
+
+
+def _sync_pinned(calls: int, pipe_round_trip: Callable[[], None], pipe_pid: int, actor,
+                 figures: Dict[str, float]) -> None:
+    """The sync call against the pipe with both servers where the caller is, then on the other core:
+    on this VM a round trip that wakes a halted vCPU costs about 4x one that stays on a core, so
+    unpinned figures swing with where the scheduler put the echo process and the worker."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return
+    servers = [pipe_pid, actor._channel.pid]
+    try:
+        os.sched_setaffinity(0, {cores[0]})
+        for placement, core in (("same_core", cores[0]), ("cross_core", cores[1])):
+            for pid in servers:
+                os.sched_setaffinity(pid, {core})
+            for _ in range(100):
+                actor.noop()
+                pipe_round_trip()
+            pipe_samples: List[float] = []
+            ours_samples: List[float] = []
+            for _ in range(10):
+                pipe_samples += _samples(pipe_round_trip, calls // 20)
+                ours_samples += _samples(actor.noop, calls // 20)
+            figures[f"{placement}_pipe_us"] = statistics.median(pipe_samples) * 1e6
+            figures[f"{placement}_sync_call_us"] = statistics.median(ours_samples) * 1e6
+            figures[f"{placement}_vs_pipe"] = figures[f"{placement}_sync_call_us"] / figures[f"{placement}_pipe_us"]
+    finally:
+        for pid in (0, *servers):
+            os.sched_setaffinity(pid, cores)
 
 
 def _echo_round(make_echo: Callable[[], Callable[[np.ndarray], object]], array: np.ndarray,
@@ -184,6 +217,8 @@ def main() -> None:
     figures["pipe_round_trip_us"] = statistics.median(pipe_samples) * 1e6
     figures["sync_call_us"] = statistics.median(ours_samples) * 1e6
     figures["sync_call_vs_pipe"] = figures["sync_call_us"] / figures["pipe_round_trip_us"]
+    if args.address is None:
+        _sync_pinned(args.calls, pipe_round_trip, server.pid, actor, figures)
     if plain:
         figures["plain_ray_sync_call_us"] = statistics.median(plain_samples) * 1e6
         figures["sync_call_vs_plain_ray"] = figures["sync_call_us"] / figures["plain_ray_sync_call_us"]
