@@ -1,6 +1,7 @@
 """The ``parl-lite`` command line: one click group; each feature adds its commands here."""
 import datetime
 import json
+from typing import Any
 
 import click
 
@@ -113,7 +114,8 @@ def monitor(host: str, port: int, token: "str | None", pids: "tuple[int, ...]") 
               help="Override a config value, e.g. --set train.workers=1 --set solver.optimizer.base_lr=0.05.")
 @click.option("--in-process", is_flag=True, help="Evaluate in this process instead of the worker pool (debugging).")
 @click.option("--address", default=None,
-              help="Evaluate on this backend (parl_lite.connect address, e.g. ray://local); same as --set train.address=...")
+              help="Evaluate on this backend (a parl_lite.connect address: host:port, ray://local); "
+                   "same as --set train.address=...")
 def es_train(config_path, resume, overrides, in_process, address) -> None:
     """Train a policy with evolution strategies (evokit_py): candidates are evaluated in parallel on
     the local pool, progress is printed per generation, a checkpoint is written every
@@ -149,7 +151,7 @@ def plugins(as_json: bool) -> None:
     group, name, module, distribution and version, and whether each one loads."""
     from parl_lite.ext.plugins import PluginError, installed
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for plugin in installed():
         try:
             plugin.load()

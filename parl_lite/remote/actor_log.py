@@ -14,7 +14,6 @@ import stat
 import tempfile
 import threading
 import warnings
-from typing import Deque, Dict, List, Optional, Set
 
 __all__ = ["MAX_LINES", "ActorLogs", "runtime_folder", "read_actor_log"]
 
@@ -23,7 +22,7 @@ _MAX_LINE_CHARS = 2000  # a line longer than this is cut
 _MAX_LOG_CHARS = 256 * 1024  # and older lines are dropped beyond this: a log is rewritten twice a second
 
 
-def runtime_folder(create: bool = False) -> Optional[str]:
+def runtime_folder(create: bool = False) -> str | None:
     """This user's private folder for parl_lite's runtime files.
 
     ``$XDG_RUNTIME_DIR/parl_lite`` when that variable names a folder, else ``<tmp>/parl_lite-<uid>``.
@@ -82,11 +81,11 @@ class ActorLogs:
     """
 
     def __init__(self, owner_pid: int) -> None:
-        self._lines: Dict[int, Deque[str]] = {}
-        self._chars: Dict[int, int] = {}  # characters held per log, newlines included
-        self._changed: Set[int] = set()
+        self._lines: dict[int, collections.deque[str]] = {}
+        self._chars: dict[int, int] = {}  # characters held per log, newlines included
+        self._changed: set[int] = set()
         self._lock = threading.Lock()
-        self.folder: Optional[str] = None
+        self.folder: str | None = None
         try:
             base = runtime_folder(create=True)
             if base is None:
@@ -113,7 +112,7 @@ class ActorLogs:
             self._chars[worker_pid] = chars
             self._changed.add(worker_pid)
 
-    def lines(self, worker_pid: int) -> List[str]:
+    def lines(self, worker_pid: int) -> list[str]:
         """The recorded lines of the actor in ``worker_pid``, oldest first."""
         with self._lock:
             return list(self._lines.get(worker_pid, ()))
@@ -162,7 +161,7 @@ class ActorLogs:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def read_actor_log(owner_pid: int, worker_pid: int) -> List[str]:
+def read_actor_log(owner_pid: int, worker_pid: int) -> list[str]:
     """Read the last output lines of an actor of the pool in process ``owner_pid``.
 
     Returns:

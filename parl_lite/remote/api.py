@@ -16,7 +16,8 @@ import inspect
 import math
 import numbers
 import threading
-from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
 
 from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend, MethodReference
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, RemoteError, SerializationError
@@ -30,14 +31,14 @@ __all__ = [
 BACKEND_ENTRY_POINTS = "parl_lite.backends"
 CLUSTER_SCHEME = "cluster"  # the plugin that serves a plain "host:port" address
 
-_backend: Optional[Backend] = None
+_backend: Backend | None = None
 _backend_lock = threading.Lock()
 _shutdown_registered = False
 
 T = TypeVar("T", bound=type)
 
 
-def connect(address: Optional[str] = None, num_workers: Optional[int] = None,
+def connect(address: str | None = None, num_workers: int | None = None,
             threads_per_worker: int = 1, **backend_options: Any) -> Backend:
     """Start (or join) the backend that hosts actors. Optional: the first actor calls it.
 
@@ -73,7 +74,7 @@ def connect(address: Optional[str] = None, num_workers: Optional[int] = None,
         return _backend
 
 
-def _make_backend(address: Optional[str], **options: Any) -> Backend:
+def _make_backend(address: str | None, **options: Any) -> Backend:
     if address is None:
         from parl_lite.remote.pool import LocalPool
 
@@ -191,8 +192,8 @@ class RemoteMethod:
         return self._channel.call(self._name, args, kwargs)
 
 
-def remote_class(cls: Optional[T] = None, *, wait: bool = True,
-                 max_memory: Optional[float] = None) -> Union[type, Callable[[T], type]]:
+def remote_class(cls: T | None = None, *, wait: bool = True,
+                 max_memory: float | None = None) -> type | Callable[[T], type]:
     """Make instances of ``cls`` live in worker processes.
 
     Usable as ``@remote_class`` or ``@remote_class(wait=False, max_memory=512)``.
@@ -207,7 +208,11 @@ def remote_class(cls: Optional[T] = None, *, wait: bool = True,
         A class whose instances are :class:`ActorHandle` objects.
     """
     if cls is None:
-        return lambda inner: remote_class(inner, wait=wait, max_memory=max_memory)
+        return lambda inner: _remote_class(inner, wait, max_memory)
+    return _remote_class(cls, wait, max_memory)
+
+
+def _remote_class(cls: type, wait: bool, max_memory: float | None) -> type:
     if not isinstance(cls, type):
         raise TypeError(f"@remote_class decorates a class, got {type(cls).__name__}")
     if max_memory is not None:
@@ -221,7 +226,7 @@ def remote_class(cls: Optional[T] = None, *, wait: bool = True,
     })
 
 
-def get(futures: Union[Future, Sequence[Any], Any], timeout: Optional[float] = None) -> Any:
+def get(futures: Future | Sequence[Any] | Any, timeout: float | None = None) -> Any:
     """The value of a future, or the values of a list/tuple of futures (other items pass through).
 
     Raises:
@@ -235,8 +240,8 @@ def get(futures: Union[Future, Sequence[Any], Any], timeout: Optional[float] = N
     return futures
 
 
-def wait(futures: Sequence[Future], timeout: Optional[float] = None,
-         return_when: str = concurrent.futures.ALL_COMPLETED) -> Tuple[List[Future], List[Future]]:
+def wait(futures: Sequence[Future], timeout: float | None = None,
+         return_when: str = concurrent.futures.ALL_COMPLETED) -> tuple[list[Future], list[Future]]:
     """Wait until the futures are done (or ``return_when`` is met, or ``timeout`` passes).
 
     Returns:

@@ -8,7 +8,7 @@ Backend``.
 """
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any
 
 from parl_lite.remote.futures import Future
 
@@ -29,14 +29,14 @@ class ActorOptions:
         max_memory: resident memory limit of the actor's process in MB (None: no limit).
     """
 
-    max_memory: Optional[float] = None
+    max_memory: float | None = None
 
 
 class ActorChannel(ABC):
     """One live actor, as its backend hosts it. Every method may be called from any thread."""
 
     @abstractmethod
-    def call(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Future:
+    def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Future:
         """Run ``actor.method(*args, **kwargs)``; calls run in the order they were made."""
 
     @abstractmethod
@@ -51,7 +51,7 @@ class ActorChannel(ABC):
     def close(self) -> None:
         """Stop the actor once the calls already made have run, and free what hosts it."""
 
-    def call_sync(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    def call_sync(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Run ``actor.method(*args, **kwargs)`` and return its value (synchronous calls use it;
         a backend may override it to wait in the calling thread)."""
         return self.result(self.call(method, args, kwargs))
@@ -65,12 +65,12 @@ class Backend(ABC):
     """Creates actors and owns the processes (or machines) they run on."""
 
     @abstractmethod
-    def create_actor(self, cls: type, args: Tuple[Any, ...], kwargs: Dict[str, Any],
+    def create_actor(self, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any],
                      options: ActorOptions) -> ActorChannel:
         """Build ``cls(*args, **kwargs)`` remotely; raise what ``__init__`` raised."""
 
     @abstractmethod
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> dict[str, Any]:
         """A JSON-able description of the backend's workers and actors."""
 
     @abstractmethod

@@ -2,7 +2,7 @@
 import pickle
 import traceback
 from dataclasses import dataclass
-from typing import Dict, Optional, Type
+from typing import Any
 
 import cloudpickle
 
@@ -39,7 +39,7 @@ class RemoteFailure:
     type_name: str
     message: str
     traceback: str
-    pickled: Optional[bytes] = None  # the exception itself, when it survives a pickle round trip
+    pickled: bytes | None = None  # the exception itself, when it survives a pickle round trip
     serialization: bool = False  # the failure was pickling the return value
 
     @classmethod
@@ -69,7 +69,7 @@ class RemoteFailure:
                            f"Remote traceback (most recent call last):\n{self.traceback}")
 
 
-_WRAPPED: Dict[type, type] = {}
+_WRAPPED: dict[type[BaseException], type[BaseException] | None] = {}
 
 
 def _with_remote_traceback(exc: BaseException, remote_traceback: str) -> BaseException:
@@ -82,27 +82,30 @@ def _with_remote_traceback(exc: BaseException, remote_traceback: str) -> BaseExc
         return exc
     # rebuilt the way pickle rebuilt it, so that fields set by the constructor (an OSError's
     # filename, a UnicodeDecodeError's position and reason) survive
-    rebuild, arguments = exc.__reduce__()[:2]
+    reduced = exc.__reduce__()
     try:
-        if rebuild is not type(exc):
+        if isinstance(reduced, str) or reduced[0] is not type(exc):
             raise TypeError("rebuilt by a function of its own")
-        wrapped = wrapper(*arguments)
+        wrapped = wrapper(*reduced[1])
     except Exception:
         wrapped = wrapper.__new__(wrapper, *exc.args)
         wrapped.args = exc.args
     wrapped.__dict__.update(exc.__dict__)
-    wrapped._remote_traceback = remote_traceback
+    wrapped.__dict__["_remote_traceback"] = remote_traceback
     return wrapped
 
 
-def _wrapper_class(original: type) -> Optional[Type[BaseException]]:
+def _wrapper_class(original: type[BaseException]) -> type[BaseException] | None:
     if original not in _WRAPPED:
         def __str__(self: BaseException) -> str:
             return (f"{original.__str__(self)}\n\nRemote traceback (most recent call last):\n"
-                    f"{self._remote_traceback}")
+                    f"{self.__dict__.get('_remote_traceback', '')}")
 
-        def __reduce__(self: BaseException) -> tuple:
-            _, arguments, *state = original.__reduce__(self)
+        def __reduce__(self: BaseException) -> tuple[Any, ...]:
+            reduced = original.__reduce__(self)
+            if isinstance(reduced, str):  # a global's name: never for exceptions, which reduce to tuples
+                return original, self.args
+            _, arguments, *state = reduced
             if state and isinstance(state[0], dict):
                 state[0] = {key: value for key, value in state[0].items() if key != "_remote_traceback"}
             return (original, arguments, *state)

@@ -1,6 +1,6 @@
 """``parl_lite.Future``: the result of a remote call that may not have arrived yet."""
 import concurrent.futures
-from typing import Any, Optional
+from typing import Any
 
 __all__ = ["Future"]
 
@@ -16,6 +16,6 @@ class Future(concurrent.futures.Future):
         super().__init__()
         self.set_running_or_notify_cancel()
 
-    def get(self, timeout: Optional[float] = None) -> Any:
+    def get(self, timeout: float | None = None) -> Any:
         """Wait for the call to finish and return its value (or raise its exception)."""
         return self.result(timeout)

@@ -27,7 +27,8 @@ import threading
 import time
 import uuid
 from multiprocessing.connection import Connection
-from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
+from typing import Any
+from collections.abc import Callable
 
 import cloudpickle
 
@@ -68,16 +69,16 @@ class WorkerProcess(ActorChannel):
 
     def __init__(self, pid: int, connection: Connection, pool: "LocalPool") -> None:
         self.pid = pid
-        self.actor_name: Optional[str] = None
-        self.max_memory: Optional[float] = None
+        self.actor_name: str | None = None
+        self.max_memory: float | None = None
         self.calls_served = 0
-        self.last_error: Optional[str] = None  # the last exception an actor's method raised
+        self.last_error: str | None = None  # the last exception an actor's method raised
         self._connection = connection
         self._pool = pool
         self._segments = pool.segments  # what we send (lent under our pid), shared by the workers
         self.borrowed = Borrowed()  # what the worker sent us
         try:
-            self._pidfd: Optional[int] = os.pidfd_open(pid)
+            self._pidfd: int | None = os.pidfd_open(pid)
         except ProcessLookupError:
             self._pidfd = None  # already gone
         self._poller = self._make_poller()  # used under _read_lock
@@ -91,8 +92,8 @@ class WorkerProcess(ActorChannel):
         self._sync_readers = 0
         self._parked = False  # the background reader sleeps on _wake
         self._async_mode = False  # the last call was asynchronous: keep the background reading
-        self._pending: Dict[int, Tuple[Future, str]] = {}  # call id -> (future, what was called)
-        self._stop_reason: Optional[str] = None
+        self._pending: dict[int, tuple[Future, str]] = {}  # call id -> (future, what was called)
+        self._stop_reason: str | None = None
         self._closing = False
         self._dead = False
         threading.Thread(target=self._read, name=f"parl_lite-worker-{pid}", daemon=True).start()
@@ -121,7 +122,7 @@ class WorkerProcess(ActorChannel):
             return "idle"
         return "alive" if self.calls_served else "starting"
 
-    def describe(self) -> Dict[str, Any]:
+    def describe(self) -> dict[str, Any]:
         """This worker as the pool's status lists it."""
         own, shared = self.memory_mb()
         return {"pid": self.pid, "actor": self.actor_name, "alive": self.alive, "state": self.state,
@@ -129,7 +130,7 @@ class WorkerProcess(ActorChannel):
                 "calls_served": self.calls_served, "last_error": self.last_error}
 
     # --- ActorChannel ---------------------------------------------------------------------------
-    def call(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Future:
+    def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Future:
         return self._submit(f"{method}()", protocol.CALL, method, args, kwargs)
 
     def get_attribute(self, name: str) -> Future:
@@ -138,7 +139,7 @@ class WorkerProcess(ActorChannel):
     def set_attribute(self, name: str, value: Any) -> Future:
         return self._submit(f"setting attribute {name!r}", protocol.SETATTR, name, value)
 
-    def call_sync(self, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    def call_sync(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Run a method and wait for it, reading the reply in this thread (one wake-up per call,
         as with a raw pipe) unless another thread is already reading this worker."""
         with self._wake:
@@ -177,8 +178,8 @@ class WorkerProcess(ActorChannel):
         self._pool.release(self)
 
     # --- internals ------------------------------------------------------------------------------
-    def create(self, class_blob: bytes, class_name: str, args: Tuple[Any, ...],
-               kwargs: Dict[str, Any]) -> Future:
+    def create(self, class_blob: bytes, class_name: str, args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> Future:
         self.actor_name = class_name
         return self._submit("__init__()", protocol.CREATE, class_blob, args, kwargs)
 
@@ -225,11 +226,11 @@ class WorkerProcess(ActorChannel):
         if released:
             self._send((protocol.RELEASE, released))
 
-    def _send(self, message: Tuple[Any, ...]) -> None:
+    def _send(self, message: tuple[Any, ...]) -> None:
         """Encode and send a small control message (``self._lock`` is held)."""
         self._connection.send_bytes(protocol.encode(message, self._segments, self.pid)[0])
 
-    def prefetch(self, names: List[str]) -> None:
+    def prefetch(self, names: list[str]) -> None:
         """Let the worker map ``names`` (free segments of ours) before a message uses them."""
         if names:
             with self._lock:
@@ -270,7 +271,7 @@ class WorkerProcess(ActorChannel):
         """The worker's own resident memory in MB (what ``max_memory`` limits; shared pages apart)."""
         return self.memory_mb()[0]
 
-    def memory_mb(self) -> Tuple[float, float]:
+    def memory_mb(self) -> tuple[float, float]:
         """The worker's own resident memory and its resident shared pages (the arrays it was sent,
         mapped code), in MB; zeros once it is gone. ``max_memory`` limits the first."""
         try:
@@ -306,7 +307,7 @@ class WorkerProcess(ActorChannel):
             if not events or not self._dispatch(events):
                 return
 
-    def _dispatch(self, events: List[Tuple[int, int]]) -> bool:
+    def _dispatch(self, events: list[tuple[int, int]]) -> bool:
         """Read one frame if ``events`` (of a poll) show one, else see whether the worker ended (the
         read lock is held); False once the worker is gone."""
         ready = [fd for fd, _ in events]
@@ -414,8 +415,8 @@ class LocalPool(Backend):
             (whole lines) instead of printing it as ``(<Class> pid=N) line``.
     """
 
-    def __init__(self, num_workers: Optional[int] = None, threads_per_worker: int = 1,
-                 on_output: Optional[Callable[["WorkerProcess", str, str], None]] = None) -> None:
+    def __init__(self, num_workers: int | None = None, threads_per_worker: int = 1,
+                 on_output: Callable[["WorkerProcess", str, str], None] | None = None) -> None:
         if num_workers is None:
             num_workers = len(os.sched_getaffinity(0))
         if not isinstance(num_workers, int) or num_workers < 0:
@@ -430,14 +431,14 @@ class LocalPool(Backend):
         self.started_at = time.time()
         self._lock = threading.Lock()
         self._control_lock = threading.Lock()
-        self._idle: List[WorkerProcess] = []
-        self._actors: Dict[int, WorkerProcess] = {}  # pid -> worker hosting an actor
-        self._class_blobs: Dict[type, bytes] = {}
-        self._ended: Deque[WorkerProcess] = collections.deque()  # actors that stopped, newest last
+        self._idle: list[WorkerProcess] = []
+        self._actors: dict[int, WorkerProcess] = {}  # pid -> worker hosting an actor
+        self._class_blobs: dict[type, bytes] = {}
+        self._ended: collections.deque[WorkerProcess] = collections.deque()  # actors that stopped, newest last
         self.actor_logs = ActorLogs(os.getpid())
-        self._chores: "queue.SimpleQueue[Optional[WorkerProcess]]" = queue.SimpleQueue()
+        self._chores: queue.SimpleQueue[WorkerProcess | None] = queue.SimpleQueue()
         self._closed = False
-        self._failures_reported: Set[Tuple[str, type]] = set()
+        self._failures_reported: set[tuple[str, type]] = set()
         self._status = StatusBoard(os.getpid())
         try:
             self._zygote, self._control = self._start_zygote()
@@ -450,7 +451,7 @@ class LocalPool(Backend):
         self._chores.put(None)  # fill the idle workers now
 
     # --- Backend --------------------------------------------------------------------------------
-    def create_actor(self, cls: type, args: Tuple[Any, ...], kwargs: Dict[str, Any],
+    def create_actor(self, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any],
                      options: ActorOptions) -> WorkerProcess:
         if self._closed:
             raise RuntimeError("the parl_lite pool is shut down")
@@ -467,7 +468,7 @@ class LocalPool(Backend):
             raise
         return worker
 
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> dict[str, Any]:
         """This pool as ``parl-lite status`` shows it; ``rss_mb`` is a worker's own resident memory
         (what ``max_memory`` limits), ``shared_mb`` the shared pages it maps."""
         with self._lock:
@@ -533,7 +534,7 @@ class LocalPool(Backend):
             self._class_blobs[cls] = blob
         return blob
 
-    def _take_idle_worker(self) -> Optional[WorkerProcess]:
+    def _take_idle_worker(self) -> WorkerProcess | None:
         while True:
             with self._lock:
                 if not self._idle:
@@ -575,7 +576,7 @@ class LocalPool(Backend):
         if not self._closed:
             self._chores.put(None)  # keep the warm pool full
 
-    def _start_zygote(self) -> Tuple[subprocess.Popen, socket.socket]:
+    def _start_zygote(self) -> tuple[subprocess.Popen, socket.socket]:
         ours, theirs = socket.socketpair()
         env = dict(os.environ, PARL_LITE_SYS_PATH=json.dumps([os.getcwd() if p == "" else p for p in sys.path]))
         env.update({name: str(self.threads_per_worker) for name in _THREAD_VARIABLES})
@@ -651,7 +652,8 @@ class LocalPool(Backend):
         with self._lock:
             limited = [worker for worker in self._actors.values() if worker.max_memory is not None]
         for worker in limited:
-            if worker.resident_mb() > worker.max_memory:
+            limit = worker.max_memory
+            if limit is not None and worker.resident_mb() > limit:
                 worker.kill(_OVER_MEMORY)
 
 

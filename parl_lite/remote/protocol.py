@@ -16,7 +16,7 @@ Frames: ``b"I" + pickle`` (everything inline) or ``b"S" + pickle((entries, pickl
 out-of-band buffer has an entry ``(owner, segment, offset, size)``, owner ``SENDERS`` or ``YOURS``.
 """
 import pickle
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import cloudpickle
 
@@ -48,11 +48,11 @@ _SEGMENT = b"S"
 SENDERS = "s"  # the buffer lies in a segment of the sender's
 YOURS = "y"  # the buffer lies in one of the receiver's own segments, which it lent the sender
 
-Entry = Tuple[str, str, int, int]
+Entry = tuple[str, str, int, int]
 
 
-def encode(message: Tuple[Any, ...], segments: SegmentPool, holder: Any = 0,
-           borrowed: Optional[Borrowed] = None) -> Tuple[bytes, Optional[str]]:
+def encode(message: tuple[Any, ...], segments: SegmentPool, holder: Any = 0,
+           borrowed: Borrowed | None = None) -> tuple[bytes, str | None]:
     """Serialize ``message``; return the frame and the name of the segment it filled, if any.
 
     Args:
@@ -65,8 +65,8 @@ def encode(message: Tuple[Any, ...], segments: SegmentPool, holder: Any = 0,
     Raises:
         pickle.PicklingError, TypeError, AttributeError: part of the message cannot be pickled.
     """
-    buffers: List[memoryview] = []
-    entries: List[Optional[Entry]] = []
+    buffers: list[memoryview] = []
+    entries: list[Entry | None] = []
 
     def keep_large_out_of_band(buffer: pickle.PickleBuffer) -> bool:
         raw = buffer.raw()
@@ -104,25 +104,28 @@ def settle(frame: bytes, borrowed: Borrowed, segments: SegmentPool, holder: Any 
         return frame
     entries, data = pickle.loads(memoryview(frame)[1:])
     returned = {name for owner, name, _, _ in entries if owner == YOURS}
-    kept = [index for index, (owner, name, _, _) in enumerate(entries)
-            if owner == YOURS and borrowed.in_use(name) is not None]
+    kept = {}  # entry index -> the base array something here still views
+    for index, (owner, name, _, _) in enumerate(entries):
+        base = borrowed.in_use(name) if owner == YOURS else None
+        if base is not None:
+            kept[index] = base
     borrowed.returned(returned - {entries[index][1] for index in kept})
     if not kept:
         return frame
     views = []
-    for index in kept:
-        _, name, offset, size = entries[index]
-        views.append(memoryview(borrowed.in_use(name))[offset:offset + size])
+    for index, base in kept.items():
+        _, _, offset, size = entries[index]
+        views.append(base.data.cast("B")[offset:offset + size])
     name, layout = segments.write(views, holder)
     for view in views:
         view.release()
-    for index, (offset, size) in zip(kept, layout):
+    for index, (offset, size) in zip(kept, layout, strict=True):
         entries[index] = (SENDERS, name, offset, size)
     return _SEGMENT + pickle.dumps((entries, data), protocol=5)
 
 
-def decode(frame: bytes, borrowed: Borrowed, segments: Optional[SegmentPool] = None,
-           sender: Any = 0) -> Tuple[Any, ...]:
+def decode(frame: bytes, borrowed: Borrowed, segments: SegmentPool | None = None,
+           sender: Any = 0) -> tuple[Any, ...]:
     """Rebuild a message from :func:`encode`'s frame (large arrays view shared memory, no copy).
 
     Args:
@@ -135,7 +138,7 @@ def decode(frame: bytes, borrowed: Borrowed, segments: Optional[SegmentPool] = N
     if frame[:1] == _INLINE:
         return pickle.loads(body)
     entries, data = pickle.loads(body)
-    views: Dict[Tuple[str, str], Any] = {}
+    views: dict[tuple[str, str], Any] = {}
     buffers = []
     for owner, name, offset, size in entries:
         view = views.get((owner, name))

@@ -27,7 +27,7 @@ import stat
 import threading
 import time
 import weakref
-from typing import Deque, Dict, List, Optional, Sequence, Set, Tuple, Union
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -49,8 +49,8 @@ _SELF = "self"  # holder key of a segment its owner maps itself (a reply that re
 # process left can be found and swept (by its pool's zygote, or by ``parl-lite status``)
 PROCESS_SEGMENT = "parl_lite_{pid}_"
 
-Layout = List[Tuple[int, int]]
-Holder = Union[int, str]
+Layout = list[tuple[int, int]]
+Holder = int | str
 
 
 def process_segment_name(kind: str) -> str:
@@ -59,7 +59,7 @@ def process_segment_name(kind: str) -> str:
     return f"{PROCESS_SEGMENT.format(pid=os.getpid())}{kind}_{secrets.token_hex(8)}"
 
 
-def create_exclusive(prefix: str, suffix: str = "") -> Tuple[str, int]:
+def create_exclusive(prefix: str, suffix: str = "") -> tuple[str, int]:
     """Create a new file ``<prefix><random token><suffix>`` in ``/dev/shm`` that nobody else can have
     made first; return its name and an open read-write descriptor.
 
@@ -93,7 +93,7 @@ def open_own_file(path: str, flags: int = os.O_RDONLY) -> int:
     return fd
 
 
-def _address(buffer: Union[memoryview, mmap.mmap]) -> Optional[int]:
+def _address(buffer: memoryview | mmap.mmap) -> int | None:
     """Address of a writable buffer's first byte (None for a read-only one)."""
     try:
         pointer = ctypes.c_char.from_buffer(buffer)
@@ -111,9 +111,9 @@ class _Segment:
         self.name = name
         self.fd = fd
         self.size = size
-        self.holders: Set[Holder] = set()  # receivers that map it, and _SELF
+        self.holders: set[Holder] = set()  # receivers that map it, and _SELF
         self.freed_at = 0.0
-        self.mapping: Optional[mmap.mmap] = None  # the owner's own, made when first needed
+        self.mapping: mmap.mmap | None = None  # the owner's own, made when first needed
 
 
 class SegmentPool:
@@ -130,11 +130,11 @@ class SegmentPool:
         self.prefix = prefix
         self.reserve_bytes = reserve_bytes
         self._lock = threading.Lock()
-        self._held: Dict[str, _Segment] = {}
-        self._free: Dict[str, _Segment] = {}  # oldest freed first
+        self._held: dict[str, _Segment] = {}
+        self._free: dict[str, _Segment] = {}  # oldest freed first
         self._closed = False
 
-    def write(self, buffers: Sequence[memoryview], holder: Holder = 0) -> Tuple[str, Layout]:
+    def write(self, buffers: Sequence[memoryview], holder: Holder = 0) -> tuple[str, Layout]:
         """Copy ``buffers`` into a segment lent to ``holder``; return its name and each buffer's
         (offset, size)."""
         layout: Layout = []
@@ -147,7 +147,7 @@ class SegmentPool:
             # through the sender's own mapping, kept with the segment: a memcpy, several times
             # faster than pwrite() on these machines
             target = np.frombuffer(self._mapping(segment), dtype=np.uint8)
-            for buffer, (start, nbytes) in zip(buffers, layout):
+            for buffer, (start, nbytes) in zip(buffers, layout, strict=True):
                 np.copyto(target[start:start + nbytes], np.frombuffer(buffer, dtype=np.uint8))
             del target
         except BaseException:
@@ -211,7 +211,7 @@ class SegmentPool:
         weakref.finalize(base, self.release, [name], _SELF)
         return base
 
-    def free_names(self) -> List[str]:
+    def free_names(self) -> list[str]:
         """Names of the free segments (a receiver may map them ahead: :meth:`Borrowed.prefetch`)."""
         with self._lock:
             return list(self._free)
@@ -255,7 +255,7 @@ class SegmentPool:
             segment.mapping = mmap.mmap(segment.fd, segment.size, flags=_MAP_FLAGS)
         return segment.mapping
 
-    def _free_segments(self, segments: List[_Segment]) -> None:
+    def _free_segments(self, segments: list[_Segment]) -> None:
         surplus = []
         now = time.monotonic()
         with self._lock:
@@ -272,7 +272,7 @@ class SegmentPool:
                 surplus.append(oldest)
         self._discard(surplus)
 
-    def _take_free(self, needed: int) -> Optional[_Segment]:
+    def _take_free(self, needed: int) -> _Segment | None:
         with self._lock:
             fitting = [segment for segment in self._free.values()
                        if needed <= segment.size <= 2 * needed + 4096]
@@ -282,7 +282,7 @@ class SegmentPool:
             return self._free.pop(segment.name)
 
     @staticmethod
-    def _discard(segments: List[_Segment]) -> None:
+    def _discard(segments: list[_Segment]) -> None:
         for segment in segments:
             unlink_segment(segment.name)
             os.close(segment.fd)
@@ -294,12 +294,12 @@ class Borrowed:
     def __init__(self) -> None:
         # a deque, not a locked list: _on_unmapped may run inside any code of this process, even
         # code that would hold such a lock
-        self._released: Deque[str] = collections.deque()
-        self._returned: Set[str] = set()  # handed back to the sender in a reply: no RELEASE for them
+        self._released: collections.deque[str] = collections.deque()
+        self._returned: set[str] = set()  # handed back to the sender in a reply: no RELEASE for them
         # name -> (this message's base array, its address, size)
-        self._mapped: Dict[str, Tuple["weakref.ref[np.ndarray]", int, int]] = {}
+        self._mapped: dict[str, tuple[weakref.ref[np.ndarray], int, int]] = {}
         # mappings kept for reuse: name -> (mapping, inode of the file mapped)
-        self._cache: "collections.OrderedDict[str, Tuple[mmap.mmap, int]]" = collections.OrderedDict()
+        self._cache: collections.OrderedDict[str, tuple[mmap.mmap, int]] = collections.OrderedDict()
         self._cache_lock = threading.Lock()
 
     def prefetch(self, name: str) -> None:
@@ -346,11 +346,11 @@ class Borrowed:
                 if cached is not None and cached[1] != current:
                     del self._cache[name]
 
-    def returned(self, names: Sequence[str]) -> None:
+    def returned(self, names: Iterable[str]) -> None:
         """``names`` went back to their owner in a reply, which stands for their RELEASE."""
         self._returned.update(names)
 
-    def locate(self, buffer: memoryview) -> Optional[Tuple[str, int]]:
+    def locate(self, buffer: memoryview) -> tuple[str, int] | None:
         """(segment name, offset) if ``buffer`` lies inside a segment mapped here, else None."""
         address = _address(buffer) if self._mapped else None
         if address is None:
@@ -360,12 +360,12 @@ class Borrowed:
                 return name, address - start
         return None
 
-    def in_use(self, name: str) -> Optional[np.ndarray]:
+    def in_use(self, name: str) -> np.ndarray | None:
         """The base array of the last message's buffers in ``name``, if anything still views it."""
         entry = self._mapped.get(name)
         return entry[0]() if entry is not None else None
 
-    def take_released(self) -> List[str]:
+    def take_released(self) -> list[str]:
         """Names to send back in a RELEASE message (each returned once)."""
         released = []
         while self._released:
@@ -391,7 +391,7 @@ def unlink_segment(name: str) -> None:
         pass
 
 
-def session_segments(prefix: str) -> List[str]:
+def session_segments(prefix: str) -> list[str]:
     """Names under ``prefix`` in ``/dev/shm`` (whoever made them)."""
     return [os.path.basename(path) for path in glob.glob(os.path.join(SHM_DIR, glob.escape(prefix) + "*"))]
 

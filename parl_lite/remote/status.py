@@ -16,7 +16,7 @@ import json
 import os
 import re
 import stat
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any
 
 from parl_lite.remote.shm import PROCESS_SEGMENT, SHM_DIR, create_exclusive, open_own_file, remove_session_segments
 
@@ -26,14 +26,16 @@ _PREFIX = "parl_lite_status_"
 _ENTRY = re.compile(r"^parl_lite_status_(\d+)_([0-9a-f]{16})(\.tmp)?$")
 _SEGMENT = re.compile(r"^parl_lite_(\d+)_")
 _MAX_BYTES = 64 * 2**20
-_REQUIRED = {"pid": int, "started_at": (int, float), "process_start": int, "workers": list}
+_REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "pid": int, "started_at": (int, float), "process_start": int, "workers": list,
+}
 
 
 class StatusError(RuntimeError):
     """A status entry exists but cannot be used (not ours, not a regular file, not a pool status)."""
 
 
-def process_start_time(pid: int) -> Optional[int]:
+def process_start_time(pid: int) -> int | None:
     """Start time of process ``pid`` in clock ticks since boot (None if it does not exist): with the
     pid it names one process, even after the pid is reused."""
     try:
@@ -52,7 +54,7 @@ class StatusBoard:
         os.close(fd)
         self.path = os.path.join(SHM_DIR, name)
 
-    def publish(self, status: Dict[str, Any]) -> None:
+    def publish(self, status: dict[str, Any]) -> None:
         """Replace the published status."""
         body = json.dumps(status).encode()
         name, fd = create_exclusive(os.path.basename(self.path) + ".", ".tmp")
@@ -73,14 +75,14 @@ class StatusBoard:
             pass
 
 
-def _entries(problems: Optional[List[str]]) -> List[Tuple[int, str]]:
+def _entries(problems: list[str] | None) -> list[tuple[int, str]]:
     """(owner pid, path) of this user's status entries; sweeps those of dead owners."""
     found = []
     try:
         names = os.listdir(SHM_DIR)
     except OSError:
         return []
-    dead: Set[int] = set()
+    dead: set[int] = set()
     for name in sorted(names):
         match = _ENTRY.match(name)
         if match is None:
@@ -109,7 +111,7 @@ def _entries(problems: Optional[List[str]]) -> List[Tuple[int, str]]:
     return found
 
 
-def find_pools(problems: Optional[List[str]] = None) -> List[int]:
+def find_pools(problems: list[str] | None = None) -> list[int]:
     """Pids of this user's live processes that publish a pool status on this machine.
 
     Entries whose owner is dead are swept (with the shared memory of their session).
@@ -120,7 +122,7 @@ def find_pools(problems: Optional[List[str]] = None) -> List[int]:
     return sorted({pid for pid, _ in _entries(problems)})
 
 
-def read_status(pid: int) -> Dict[str, Any]:
+def read_status(pid: int) -> dict[str, Any]:
     """Read the status published by the pool in process ``pid``.
 
     Raises:
@@ -143,7 +145,7 @@ def read_status(pid: int) -> Dict[str, Any]:
     raise StatusError("; ".join(errors))
 
 
-def _read_entry(pid: int, path: str) -> Dict[str, Any]:
+def _read_entry(pid: int, path: str) -> dict[str, Any]:
     try:
         fd = open_own_file(path)
     except PermissionError as error:
@@ -166,9 +168,9 @@ def _read_entry(pid: int, path: str) -> Dict[str, Any]:
     return status
 
 
-def survey() -> Tuple[List[Dict[str, Any]], List[str]]:
+def survey() -> tuple[list[dict[str, Any]], list[str]]:
     """The statuses of this user's live pools, and a description of each entry skipped."""
-    problems: List[str] = []
+    problems: list[str] = []
     statuses = []
     for pid in find_pools(problems):
         try:

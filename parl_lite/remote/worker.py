@@ -12,7 +12,7 @@ import select
 import sys
 import threading
 from multiprocessing.connection import Connection
-from typing import Any, List, Optional, Tuple
+from typing import Any
 
 import numpy as np
 
@@ -35,21 +35,21 @@ class _Channel:
         self.poller = select.poll()
         self.poller.register(connection.fileno(), select.POLLIN)
 
-    def send(self, message: Tuple[Any, ...]) -> None:
+    def send(self, message: tuple[Any, ...]) -> None:
         self.send_frame(protocol.encode(message, self.segments)[0])
 
     def send_frame(self, frame: bytes) -> None:
         with self.lock:
             self.connection.send_bytes(frame)
 
-    def receive(self) -> Tuple[Any, ...]:
+    def receive(self) -> tuple[Any, ...]:
         # an idle worker keeps no free segments, nor mappings of segments its caller unlinked
         while not self.poller.poll(FREE_IDLE_SECONDS * 1000):
             self.segments.trim(0.0)
             self.borrowed.trim()
         return protocol.decode(self.connection.recv_bytes(), self.borrowed, self.segments)
 
-    def reply(self, reply: Tuple[Any, ...]) -> bytes:
+    def reply(self, reply: tuple[Any, ...]) -> bytes:
         """Encode a reply; buffers of the caller's segments are referred to, not copied."""
         try:
             return protocol.encode(reply, self.segments, borrowed=self.borrowed)[0]
@@ -92,7 +92,7 @@ def serve(connection: Connection, segment_prefix: str) -> None:
     channel = _Channel(connection, SegmentPool(f"{segment_prefix}w{os.getpid()}_"))
     sys.stdout = _ForwardedStream(channel, "stdout")
     sys.stderr = _ForwardedStream(channel, "stderr")
-    actor: Optional[Any] = None
+    actor: Any | None = None
     value: Any = None
     while True:
         channel.send_releases()
@@ -115,14 +115,15 @@ def serve(connection: Connection, segment_prefix: str) -> None:
             reply = (protocol.OK, call_id, value)
         except BaseException as exc:  # sys.exit() and KeyboardInterrupt in a method are its errors too
             reply = (protocol.ERROR, call_id, RemoteFailure.from_exception(exc))
-        message = value = None  # let arguments that view the caller's shared memory go
+        del message  # let arguments that view the caller's shared memory go
+        value = None
         _flush_output()
         frame = channel.reply(reply)
-        reply = None  # now only the actor itself may still view the caller's segments
+        del reply  # now only the actor itself may still view the caller's segments
         channel.send_frame(protocol.settle(frame, channel.borrowed, channel.segments))
 
 
-def _run(actor: Optional[Any], message: Tuple[Any, ...]) -> Tuple[Any, Any]:
+def _run(actor: Any | None, message: tuple[Any, ...]) -> tuple[Any, Any]:
     """Carry out one request; return the (possibly new) actor and the request's value."""
     kind = message[0]
     if kind == protocol.CALL:
@@ -131,7 +132,8 @@ def _run(actor: Optional[Any], message: Tuple[Any, ...]) -> Tuple[Any, Any]:
         value = getattr(actor, message[2])
         return actor, MethodReference() if inspect.isroutine(value) else value
     if kind == protocol.SETATTR:
-        return actor, setattr(actor, message[2], message[3])
+        setattr(actor, message[2], message[3])
+        return actor, None
     if kind == protocol.CREATE:
         return pickle.loads(message[2])(*message[3], **message[4]), None
     raise ValueError(f"unknown message kind {kind!r}")
@@ -142,7 +144,7 @@ def _flush_output() -> None:
     sys.stderr.flush()
 
 
-def _prefetch(borrowed: Borrowed, names: List[str]) -> None:
+def _prefetch(borrowed: Borrowed, names: list[str]) -> None:
     for name in names:
         try:
             borrowed.prefetch(name)
@@ -158,7 +160,7 @@ def _warm_up(segment_prefix: str) -> None:
     frame, _ = protocol.encode((protocol.OK, 0, np.zeros(protocol.INLINE_LIMIT, np.uint8)), segments)
     message = protocol.decode(frame, borrowed)
     reply, _ = protocol.encode(message, segments, borrowed=borrowed)
-    message = None
+    del message
     protocol.settle(reply, borrowed, segments)
     segments.close()
 

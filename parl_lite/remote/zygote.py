@@ -19,13 +19,12 @@ import signal
 import socket
 import struct
 import sys
-from typing import Set
 
 _PR_SET_PDEATHSIG = 1
 PID_FORMAT = "!i"
 
 
-def _reap(children: Set[int]) -> None:
+def _reap(children: set[int]) -> None:
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -54,7 +53,7 @@ def main() -> None:
     owner = os.getppid()
     sys.path[:] = json.loads(os.environ.pop("PARL_LITE_SYS_PATH", "[]")) or sys.path
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the caller, who shuts us down
-    children: Set[int] = set()
+    children: set[int] = set()
     signal.signal(signal.SIGCHLD, lambda *_: _reap(children))
 
     import numpy  # noqa: F401  (warm imports every worker needs, done once before forking)
