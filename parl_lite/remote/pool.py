@@ -30,13 +30,13 @@ from multiprocessing.connection import Connection
 from typing import Any
 from collections.abc import Callable
 
-import cloudpickle
 
 from parl_lite.remote import protocol
 from parl_lite.remote.actor_log import ActorLogs
 from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, SerializationError
 from parl_lite.remote.futures import Future
+from parl_lite.remote.output import print_actor_output
 from parl_lite.remote.shm import Borrowed, SegmentPool, remove_session_segments
 from parl_lite.remote.status import StatusBoard, process_start_time
 from parl_lite.remote.zygote import PID_FORMAT
@@ -383,12 +383,7 @@ class WorkerProcess(ActorChannel):
         if self._pool.on_output is not None:
             self._pool.on_output(self, stream_name, text)
             return
-        stream = sys.stdout if stream_name == "stdout" else sys.stderr
-        prefix = f"({self.label}) "
-        stream.write("".join(prefix + line for line in text.splitlines(keepends=True)))
-        if not text.endswith("\n"):
-            stream.write("\n")
-        stream.flush()
+        print_actor_output(self.label, stream_name, text)
 
     def _on_exit(self) -> None:
         with self._lock:
@@ -433,7 +428,7 @@ class LocalPool(Backend):
         self._control_lock = threading.Lock()
         self._idle: list[WorkerProcess] = []
         self._actors: dict[int, WorkerProcess] = {}  # pid -> worker hosting an actor
-        self._class_blobs: dict[type, bytes] = {}
+        self._class_blobs = protocol.ClassBlobs("worker")
         self._ended: collections.deque[WorkerProcess] = collections.deque()  # actors that stopped, newest last
         self.actor_logs = ActorLogs(os.getpid())
         self._chores: queue.SimpleQueue[WorkerProcess | None] = queue.SimpleQueue()
@@ -455,7 +450,7 @@ class LocalPool(Backend):
                      options: ActorOptions) -> WorkerProcess:
         if self._closed:
             raise RuntimeError("the parl_lite pool is shut down")
-        blob = self._class_blob(cls)
+        blob = self._class_blobs.blob(cls)
         worker = self._take_idle_worker() or self._fork_worker()
         worker.max_memory = options.max_memory
         with self._lock:
@@ -522,17 +517,6 @@ class LocalPool(Backend):
     def release(self, worker: WorkerProcess) -> None:
         """Give back the worker of an actor that is no longer used; safe to call from ``__del__``."""
         self._chores.put(worker)
-
-    def _class_blob(self, cls: type) -> bytes:
-        blob = self._class_blobs.get(cls)
-        if blob is None:
-            try:
-                blob = cloudpickle.dumps(cls, protocol=5)
-            except Exception as exc:
-                raise SerializationError(f"class {cls.__qualname__} cannot be pickled to send it to a "
-                                         f"worker: {type(exc).__name__}: {exc}") from exc
-            self._class_blobs[cls] = blob
-        return blob
 
     def _take_idle_worker(self) -> WorkerProcess | None:
         while True:

@@ -20,11 +20,12 @@ from typing import Any
 
 import cloudpickle
 
+from parl_lite.remote.errors import SerializationError
 from parl_lite.remote.shm import Borrowed, SegmentPool
 
 __all__ = [
     "CREATE", "CALL", "GETATTR", "SETATTR", "STOP", "PREFETCH", "RELEASE", "OK", "ERROR", "OUTPUT",
-    "INLINE_LIMIT", "encode", "decode", "settle",
+    "INLINE_LIMIT", "encode", "decode", "settle", "ClassBlobs",
 ]
 
 # caller -> worker
@@ -152,3 +153,31 @@ def decode(frame: bytes, borrowed: Borrowed, segments: SegmentPool | None = None
             raise ValueError(f"a buffer of {size} bytes at {offset} does not fit in segment {name!r}")
         buffers.append(view[offset:offset + size])
     return pickle.loads(data, buffers=buffers)
+
+
+class ClassBlobs:
+    """Classes pickled by value (cloudpickle) once each, to build actors where they are sent.
+
+    Args:
+        destination: where the classes go ("worker", "node"), for the error message.
+    """
+
+    def __init__(self, destination: str) -> None:
+        self._destination = destination
+        self._blobs: dict[type, bytes] = {}
+
+    def blob(self, cls: type) -> bytes:
+        """``cls`` pickled, from the cache after the first time.
+
+        Raises:
+            SerializationError: the class cannot be pickled.
+        """
+        blob = self._blobs.get(cls)
+        if blob is None:
+            try:
+                blob = cloudpickle.dumps(cls, protocol=5)
+            except Exception as exc:
+                raise SerializationError(f"class {cls.__qualname__} cannot be pickled to send it to a "
+                                         f"{self._destination}: {type(exc).__name__}: {exc}") from exc
+            self._blobs[cls] = blob
+        return blob

@@ -2,7 +2,6 @@
 connection, which ends in the worker process hosting the actor."""
 import itertools
 import socket
-import sys
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -13,6 +12,7 @@ from parl_lite.remote import protocol
 from parl_lite.remote.backend import ActorChannel
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, SerializationError
 from parl_lite.remote.futures import Future
+from parl_lite.remote.output import print_actor_output
 
 if TYPE_CHECKING:
     from parl_lite.ext.cluster.client import NodeSession
@@ -225,12 +225,7 @@ class ClusterActor(ActorChannel):
             pass
 
     def _print(self, stream_name: str, text: str) -> None:
-        stream = sys.stdout if stream_name == "stdout" else sys.stderr
-        prefix = f"({self.label}) "
-        stream.write("".join(prefix + line for line in text.splitlines(keepends=True)))
-        if not text.endswith("\n"):
-            stream.write("\n")
-        stream.flush()
+        print_actor_output(self.label, stream_name, text)
 
     def give_verdict(self, kind: str, text: str) -> None:
         """The node says why this actor ended (``memory``, ``exited``, ``node``); wakes readers."""

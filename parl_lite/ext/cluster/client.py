@@ -13,14 +13,13 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import cloudpickle
 
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.channel import ClusterActor
 from parl_lite.ext.cluster.local_state import load_token
 from parl_lite.ext.cluster.shipping import DEFAULT_LIMIT_MB, collect_files
 from parl_lite.remote.backend import ActorOptions, Backend
-from parl_lite.remote.errors import SerializationError
+from parl_lite.remote.protocol import ClassBlobs
 
 __all__ = ["ClusterBackend", "NodeSession", "connect_cluster"]
 
@@ -94,7 +93,7 @@ class ClusterBackend(Backend):
         self._master_lock = threading.Lock()
         self._sessions: dict[str, NodeSession] = {}
         self._sessions_lock = threading.Lock()
-        self._class_blobs: dict[type, bytes] = {}
+        self._class_blobs = ClassBlobs("node")
         self._closings: list[ClusterActor] = []
         self._closing_wake = threading.Condition()
         self._actors: dict[str, ClusterActor] = {}
@@ -107,7 +106,7 @@ class ClusterBackend(Backend):
                      options: ActorOptions) -> ClusterActor:
         if self._closed:
             raise RuntimeError("the parl_lite cluster connection is shut down")
-        blob = self._class_blob(cls)
+        blob = self._class_blobs.blob(cls)
         place = self._ask_master({"type": "place", "timeout": self.placement_timeout})
         session = self._session(place["node_id"], place["address"], place["host"])
         actor_id = uuid.uuid4().hex[:12]
@@ -141,17 +140,6 @@ class ClusterBackend(Backend):
         self._master.close()
 
     # --- internals ------------------------------------------------------------------------------
-    def _class_blob(self, cls: type) -> bytes:
-        blob = self._class_blobs.get(cls)
-        if blob is None:
-            try:
-                blob = cloudpickle.dumps(cls, protocol=5)
-            except Exception as exc:
-                raise SerializationError(f"class {cls.__qualname__} cannot be pickled to send it to a "
-                                         f"node: {type(exc).__name__}: {exc}") from exc
-            self._class_blobs[cls] = blob
-        return blob
-
     def _ask_master(self, request: dict[str, Any]) -> dict[str, Any]:
         with self._master_lock:
             try:

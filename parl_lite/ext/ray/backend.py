@@ -19,6 +19,7 @@ from parl_lite.ext.ray.host import KV_NAMESPACE, MEMORY_KEY_PREFIX, Reply, host_
 from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, RemoteError, SerializationError
 from parl_lite.remote.futures import Future
+from parl_lite.remote.output import print_actor_output
 
 __all__ = ["RayBackend", "RayActorChannel", "start_local_ray"]
 
@@ -222,12 +223,7 @@ class _RayFuture(Future):
 def print_output(label: str, output: list[tuple[str, str]]) -> None:
     """Print an actor's output to this process's stdout/stderr, each line prefixed ``(label) ``."""
     for stream_name, text in output:
-        stream = sys.stdout if stream_name == "stdout" else sys.stderr
-        lines = text.splitlines(keepends=True)
-        stream.write("".join(f"({label}) {line}" for line in lines))
-        if not text.endswith("\n"):
-            stream.write("\n")
-        stream.flush()
+        print_actor_output(label, stream_name, text)
 
 
 class RayBackend(Backend):
