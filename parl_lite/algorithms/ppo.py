@@ -6,7 +6,7 @@ Policy and value function come from :class:`ActorCriticAlgorithm`: one shared ac
 discrete actions, a ``(mean, log_std)`` pair diagonal-Gaussian ones.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 import numpy as np
 import paddle
 
@@ -28,7 +28,7 @@ class PPO(ActorCriticAlgorithm):
         critic: a separate value model ``critic(obs) -> [batch, 1]``; None uses ``model.value``.
         lr: Adam learning rate (change it during training with ``alg.optimizer.set_lr``).
         epochs: passes over the batch per :meth:`learn`.
-        batch_size: minibatch size (the batch is shuffled each epoch).
+        batch_size: minibatch size (the batch is shuffled each epoch, unless it fits in one).
         value_coef: weight of the value loss.
         entropy_coef: weight of the entropy bonus.
         value_clip_param: clip of the value change around the old value; None: unclipped loss.
@@ -99,19 +99,13 @@ class PPO(ActorCriticAlgorithm):
         """
         keys = ("obs", "actions", "log_probs", "advantages", "returns", "values")
         batch = {key: batch[key] for key in keys}
-        n = batch["obs"].shape[0]
         with paddle.no_grad():
             old_dist = self.distribution(batch["obs"])
         stats: dict[str, list[paddle.Tensor]] = {key: [] for key in ("policy_loss", "value_loss", "entropy",
                                                                      "clip_fraction")}
-        for _ in range(self.epochs):
-            order = self.rng.permutation(n)
-            for start in range(0, n, self.batch_size):
-                index = paddle.to_tensor(order[start:start + self.batch_size])
-                mb = {key: paddle.gather(value, index) for key, value in batch.items()}
-                mb_old = _gather_distribution(old_dist, index)
-                for key, value in self._minibatch_step(mb, mb_old).items():
-                    stats[key].append(value)
+        for mb, mb_old in self._minibatches(batch, old_dist):
+            for key, value in self._minibatch_step(mb, mb_old).items():
+                stats[key].append(value)
         with paddle.no_grad():
             kl = float(old_dist.kl(self.distribution(batch["obs"])).mean())
         if self.kl_target is not None:
@@ -124,10 +118,35 @@ class PPO(ActorCriticAlgorithm):
         result.update(kl=kl, kl_coef=self.kl_coef)
         return result
 
+    def _minibatches(self, batch: dict[str, paddle.Tensor],
+                     old_dist: Distribution) -> Iterator[tuple[dict[str, paddle.Tensor], Distribution]]:
+        """Every epoch's minibatches (advantages normalised) with the old policy on their rows.
+
+        A batch no larger than ``batch_size`` is used whole in every epoch, unshuffled: its mean
+        loss does not depend on the order of its rows, and normalising it once is enough.
+        """
+        n = batch["obs"].shape[0]
+        if self.batch_size >= n:
+            whole = {**batch, "advantages": self._normalized(batch["advantages"])}
+            for _ in range(self.epochs):
+                yield whole, old_dist
+            return
+        for _ in range(self.epochs):
+            order = self.rng.permutation(n)
+            for start in range(0, n, self.batch_size):
+                index = paddle.to_tensor(order[start:start + self.batch_size])
+                mb = {key: paddle.gather(value, index) for key, value in batch.items()}
+                mb["advantages"] = self._normalized(mb["advantages"])
+                yield mb, _gather_distribution(old_dist, index)
+
+    def _normalized(self, advantages: paddle.Tensor) -> paddle.Tensor:
+        """Standardised advantages (per minibatch), when ``normalize_advantages``."""
+        if self.normalize_advantages and len(advantages) > 1:
+            return (advantages - advantages.mean()) / (_std(advantages) + 1e-8)
+        return advantages
+
     def _minibatch_step(self, mb: dict[str, paddle.Tensor], old_dist: Distribution) -> dict[str, paddle.Tensor]:
         advantages = mb["advantages"]
-        if self.normalize_advantages and len(advantages) > 1:
-            advantages = (advantages - advantages.mean()) / (_std(advantages) + 1e-8)
         dist = self.distribution(mb["obs"])
         ratio = paddle.exp(dist.log_prob(mb["actions"]) - mb["log_probs"])
         surrogate = ratio * advantages

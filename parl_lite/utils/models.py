@@ -5,14 +5,15 @@ import paddle
 import paddle.nn.functional as F
 
 from parl_lite.core.model import Model
+from parl_lite.utils.layers import Linear
 
 __all__ = ["orthogonal_linear", "mlp", "MLPActorCritic", "MLPQNetwork", "MLPActorQ"]
 
 
-def orthogonal_linear(in_dim: int, out_dim: int, gain: float) -> paddle.nn.Linear:
+def orthogonal_linear(in_dim: int, out_dim: int, gain: float) -> Linear:
     """A linear layer with orthogonal weights scaled by ``gain`` and zero bias (the usual
     actor-critic initialisation)."""
-    return paddle.nn.Linear(
+    return Linear(
         in_dim, out_dim,
         weight_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Orthogonal(float(gain))),
         bias_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.0)))
