@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from parl_lite.mkl import prefer_avx2_on_amd
 
@@ -45,7 +45,7 @@ def matmul_child(calls: int) -> dict:
     weight = paddle.randn([64, 64])
     for batch in BATCHES:
         x = paddle.randn([batch, 64])
-        figures[f"batch{batch}"] = per_call_us(lambda: paddle.matmul(x, weight), calls)
+        figures[f"batch{batch}"] = per_call_us(lambda x=x: paddle.matmul(x, weight), calls)
     try:
         import torch
     except ImportError:
@@ -55,7 +55,7 @@ def matmul_child(calls: int) -> dict:
     torch_figures = {}
     for batch in BATCHES:
         tx = torch.randn(batch, 64)
-        torch_figures[f"batch{batch}"] = per_call_us(lambda: torch.nn.functional.linear(tx, torch_weight), calls)
+        torch_figures[f"batch{batch}"] = per_call_us(lambda tx=tx: torch.nn.functional.linear(tx, torch_weight), calls)
     return {"paddle": figures, "torch": torch_figures}
 
 
@@ -79,8 +79,8 @@ def linear_layers(calls: int) -> dict:
         x = paddle.randn([batch, 64])
         theirs, ours = paddle.nn.Linear(64, 64), Linear(64, 64)
         ours.set_state_dict(theirs.state_dict())
-        figures[f"batch{batch}"] = {"paddle_nn_Linear": per_call_us(lambda: theirs(x), calls),
-                                    "parl_lite_Linear": per_call_us(lambda: ours(x), calls)}
+        figures[f"batch{batch}"] = {"paddle_nn_Linear": per_call_us(lambda theirs=theirs, x=x: theirs(x), calls),
+                                    "parl_lite_Linear": per_call_us(lambda ours=ours, x=x: ours(x), calls)}
     return figures
 
 
