@@ -8,9 +8,13 @@ __all__ = ["Evaluator"]
 
 
 class Evaluator:
-    """Plays ``episodes`` episodes with ``agent.predict`` (one observation at a time, as a batch of
-    one); episode ``k`` starts from ``reset(seed=seed + k)``, so every evaluation of a run, and of
-    a repeated run, sees the same start states.
+    """Plays ``episodes`` episodes with ``agent.predict``; episode ``k`` starts from
+    ``reset(seed=seed + k)``, so every evaluation of a run, and of a repeated run, sees the same
+    start states.
+
+    The episodes run side by side, one environment each: every step makes one batched
+    ``predict`` over the episodes still running (a tenth of the forwards of playing them one
+    after another, for the same actions).
 
     Args:
         env_id: a registered gymnasium id.
@@ -22,25 +26,28 @@ class Evaluator:
     def __init__(self, env_id: str, episodes: int, seed: int, action_scale: np.ndarray | None = None) -> None:
         if episodes <= 0:
             raise ValueError(f"eval_episodes must be positive, got {episodes}")
-        self.env = gym.make(env_id)
-        self.episodes, self.seed, self.action_scale = episodes, seed, action_scale
+        self.envs = [gym.make(env_id) for _ in range(episodes)]
+        self.seed, self.action_scale = seed, action_scale
 
     def __call__(self, predict: Callable[[np.ndarray], np.ndarray]) -> float:
         """Mean return of ``predict`` (a batch of observations -> a batch of actions)."""
-        totals = []
-        for k in range(self.episodes):
-            obs, _ = self.env.reset(seed=self.seed + k)
-            total, done = 0.0, False
-            while not done:
-                action = predict(obs[None])[0]
-                if self.action_scale is not None:
-                    action = action * self.action_scale
-                obs, reward, terminated, truncated, _ = self.env.step(action)
-                total += float(reward)
-                done = terminated or truncated
-            totals.append(total)
-        return float(np.mean(totals))
+        obs = np.stack([env.reset(seed=self.seed + k)[0] for k, env in enumerate(self.envs)])
+        totals = np.zeros(len(self.envs))
+        running = np.arange(len(self.envs))
+        while running.size:
+            actions = predict(obs[running])
+            if self.action_scale is not None:
+                actions = actions * self.action_scale
+            still_running = []
+            for k, action in zip(running, actions, strict=True):
+                obs[k], reward, terminated, truncated, _ = self.envs[k].step(action)
+                totals[k] += float(reward)
+                if not (terminated or truncated):
+                    still_running.append(k)
+            running = np.asarray(still_running, dtype=np.int64)
+        return float(totals.mean())
 
     def close(self) -> None:
-        """Close the environment."""
-        self.env.close()
+        """Close the environments."""
+        for env in self.envs:
+            env.close()

@@ -1,11 +1,10 @@
-"""Gymnasium helpers shared by the training scripts: vector environments, returns, evaluation."""
+"""Gymnasium helpers shared by the training loops: vector environments and episode returns."""
 from collections import deque
-from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["make_vector_env", "final_observations", "EpisodeReturns", "evaluate"]
+__all__ = ["make_vector_env", "final_observations", "EpisodeReturns"]
 
 
 def make_vector_env(env_id: str, num_envs: int, seed: int) -> tuple[gym.vector.VectorEnv, np.ndarray]:
@@ -71,28 +70,3 @@ class EpisodeReturns:
     def recent_mean(self) -> float:
         """Mean return of the last ``window`` finished episodes (nan before the first)."""
         return float(np.mean(self.finished)) if self.finished else float("nan")
-
-
-def evaluate(env_id: str, act: Callable[[np.ndarray], np.ndarray], episodes: int = 10, seed: int = 0) -> list[float]:
-    """Returns of ``episodes`` episodes played with ``act`` (one observation -> one action).
-
-    Args:
-        env_id: a registered gymnasium id.
-        act: the policy, usually greedy.
-        episodes: number of episodes.
-        seed: episode ``k`` starts from ``reset(seed=seed + k)``.
-    """
-    env = gym.make(env_id)
-    totals = []
-    try:
-        for k in range(episodes):
-            obs, _ = env.reset(seed=seed + k)
-            total, done = 0.0, False
-            while not done:
-                obs, reward, terminated, truncated, _ = env.step(act(obs))
-                total += float(reward)
-                done = terminated or truncated
-            totals.append(total)
-    finally:
-        env.close()
-    return totals
