@@ -6,6 +6,7 @@ import pytest
 
 import parl_lite
 from parl_lite.algorithms import A2C, DDQN, DQN, PPO
+from parl_lite.algorithms.optimizers import RMSprop
 from parl_lite.utils.models import MLPActorCritic
 
 
@@ -149,7 +150,7 @@ def test_ppo_losses_match_the_clipped_objective_by_hand():
     ratio, adv = np.exp(log_probs - batch["log_probs"]), batch["advantages"]
     expected_policy = -np.minimum(ratio * adv, np.clip(ratio, 0.8, 1.2) * adv).mean()
     clipped_values = batch["values"] + np.clip(values - batch["values"], -0.1, 0.1)
-    expected_value = 0.5 * np.maximum((values - batch["returns"]) ** 2, (clipped_values - batch["returns"]) ** 2).mean()
+    expected_value = np.maximum((values - batch["returns"]) ** 2, (clipped_values - batch["returns"]) ** 2).mean()
     stats = algorithm.learn(batch)  # one epoch, one minibatch: the stats are the pre-update losses
     assert stats["policy_loss"] == pytest.approx(expected_policy, rel=1e-5)
     assert stats["value_loss"] == pytest.approx(expected_value, rel=1e-5)
@@ -195,10 +196,45 @@ def test_a2c_loss_by_hand_and_parameters_move(optimizer):
     before = _weights(model)
     stats = algorithm.learn({key: batch[key] for key in ("obs", "actions", "advantages", "returns")})
     assert stats["policy_loss"] == pytest.approx(-(log_probs * batch["advantages"]).mean(), rel=1e-5)
-    assert stats["value_loss"] == pytest.approx(0.5 * ((values - batch["returns"]) ** 2).mean(), rel=1e-5)
+    assert stats["value_loss"] == pytest.approx(((values - batch["returns"]) ** 2).mean(), rel=1e-5)
     assert _moved(before, model.get_weights())
     with pytest.raises(ValueError, match="optimizer"):
         A2C(model, optimizer="sgd")
+
+
+def test_rmsprop_is_torchs_rmsprop_with_epsilon_outside_the_root():
+    """p -= lr * g / (sqrt(v) + eps), v = rho v + (1 - rho) g^2, on gradients from 1e-7 to 1, where
+    paddle's RMSProp (epsilon inside the root) would take other steps."""
+    rng = np.random.default_rng(0)
+    start = rng.normal(size=(5, 3)).astype(np.float32)
+    parameter = paddle.create_parameter([5, 3], "float32")
+    parameter.set_value(start)
+    optimizer = RMSprop(7e-4, rho=0.99, epsilon=1e-5, parameters=[parameter])
+    expected, mean_square = start.astype(np.float64), np.zeros((5, 3))
+    for _ in range(30):
+        grad = rng.normal(size=(5, 3)) * 10.0 ** rng.integers(-7, 1)
+        (parameter * paddle.to_tensor(grad.astype(np.float32))).sum().backward()
+        optimizer.step()
+        optimizer.clear_grad()
+        grad = grad.astype(np.float32).astype(np.float64)
+        mean_square = 0.99 * mean_square + 0.01 * grad ** 2
+        expected -= 7e-4 * grad / (np.sqrt(mean_square) + 1e-5)
+    np.testing.assert_allclose(parameter.numpy(), expected, rtol=0, atol=2e-6)
+    assert np.abs(expected - start).max() > 1e-2  # the steps were not negligible
+
+
+def test_a2c_rmsprop_state_survives_a_checkpoint(tmp_path):
+    paddle.seed(0)
+    batch = {key: _rollout_batch()[key] for key in ("obs", "actions", "advantages", "returns")}
+    trained = parl_lite.Agent(A2C(MLPActorCritic(4, 2, 16)))
+    trained.learn(batch)
+    trained.save(tmp_path / "a2c.h5", with_optimizer=True)
+    restored = parl_lite.Agent(A2C(MLPActorCritic(4, 2, 16)))
+    restored.restore(tmp_path / "a2c.h5")
+    trained.learn(batch)
+    restored.learn(batch)
+    for name, value in trained.alg.model.get_weights().items():
+        np.testing.assert_array_equal(restored.alg.model.get_weights()[name], value)
 
 
 def test_a2c_step_raises_probability_of_advantageous_action():

@@ -1,6 +1,8 @@
 """Advantage Actor-Critic (Mnih et al., 2016; the synchronous A2C variant).
 
-One gradient step per batch on ``-log pi(a|s) A + value_coef * (V(s) - R)^2 / 2 - entropy_coef * H``.
+One gradient step per batch on ``-log pi(a|s) A + value_coef * (V(s) - R)^2 - entropy_coef * H`` (the
+value term as Stable-Baselines3 writes it, so RL-Zoo's ``vf_coef`` means the same here), with RMSprop as
+torch defines it (:class:`parl_lite.algorithms.optimizers.RMSprop`).
 A2C and A3C share this update: A3C only differs in who collects the batch (asynchronous remote
 actors with slightly stale weights, see :class:`parl_lite.train.AsyncTrainer`).
 """
@@ -10,6 +12,7 @@ import paddle
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
 from parl_lite.algorithms.common import GlobalNormClip
+from parl_lite.algorithms.optimizers import RMSprop
 from parl_lite.core.model import Model
 
 __all__ = ["A2C"]
@@ -22,10 +25,11 @@ class A2C(ActorCriticAlgorithm):
         model: the policy, with ``value(obs)`` when ``critic`` is None.
         critic: a separate value model.
         lr: learning rate.
-        value_coef: weight of the value loss.
+        value_coef: weight of the value loss ``(V(s) - R)^2``.
         entropy_coef: weight of the entropy bonus.
         max_grad_norm: global gradient-norm clip; None: no clipping.
-        optimizer: ``"rmsprop"`` (decay 0.99, as SB3 and the A3C paper) or ``"adam"``.
+        optimizer: ``"rmsprop"`` (decay 0.99, epsilon 1e-5 added to the root mean square, as SB3) or
+            ``"adam"``.
         normalize_advantages: standardise the advantages of each batch.
     """
 
@@ -47,9 +51,7 @@ class A2C(ActorCriticAlgorithm):
         self.normalize_advantages = normalize_advantages
         clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
         if optimizer == "rmsprop":
-            # paddle adds epsilon inside the square root; 1e-10 there ~ torch's 1e-5 outside it
-            self.optimizer = paddle.optimizer.RMSProp(learning_rate=lr, rho=0.99, epsilon=1e-10,
-                                                      parameters=self.parameters(), grad_clip=clip)
+            self.optimizer = RMSprop(lr, rho=0.99, epsilon=1e-5, parameters=self.parameters(), grad_clip=clip)
         elif optimizer == "adam":
             self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), grad_clip=clip)
         else:
@@ -70,7 +72,7 @@ class A2C(ActorCriticAlgorithm):
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
         dist = self.distribution(obs)
         policy_loss = -(dist.log_prob(batch["actions"]) * advantages).mean()
-        value_loss = 0.5 * ((self.value(obs) - batch["returns"]) ** 2).mean()
+        value_loss = ((self.value(obs) - batch["returns"]) ** 2).mean()
         entropy = dist.entropy().mean()
         loss = policy_loss + self.value_coef * value_loss - self.entropy_coef * entropy
         loss.backward()

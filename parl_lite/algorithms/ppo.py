@@ -29,7 +29,8 @@ class PPO(ActorCriticAlgorithm):
         lr: Adam learning rate (change it during training with ``alg.optimizer.set_lr``).
         epochs: passes over the batch per :meth:`learn`.
         batch_size: minibatch size (the batch is shuffled each epoch, unless it fits in one).
-        value_coef: weight of the value loss.
+        value_coef: weight of the value loss ``(V - R)^2`` (Stable-Baselines3's form, so RL-Zoo's
+            ``vf_coef`` means the same here).
         entropy_coef: weight of the entropy bonus.
         value_clip_param: clip of the value change around the old value; None: unclipped loss.
         kl_coef: initial weight ``beta`` of the ``KL(old || new)`` penalty; 0 with ``kl_target``
@@ -163,7 +164,7 @@ class PPO(ActorCriticAlgorithm):
             clipped_value = mb["values"] + paddle.clip(value - mb["values"], -self.value_clip_param,
                                                        self.value_clip_param)
             value_loss = paddle.maximum(value_loss, (clipped_value - mb["returns"]) ** 2)
-        value_loss = 0.5 * value_loss.mean()
+        value_loss = value_loss.mean()
 
         entropy = dist.entropy().mean()
         loss = policy_loss + self.value_coef * value_loss - self.entropy_coef * entropy

@@ -16,7 +16,7 @@ generated one (``linear_0.w_0``), so a checkpoint restores into a fresh process.
 Every dataset carries the CRC-32 of its values (attribute ``crc32``, see
 :mod:`parl_lite.io.datasets`, new in format 2). Loading checks the checksums, that every value is
 finite, that each accumulator has its parameter's shape (or is a scalar such as Adam's
-``beta1_pow_acc``, which must be in (0, 1]) and that the learning-rate scheduler's step count is in
+``beta1_pow_acc``, which must be in [0, 1]) and that the learning-rate scheduler's step count is in
 range, before anything is changed. Format 1 files (no checksums) load with the value checks only.
 """
 import json
@@ -249,12 +249,12 @@ def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, vers
 
 def _check_accumulator(name: str, value: np.ndarray, parameter_shape: tuple[int, ...], slot: str) -> None:
     """An accumulator has its parameter's shape (moments, velocities) or is a scalar (powers of
-    Adam's betas, which stay in (0, 1])."""
+    Adam's betas, which stay in [0, 1]; 0 in :class:`parl_lite.algorithms.optimizers.RMSprop`)."""
     if value.dtype.kind != "f":
         raise DatasetError(f"{name}: dtype {value.dtype}, expected a float type")
     if value.size == 1 and value.shape != parameter_shape:
-        if "_pow_acc" in slot and not 0 < float(value.reshape(-1)[0]) <= 1:
-            raise DatasetError(f"{name}: {float(value.reshape(-1)[0])} is out of range (0, 1]")
+        if "_pow_acc" in slot and not 0 <= float(value.reshape(-1)[0]) <= 1:
+            raise DatasetError(f"{name}: {float(value.reshape(-1)[0])} is out of range [0, 1]")
         return
     if value.shape != parameter_shape:
         raise DatasetError(f"{name}: shape {value.shape}, expected the parameter's shape {parameter_shape}")
