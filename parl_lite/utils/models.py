@@ -22,9 +22,9 @@ def orthogonal_linear(in_dim: int, out_dim: int, gain: float) -> Linear:
 def mlp(in_dim: int, hidden: int, out_dim: int) -> paddle.nn.Sequential:
     """Two hidden ReLU layers of ``hidden`` units (the continuous-control scripts' networks)."""
     return paddle.nn.Sequential(
-        paddle.nn.Linear(in_dim, hidden), paddle.nn.ReLU(),
-        paddle.nn.Linear(hidden, hidden), paddle.nn.ReLU(),
-        paddle.nn.Linear(hidden, out_dim),
+        Linear(in_dim, hidden), paddle.nn.ReLU(),
+        Linear(hidden, hidden), paddle.nn.ReLU(),
+        Linear(hidden, out_dim),
     )
 
 
@@ -83,9 +83,9 @@ class MLPQNetwork(Model):
 
     def __init__(self, obs_dim: int, act_dim: int, hidden: int = 256) -> None:
         super().__init__()
-        self.fc1 = paddle.nn.Linear(obs_dim, hidden)
-        self.fc2 = paddle.nn.Linear(hidden, hidden)
-        self.fc3 = paddle.nn.Linear(hidden, act_dim)
+        self.fc1 = Linear(obs_dim, hidden)
+        self.fc2 = Linear(hidden, hidden)
+        self.fc3 = Linear(hidden, act_dim)
 
     def forward(self, obs: paddle.Tensor) -> paddle.Tensor:
         return self.fc3(F.relu(self.fc2(F.relu(self.fc1(obs)))))
