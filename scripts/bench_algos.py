@@ -1,17 +1,24 @@
 """Every algorithm against Stable-Baselines3, side by side in one run, and raw throughputs.
 
-    python scripts/bench_algos.py                          # time to threshold: PPO, A2C, DQN, seed 1
+    python scripts/bench_algos.py                          # time to threshold: all six below, seed 1
     python scripts/bench_algos.py --algos PPO --seeds 1 2 3
     python scripts/bench_algos.py --mode throughput        # env steps/s and updates/s of all nine
+    python scripts/bench_algos.py --mode parity            # one PPO and one A2C update, ours and SB3's
 
 Prints ONE JSON line.
 
-``--mode threshold``: for each seed, each algorithm runs its script (``scripts/train_*.py``, RL-Zoo
-hyperparameters, greedy 10-episode evaluation every ``eval_every`` steps, stop at 475) and then,
-when ``stable-baselines3`` is importable, SB3's implementation with RL-Zoo's hyperparameters for
-CartPole-v1 under the same evaluation protocol (same evaluation seeds and frequency, evaluations
-excluded from the time); the runs alternate so that a load change hits both. Each run is a fresh
-process (start-up excluded from the figures). torch runs on one thread, as paddle does.
+``--mode threshold``: for each seed, each algorithm runs its script (``scripts/train_*.py`` on
+CartPole-v1 to an evaluation mean of 475, ``scripts/*_pendulum.py`` on Pendulum-v1 to -200; greedy
+10-episode evaluations every ``eval_every`` steps) and then, when ``stable-baselines3`` is
+importable, SB3's implementation with RL-Zoo's hyperparameters for the task under the same
+evaluation protocol (same evaluation seeds and frequency, evaluations excluded from the time); the
+runs alternate so that a load change hits both. Each run is a fresh process (start-up excluded from
+the figures). torch runs on one thread, as paddle does. Per algorithm, ``over_seeds`` gives the
+medians and means of both and on how many seeds ours was faster.
+
+``--mode parity`` (needs ``stable-baselines3``): our PPO and A2C against SB3's, one update each from
+the same weights on the same CartPole batch (RL-Zoo's settings, the first update of a run): the
+largest difference between the updated weights, beside the largest change the update made.
 
 ``--mode throughput``: the baseline (the same environments stepped with random actions), and per
 algorithm environment steps/s while acting as the loops do and gradient updates/s on a batch of the
@@ -24,93 +31,150 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 SCRIPTS = Path(__file__).resolve().parent
-# script, evaluation interval, RL-Zoo's step budget for SB3
-THRESHOLD_RUNS = {"PPO": ("train_ppo.py", 2_560, 100_000), "A2C": ("train_a2c.py", 5_000, 500_000),
-                  "DQN": ("train_dqn.py", 4_096, 100_000)}
-TARGET = 475.0
+
+
+@dataclass(frozen=True)
+class ThresholdRun:
+    """One algorithm's time-to-threshold run: our script and SB3's RL-Zoo counterpart."""
+    script: str
+    env: str
+    eval_every: int
+    target: float
+    sb3_budget: int  # RL-Zoo's n_timesteps
+
+    def eval_seed(self, seed: int) -> int:
+        """First evaluation seed, as the script computes it."""
+        return 10_000_000 + 1000 * seed if self.env == "Pendulum-v1" else 10_000 + 100 * seed
+
+
+THRESHOLD_RUNS = {
+    "PPO": ThresholdRun("train_ppo.py", "CartPole-v1", 2_560, 475.0, 100_000),
+    "A2C": ThresholdRun("train_a2c.py", "CartPole-v1", 5_000, 475.0, 500_000),
+    "DQN": ThresholdRun("train_dqn.py", "CartPole-v1", 4_096, 475.0, 100_000),
+    "DDPG": ThresholdRun("ddpg_pendulum.py", "Pendulum-v1", 500, -200.0, 30_000),
+    "TD3": ThresholdRun("td3_pendulum.py", "Pendulum-v1", 500, -200.0, 30_000),
+    "SAC": ThresholdRun("sac_pendulum.py", "Pendulum-v1", 500, -200.0, 30_000),
+}
 
 
 # ---------------------------------------------------------------------------------- threshold
 def ours_to_threshold(algo: str, seed: int) -> Dict:
     """Run the script; its JSON summary gives steps and training seconds."""
-    script = THRESHOLD_RUNS[algo][0]
     with tempfile.TemporaryDirectory() as folder:
-        done = subprocess.run([sys.executable, str(SCRIPTS / script), "--seed", str(seed), "--progress-bar",
-                               "--save", str(Path(folder) / "run.h5")],
+        done = subprocess.run([sys.executable, str(SCRIPTS / THRESHOLD_RUNS[algo].script), "--seed", str(seed),
+                               "--progress-bar", "--save", str(Path(folder) / "run.h5")],
                               capture_output=True, text=True, check=True)
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     return {"steps": summary["solved_at"], "train_s": round(summary["train_seconds"], 2),
             "cpu_s": round(summary["train_cpu_seconds"], 2), "eval_return": summary["eval_return"]}
 
 
-def sb3_to_threshold(algo: str, seed: int) -> Dict:
-    """SB3 with RL-Zoo's CartPole-v1 hyperparameters, in this process (run by a child)."""
+def sb3_model(algo: str, seed: int):
+    """SB3's implementation with RL-Zoo's hyperparameters for the task (CartPole-v1 or Pendulum-v1;
+    the Pendulum budgets are raised from RL-Zoo's 20k to our scripts' 30k)."""
     import numpy as np
-    import torch
-    from stable_baselines3 import A2C, DQN, PPO
-    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.noise import NormalActionNoise
 
-    torch.set_num_threads(1)
-    eval_every, budget = THRESHOLD_RUNS[algo][1:]
     linear = lambda start: (lambda remaining: remaining * start)  # noqa: E731 - SB3's schedule form
     if algo == "PPO":
-        model = PPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=8, seed=seed), n_steps=32, batch_size=256,
-                    gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0, learning_rate=linear(1e-3),
-                    clip_range=linear(0.2), seed=seed, device="cpu")
-    elif algo == "A2C":
-        model = A2C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=8, seed=seed), ent_coef=0.0, seed=seed,
-                    device="cpu")
-    else:
-        model = DQN("MlpPolicy", "CartPole-v1", learning_rate=2.3e-3, batch_size=64, buffer_size=100_000,
-                    learning_starts=1_000, gamma=0.99, target_update_interval=10, train_freq=256,
-                    gradient_steps=128, exploration_fraction=0.16, exploration_final_eps=0.04,
-                    policy_kwargs=dict(net_arch=[256, 256]), seed=seed, device="cpu")
+        return PPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=8, seed=seed), n_steps=32, batch_size=256,
+                   gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0, learning_rate=linear(1e-3),
+                   clip_range=linear(0.2), seed=seed, device="cpu")
+    if algo == "A2C":
+        return A2C("MlpPolicy", make_vec_env("CartPole-v1", n_envs=8, seed=seed), ent_coef=0.0, seed=seed,
+                   device="cpu")
+    if algo == "DQN":
+        return DQN("MlpPolicy", "CartPole-v1", learning_rate=2.3e-3, batch_size=64, buffer_size=100_000,
+                   learning_starts=1_000, gamma=0.99, target_update_interval=10, train_freq=256,
+                   gradient_steps=128, exploration_fraction=0.16, exploration_final_eps=0.04,
+                   policy_kwargs=dict(net_arch=[256, 256]), seed=seed, device="cpu")
+    if algo == "SAC":
+        return SAC("MlpPolicy", "Pendulum-v1", learning_rate=1e-3, seed=seed, device="cpu")
+    # DDPG and TD3: RL-Zoo's Pendulum-v1 entries are the same
+    return {"DDPG": DDPG, "TD3": TD3}[algo](
+        "MlpPolicy", "Pendulum-v1", gamma=0.98, buffer_size=200_000, learning_starts=10_000,
+        action_noise=NormalActionNoise(np.zeros(1), 0.1 * np.ones(1)), gradient_steps=-1,
+        train_freq=(1, "episode"), learning_rate=1e-3, policy_kwargs=dict(net_arch=[400, 300]), seed=seed,
+        device="cpu")
 
+
+def sb3_to_threshold(algo: str, seed: int) -> Dict:
+    """SB3 under our evaluation protocol, in this process (run by a child)."""
     import gymnasium as gym
+    import numpy as np
+    import torch
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    torch.set_num_threads(1)
+    run = THRESHOLD_RUNS[algo]
+    model = sb3_model(algo, seed)
 
     class Threshold(BaseCallback):
-        """Our evaluation protocol: 10 greedy episodes from seeds 10_000 + 100 * seed + k."""
+        """Our evaluation protocol: 10 greedy episodes from the script's evaluation seeds."""
 
         def __init__(self) -> None:
             super().__init__()
             self.last_eval, self.solved_at, self.score = 0, None, float("nan")
             self.eval_seconds = self.eval_cpu_seconds = 0.0
-            self.env = gym.make("CartPole-v1")
+            self.env = gym.make(run.env)
 
         def _on_step(self) -> bool:
-            if self.num_timesteps - self.last_eval < eval_every:
+            if self.num_timesteps - self.last_eval < run.eval_every:
                 return True
             self.last_eval = self.num_timesteps
             started, cpu_started = time.perf_counter(), time.process_time()
             totals = []
             for k in range(10):
-                obs, _ = self.env.reset(seed=10_000 + 100 * seed + k)
+                obs, _ = self.env.reset(seed=run.eval_seed(seed) + k)
                 total, done = 0.0, False
                 while not done:
                     action, _ = self.model.predict(obs, deterministic=True)
-                    obs, reward, terminated, truncated, _ = self.env.step(int(action))
+                    obs, reward, terminated, truncated, _ = self.env.step(action)
                     total, done = total + float(reward), terminated or truncated
                 totals.append(total)
             self.score = float(np.mean(totals))
             self.eval_seconds += time.perf_counter() - started
             self.eval_cpu_seconds += time.process_time() - cpu_started
-            if self.score >= TARGET:
+            if self.score >= run.target:
                 self.solved_at = self.num_timesteps
                 return False
             return True
 
     callback = Threshold()
     started, cpu_started = time.perf_counter(), time.process_time()
-    model.learn(total_timesteps=budget, callback=callback)
+    model.learn(total_timesteps=run.sb3_budget, callback=callback)
     wall = time.perf_counter() - started - callback.eval_seconds
     cpu = time.process_time() - cpu_started - callback.eval_cpu_seconds
     return {"steps": callback.solved_at, "train_s": round(wall, 2), "cpu_s": round(cpu, 2),
             "eval_return": callback.score}
+
+
+def over_seeds(runs: Dict) -> Dict:
+    """Medians and means over the seeds of one algorithm's runs, ours and SB3's (an unsolved run
+    counts with the steps and seconds it spent), and on how many seeds ours was faster."""
+    import numpy as np
+
+    summary: Dict = {}
+    for side in ("ours", "sb3"):
+        entries = [seed_runs[side] for seed_runs in runs.values() if side in seed_runs]
+        if not entries:
+            continue
+        steps = [e["steps"] if e["steps"] is not None else float("nan") for e in entries]
+        seconds = [e["train_s"] for e in entries]
+        summary[side] = {"solved": sum(e["steps"] is not None for e in entries), "runs": len(entries),
+                         "median_steps": float(np.nanmedian(steps)) if any(s == s for s in steps) else None,
+                         "median_train_s": round(float(np.median(seconds)), 2),
+                         "mean_train_s": round(float(np.mean(seconds)), 2)}
+    if "sb3" in summary:
+        summary["ours_faster_on"] = sum(r["ours"]["train_s"] < r["sb3"]["train_s"] for r in runs.values())
+    return summary
 
 
 def threshold_mode(algos: List[str], seeds: List[int]) -> Dict:
@@ -122,13 +186,88 @@ def threshold_mode(algos: List[str], seeds: List[int]) -> Dict:
     result: Dict = {"sb3": sb3_version or "not installed: pip install stable-baselines3"}
     for seed in seeds:
         for algo in algos:
-            row = result.setdefault(f"{algo}_CartPole", {})
+            row = result.setdefault(f"{algo}_{THRESHOLD_RUNS[algo].env.split('-')[0]}", {})
             row[f"seed{seed}"] = entry = {"ours": ours_to_threshold(algo, seed)}
             if sb3_version:
                 done = subprocess.run([sys.executable, __file__, "--sb3-run", algo, str(seed)],
                                       capture_output=True, text=True, check=True)
                 entry["sb3"] = json.loads(done.stdout.strip().splitlines()[-1])
+    for key in [k for k in result if k != "sb3"]:
+        result[key]["over_seeds"] = over_seeds(dict(result[key]))
     return result
+
+
+# ---------------------------------------------------------------------------------- parity
+def _sb3_weights_from(model, policy) -> None:
+    """Copy an MLPActorCritic's weights into SB3's ActorCriticPolicy (paddle keeps [in, out],
+    torch [out, in])."""
+    import torch
+
+    pairs = [(model.pi1, policy.mlp_extractor.policy_net[0]), (model.pi2, policy.mlp_extractor.policy_net[2]),
+             (model.vf1, policy.mlp_extractor.value_net[0]), (model.vf2, policy.mlp_extractor.value_net[2]),
+             (model.pi_out, policy.action_net), (model.vf_out, policy.value_net)]
+    with torch.no_grad():
+        for ours, theirs in pairs:
+            theirs.weight.copy_(torch.from_numpy(ours.weight.numpy().T.copy()))
+            theirs.bias.copy_(torch.from_numpy(ours.bias.numpy()))
+
+
+def _weights(model, policy) -> Dict[str, tuple]:
+    """Each layer's parameters, ours and SB3's, as numpy arrays in paddle's layout."""
+    pairs = {"pi1": policy.mlp_extractor.policy_net[0], "pi2": policy.mlp_extractor.policy_net[2],
+             "vf1": policy.mlp_extractor.value_net[0], "vf2": policy.mlp_extractor.value_net[2],
+             "pi_out": policy.action_net, "vf_out": policy.value_net}
+    return {f"{name}.{part}": (getattr(getattr(model, name), part).numpy(),
+                               getattr(layer, part).detach().numpy().T if part == "weight"
+                               else getattr(layer, part).detach().numpy())
+            for name, layer in pairs.items() for part in ("weight", "bias")}
+
+
+def one_update_side_by_side(algo: str) -> Dict:
+    """One update of our PPO or A2C and of SB3's (RL-Zoo's CartPole-v1 settings, the first update of
+    a run) from the same weights on the same batch: how far apart the results are, against how far
+    the update moved the weights."""
+    import numpy as np
+    import paddle
+    import torch
+    from stable_baselines3.common.logger import configure
+
+    import parl_lite
+    from parl_lite import train
+    from parl_lite.algorithms import A2C, PPO
+    from parl_lite.utils.models import MLPActorCritic
+    from parl_lite.utils.rollout import VectorRollout
+
+    torch.set_num_threads(1)
+    paddle.seed(0)
+    model = MLPActorCritic(4, 2, 64)
+    if algo == "PPO":
+        ours = PPO(model, clip_param=0.2, lr=1e-3, epochs=20, batch_size=256, value_coef=0.5, entropy_coef=0.0,
+                   max_grad_norm=0.5, seed=0)
+        steps, gamma, gae_lambda = 32, 0.98, 0.8
+    else:
+        ours = A2C(model, lr=7e-4, value_coef=0.5, entropy_coef=0.0, max_grad_norm=0.5)
+        steps, gamma, gae_lambda = 5, 0.99, 1.0
+    agent = parl_lite.Agent(ours)
+    batch = train.advantage_batch(agent, VectorRollout("CartPole-v1", 8, seed=0).collect(agent.sample, steps),
+                                  gamma, gae_lambda)
+    sb3 = sb3_model(algo, 0)
+    sb3.set_logger(configure(None, []))
+    _sb3_weights_from(model, sb3.policy)
+    before = {name: pair[0].copy() for name, pair in _weights(model, sb3.policy).items()}
+    buffer = sb3.rollout_buffer
+    buffer.reset()
+    shaped = {key: value.reshape(steps, 8, *value.shape[1:]) for key, value in batch.items()}
+    for t in range(steps):
+        buffer.add(shaped["obs"][t], shaped["actions"][t], np.zeros(8), np.zeros(8),
+                   torch.from_numpy(shaped["values"][t]), torch.from_numpy(shaped["log_probs"][t]))
+    buffer.advantages[:], buffer.returns[:] = shaped["advantages"], shaped["returns"]
+    sb3.train()
+    agent.learn(batch)
+    after = _weights(model, sb3.policy)
+    difference = max(float(np.abs(mine - theirs).max()) for mine, theirs in after.values())
+    step = max(float(np.abs(mine - before[name]).max()) for name, (mine, _) in after.items())
+    return {"max_abs_difference_ours_vs_sb3": difference, "max_abs_weight_change": step}
 
 
 # ---------------------------------------------------------------------------------- throughput
@@ -237,7 +376,7 @@ def throughput_mode(seconds: float) -> Dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mode", choices=["threshold", "throughput"], default="threshold")
+    parser.add_argument("--mode", choices=["threshold", "throughput", "parity"], default="threshold")
     parser.add_argument("--algos", nargs="+", choices=sorted(THRESHOLD_RUNS), default=sorted(THRESHOLD_RUNS),
                         help="threshold mode: algorithms to run")
     parser.add_argument("--seeds", nargs="+", type=int, default=[1], help="threshold mode: seeds")
@@ -250,6 +389,8 @@ def main() -> None:
     load_before = os.getloadavg()
     if args.mode == "threshold":
         result = threshold_mode(args.algos, args.seeds)
+    elif args.mode == "parity":
+        result = {algo: one_update_side_by_side(algo) for algo in ("PPO", "A2C")}
     else:
         result = throughput_mode(args.seconds)
         import parl_lite
