@@ -13,6 +13,9 @@
   land in (results counted so far plus those running), so that with common episode seeds a stale
   candidate starts from the same states as the rest of its batch. No worker waits for a generation's
   slowest episode; the order in which results arrive depends on timing, so runs are not reproducible.
+  Each remote worker has two calls handed out (:attr:`EvaluationPool.slots`): the second waits in
+  the actor's queue, so the worker never idles while the trainer collects a result and hands out
+  the next call (a short CartPole episode takes about as long as that round trip).
 
 The trainer updates the solver between two ``next()`` calls of the generator; the next candidates
 are drawn around what it left.
@@ -76,7 +79,7 @@ def async_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None
     basis: dict = {}
     extra_round = 0
     running: dict[concurrent.futures.Future, tuple[int, list[SamplingInfo]]] = {}  # future -> (worker, infos)
-    idle = list(range(pool.size))
+    idle = [worker for worker in range(pool.size) for _ in range(pool.slots // pool.size)]
     arrived: list[tuple[SamplingInfo, dict]] = []  # (info, its row of the result)
     try:
         tick = time.perf_counter()
@@ -97,7 +100,7 @@ def async_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None
                 future = pool.submit(worker, basis, mean, std, [info.to_list() for info in infos], seeds)
                 running[future] = (worker, infos)
             done, _ = concurrent.futures.wait(list(running), return_when=concurrent.futures.FIRST_COMPLETED)
-            for future in done:
+            for future in [future for future in running if future in done]:  # in the order handed out
                 worker, infos = running.pop(future)
                 idle.append(worker)
                 result = future.result()
