@@ -95,6 +95,17 @@ def test_active_weights_follow_the_tutorial():
     assert np.all(CMAParameters.create(10, 10, 5, active=False).weights[5:] == 0)
 
 
+@pytest.mark.parametrize("n, lam", [(10, 10), (10, 40), (3, 100), (50, 30)])
+def test_the_constants_are_pycmas(n, lam):
+    cma = pytest.importorskip("cma")
+    es = cma.CMAEvolutionStrategy(np.ones(n), 0.5, {"verbose": -9, "seed": 1, "popsize": lam})
+    ours = CMAParameters.create(n, lam, lam // 2)
+    theirs = {"c1": es.sp.c1, "cmu": es.sp.cmu, "cc": es.sp.cc, "mueff": es.sp.weights.mueff,
+              "cs": es.adapt_sigma.cs, "damps": es.adapt_sigma.damps}
+    assert {key: getattr(ours, key) for key in theirs} == pytest.approx(theirs, rel=1e-12)
+    assert ours.weights == pytest.approx(np.asarray(es.sp.weights), rel=1e-12)
+
+
 def test_the_eigendecomposition_is_lazy_in_high_dimension():
     solver = _solver(0, n=300, lam=20)
     assert solver.eigen_gap > 1
