@@ -18,7 +18,6 @@ from evokit_py.rollout import NoiseSpec, Sampler, aggregate
 __all__ = ["EvaluationPool"]
 
 CHUNKS_PER_WORKER = 4  # more chunks balance better; each costs one remote call (~0.1-0.2 ms)
-CALLS_QUEUED_PER_WORKER = 2  # asynchronous mode: the running call and the next one
 
 
 class EvaluationPool:
@@ -87,12 +86,6 @@ class EvaluationPool:
     def size(self) -> int:
         """How many calls can run at once (1 for the in-process backend)."""
         return len(self.workers)
-
-    @property
-    def slots(self) -> int:
-        """How many calls to keep handed out: two per remote worker (the second waits in the actor's
-        queue, so the worker starts it without waiting for the trainer), one in process."""
-        return self.size * (CALLS_QUEUED_PER_WORKER if self.backend == "remote" else 1)
 
     def submit(self, worker: int, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
                infos: Sequence[list[int]], seeds: Sequence[list[int]]) -> concurrent.futures.Future:

@@ -13,9 +13,9 @@
   land in (results counted so far plus those running), so that with common episode seeds a stale
   candidate starts from the same states as the rest of its batch. No worker waits for a generation's
   slowest episode; the order in which results arrive depends on timing, so runs are not reproducible.
-  Each remote worker has two calls handed out (:attr:`EvaluationPool.slots`): the second waits in
-  the actor's queue, so the worker never idles while the trainer collects a result and hands out
-  the next call (a short CartPole episode takes about as long as that round trip).
+  One call per worker at a time: a second one waiting in each worker's queue gave no more
+  evaluations/s but twice the candidates in flight at each update, hence more stale samples and
+  more updates to a target (measured in docs/evokit.md).
 
 The trainer updates the solver between two ``next()`` calls of the generator; the next candidates
 are drawn around what it left.
@@ -79,7 +79,7 @@ def async_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None
     basis: dict = {}
     extra_round = 0
     running: dict[concurrent.futures.Future, tuple[int, list[SamplingInfo]]] = {}  # future -> (worker, infos)
-    idle = [worker for worker in range(pool.size) for _ in range(pool.slots // pool.size)]
+    idle = list(range(pool.size))
     arrived: list[tuple[SamplingInfo, dict]] = []  # (info, its row of the result)
     try:
         tick = time.perf_counter()
