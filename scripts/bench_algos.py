@@ -31,9 +31,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
 
 SCRIPTS = Path(__file__).resolve().parent
 
@@ -63,7 +63,7 @@ THRESHOLD_RUNS = {
 
 
 # ---------------------------------------------------------------------------------- threshold
-def ours_to_threshold(algo: str, seed: int) -> Dict:
+def ours_to_threshold(algo: str, seed: int) -> dict:
     """Run the script; its JSON summary gives steps and training seconds."""
     with tempfile.TemporaryDirectory() as folder:
         done = subprocess.run([sys.executable, str(SCRIPTS / THRESHOLD_RUNS[algo].script), "--seed", str(seed),
@@ -105,7 +105,7 @@ def sb3_model(algo: str, seed: int):
         device="cpu")
 
 
-def sb3_to_threshold(algo: str, seed: int) -> Dict:
+def sb3_to_threshold(algo: str, seed: int) -> dict:
     """SB3 under our evaluation protocol, in this process (run by a child)."""
     import gymnasium as gym
     import numpy as np
@@ -156,12 +156,12 @@ def sb3_to_threshold(algo: str, seed: int) -> Dict:
             "eval_return": callback.score}
 
 
-def over_seeds(runs: Dict) -> Dict:
+def over_seeds(runs: dict) -> dict:
     """Medians and means over the seeds of one algorithm's runs, ours and SB3's (an unsolved run
     counts with the steps and seconds it spent), and on how many seeds ours was faster."""
     import numpy as np
 
-    summary: Dict = {}
+    summary: dict = {}
     for side in ("ours", "sb3"):
         entries = [seed_runs[side] for seed_runs in runs.values() if side in seed_runs]
         if not entries:
@@ -177,13 +177,13 @@ def over_seeds(runs: Dict) -> Dict:
     return summary
 
 
-def threshold_mode(algos: List[str], seeds: List[int]) -> Dict:
+def threshold_mode(algos: list[str], seeds: list[int]) -> dict:
     try:
         import stable_baselines3
-        sb3_version: Optional[str] = stable_baselines3.__version__
+        sb3_version: str | None = stable_baselines3.__version__
     except ImportError:
         sb3_version = None
-    result: Dict = {"sb3": sb3_version or "not installed: pip install stable-baselines3"}
+    result: dict = {"sb3": sb3_version or "not installed: pip install stable-baselines3"}
     for seed in seeds:
         for algo in algos:
             row = result.setdefault(f"{algo}_{THRESHOLD_RUNS[algo].env.split('-')[0]}", {})
@@ -212,7 +212,7 @@ def _sb3_weights_from(model, policy) -> None:
             theirs.bias.copy_(torch.from_numpy(ours.bias.numpy()))
 
 
-def _weights(model, policy) -> Dict[str, tuple]:
+def _weights(model, policy) -> dict[str, tuple]:
     """Each layer's parameters, ours and SB3's, as numpy arrays in paddle's layout."""
     pairs = {"pi1": policy.mlp_extractor.policy_net[0], "pi2": policy.mlp_extractor.policy_net[2],
              "vf1": policy.mlp_extractor.value_net[0], "vf2": policy.mlp_extractor.value_net[2],
@@ -223,7 +223,7 @@ def _weights(model, policy) -> Dict[str, tuple]:
             for name, layer in pairs.items() for part in ("weight", "bias")}
 
 
-def one_update_side_by_side(algo: str) -> Dict:
+def one_update_side_by_side(algo: str) -> dict:
     """One update of our PPO or A2C and of SB3's (RL-Zoo's CartPole-v1 settings, the first update of
     a run) from the same weights on the same batch: how far apart the results are, against how far
     the update moved the weights."""
@@ -282,7 +282,7 @@ def rate(fn: Callable[[], int], seconds: float, warmup: int = 3) -> float:
     return units / (time.perf_counter() - started)
 
 
-def throughput_mode(seconds: float) -> Dict:
+def throughput_mode(seconds: float) -> dict:
     import gymnasium as gym
     import numpy as np
     import paddle
@@ -301,7 +301,7 @@ def throughput_mode(seconds: float) -> Dict:
         space = rollout.env.action_space
         return round(rate(lambda: (rollout.env.step(space.sample()), num_envs)[1], seconds))
 
-    def on_policy(algorithm, env_id: str, num_envs: int, steps: int, batch: int) -> Dict:
+    def on_policy(algorithm, env_id: str, num_envs: int, steps: int, batch: int) -> dict:
         agent = parl_lite.Agent(algorithm)
         rollout = VectorRollout(env_id, num_envs, seed=0)
         env_rate = rate(lambda: rollout.collect(agent.sample, steps)["rewards"].size, seconds)
@@ -311,7 +311,7 @@ def throughput_mode(seconds: float) -> Dict:
         return {"env_steps_per_s": round(env_rate), "updates_per_s": round(rate(lambda: (agent.learn(data), 1)[1],
                                                                                   seconds)), "batch": batch}
 
-    def off_policy(algorithm, env_id: str, exploration, batch: Dict) -> Dict:
+    def off_policy(algorithm, env_id: str, exploration, batch: dict) -> dict:
         agent = parl_lite.Agent(algorithm)
         env = gym.make(env_id)
         scale = env.action_space.high if isinstance(env.action_space, gym.spaces.Box) else 1
@@ -326,13 +326,13 @@ def throughput_mode(seconds: float) -> Dict:
         return {"env_steps_per_s": round(rate(act, seconds)),
                 "updates_per_s": round(rate(lambda: (agent.learn(batch), 1)[1], seconds)), "batch": size}
 
-    def replay_batch(size: int, obs_dim: int, act_dim: int) -> Dict:
+    def replay_batch(size: int, obs_dim: int, act_dim: int) -> dict:
         action = rng.integers(0, 2, size) if act_dim == 0 else rng.uniform(-1, 1, (size, act_dim)).astype("float32")
         return dict(obs=rng.normal(size=(size, obs_dim)).astype("float32"), action=action,
                     reward=np.ones(size, "float32"), next_obs=rng.normal(size=(size, obs_dim)).astype("float32"),
                     terminated=np.zeros(size, bool))
 
-    def asynchronous(name: str) -> Dict:
+    def asynchronous(name: str) -> dict:
         model = MLPActorCritic(4, 2, 64)
         if name == "A3C":
             trainer = train.AsyncTrainer(A2C(model), "CartPole-v1", rollout_steps=5, gae_lambda=1.0, eval_every=10**9)

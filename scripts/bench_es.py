@@ -134,7 +134,8 @@ def episodes_per_second(candidates: int, repeats: int) -> dict:
     for label, rate in best.items():
         results[f"episodes_per_s_{label}"] = round(rate, 1)
         results[f"steps_per_s_{label}"] = round(rate * steps / candidates)
-    results["speedup_2_vs_1_worker"] = round(results["episodes_per_s_2_workers"] / results["episodes_per_s_1_worker"], 2)
+    results["speedup_2_vs_1_worker"] = round(results["episodes_per_s_2_workers"]
+                                             / results["episodes_per_s_1_worker"], 2)
     return results
 
 
@@ -151,8 +152,8 @@ def _train_config(workdir: Path, mode: str, overrides, label: str = ""):
 def _balancing_policy(workdir: Path) -> Path:
     """A linear CartPole policy (no observation normalisation) that balances: the built-in job,
     trained in this process until its evaluation mean reaches 475."""
-    result = train(_train_config(workdir, "sync", ["observation_normalization=false", "train.generations=60"], "source"),
-                   backend="inprocess", echo=_quiet)
+    config = _train_config(workdir, "sync", ["observation_normalization=false", "train.generations=60"], "source")
+    result = train(config, backend="inprocess", echo=_quiet)
     if not result.solved:
         raise RuntimeError("the source policy for the async benchmark did not reach 475")
     return result.onnx_path
@@ -189,15 +190,16 @@ def async_vs_sync(generations: int, repeats: int, seeds: int) -> dict:
         times, generations_to_475 = {"sync": [], "async": []}, {"sync": [], "async": []}
         for seed in range(seeds):
             for mode in times:
-                result = train(_train_config(workdir, mode, [f"seed={seed}", f"solver.sampling.gaussian_sampling.seed={seed + 7}"]),
-                               echo=_quiet)
+                seeds_set = [f"seed={seed}", f"solver.sampling.gaussian_sampling.seed={seed + 7}"]
+                result = train(_train_config(workdir, mode, seeds_set), echo=_quiet)
                 times[mode].append(round(result.total_seconds, 2) if result.solved else None)
                 generations_to_475[mode].append(result.generations)
     figures.update({f"seconds_to_475_{mode}": values for mode, values in times.items()})
     figures.update({f"generations_to_475_{mode}": values for mode, values in generations_to_475.items()})
     solved = {mode: [t for t in values if t is not None] for mode, values in times.items()}
     if all(len(values) == seeds for values in solved.values()):
-        figures["median_seconds_to_475_async_vs_sync"] = round(float(np.median(solved["async"]) / np.median(solved["sync"])), 2)
+        ratio = float(np.median(solved["async"]) / np.median(solved["sync"]))
+        figures["median_seconds_to_475_async_vs_sync"] = round(ratio, 2)
     return figures
 
 
