@@ -46,19 +46,23 @@ class ThresholdRun:
     eval_every: int
     target: float
     sb3_budget: int  # RL-Zoo's n_timesteps
+    eval_seed_base: int  # the script's first evaluation seed is base + stride * seed
+    eval_seed_stride: int
 
     def eval_seed(self, seed: int) -> int:
         """First evaluation seed, as the script computes it."""
-        return 10_000_000 + 1000 * seed if self.env == "Pendulum-v1" else 10_000 + 100 * seed
+        return self.eval_seed_base + self.eval_seed_stride * seed
 
 
+CARTPOLE_EVAL_SEEDS = (10_000, 100)  # parl_lite.train's default eval_seed
+PENDULUM_EVAL_SEEDS = (10_000_000, 1000)  # the *_pendulum.py scripts' eval_seed
 THRESHOLD_RUNS = {
-    "PPO": ThresholdRun("train_ppo.py", "CartPole-v1", 2_560, 475.0, 100_000),
-    "A2C": ThresholdRun("train_a2c.py", "CartPole-v1", 5_000, 475.0, 500_000),
-    "DQN": ThresholdRun("train_dqn.py", "CartPole-v1", 4_096, 475.0, 100_000),
-    "DDPG": ThresholdRun("ddpg_pendulum.py", "Pendulum-v1", 500, -200.0, 30_000),
-    "TD3": ThresholdRun("td3_pendulum.py", "Pendulum-v1", 500, -200.0, 30_000),
-    "SAC": ThresholdRun("sac_pendulum.py", "Pendulum-v1", 500, -200.0, 30_000),
+    "PPO": ThresholdRun("train_ppo.py", "CartPole-v1", 2_560, 475.0, 100_000, *CARTPOLE_EVAL_SEEDS),
+    "A2C": ThresholdRun("train_a2c.py", "CartPole-v1", 5_000, 475.0, 500_000, *CARTPOLE_EVAL_SEEDS),
+    "DQN": ThresholdRun("train_dqn.py", "CartPole-v1", 4_096, 475.0, 100_000, *CARTPOLE_EVAL_SEEDS),
+    "DDPG": ThresholdRun("ddpg_pendulum.py", "Pendulum-v1", 500, -200.0, 30_000, *PENDULUM_EVAL_SEEDS),
+    "TD3": ThresholdRun("td3_pendulum.py", "Pendulum-v1", 500, -200.0, 30_000, *PENDULUM_EVAL_SEEDS),
+    "SAC": ThresholdRun("sac_pendulum.py", "Pendulum-v1", 500, -200.0, 30_000, *PENDULUM_EVAL_SEEDS),
 }
 
 
@@ -157,8 +161,9 @@ def sb3_to_threshold(algo: str, seed: int) -> dict:
 
 
 def over_seeds(runs: dict) -> dict:
-    """Medians and means over the seeds of one algorithm's runs, ours and SB3's (an unsolved run
-    counts with the steps and seconds it spent), and on how many seeds ours was faster."""
+    """Medians and means over the seeds of one algorithm's runs, ours and SB3's (steps: of the
+    solved runs; seconds: of all, an unsolved run with what it spent), and on how many seeds ours
+    was faster."""
     import numpy as np
 
     summary: dict = {}
@@ -166,10 +171,10 @@ def over_seeds(runs: dict) -> dict:
         entries = [seed_runs[side] for seed_runs in runs.values() if side in seed_runs]
         if not entries:
             continue
-        steps = [e["steps"] if e["steps"] is not None else float("nan") for e in entries]
+        solved_steps = [e["steps"] for e in entries if e["steps"] is not None]
         seconds = [e["train_s"] for e in entries]
-        summary[side] = {"solved": sum(e["steps"] is not None for e in entries), "runs": len(entries),
-                         "median_steps": float(np.nanmedian(steps)) if any(s == s for s in steps) else None,
+        summary[side] = {"solved": len(solved_steps), "runs": len(entries),
+                         "median_steps": float(np.median(solved_steps)) if solved_steps else None,
                          "median_train_s": round(float(np.median(seconds)), 2),
                          "mean_train_s": round(float(np.mean(seconds)), 2)}
     if "sb3" in summary:
@@ -193,34 +198,37 @@ def threshold_mode(algos: list[str], seeds: list[int]) -> dict:
                                       capture_output=True, text=True, check=True)
                 entry["sb3"] = json.loads(done.stdout.strip().splitlines()[-1])
     for key in [k for k in result if k != "sb3"]:
-        result[key]["over_seeds"] = over_seeds(dict(result[key]))
+        result[key]["over_seeds"] = over_seeds(result[key])
     return result
 
 
 # ---------------------------------------------------------------------------------- parity
+def _layer_pairs(model, policy) -> dict:
+    """Each MLPActorCritic layer by name, with its counterpart in SB3's ActorCriticPolicy."""
+    return {"pi1": (model.pi1, policy.mlp_extractor.policy_net[0]),
+            "pi2": (model.pi2, policy.mlp_extractor.policy_net[2]),
+            "vf1": (model.vf1, policy.mlp_extractor.value_net[0]),
+            "vf2": (model.vf2, policy.mlp_extractor.value_net[2]),
+            "pi_out": (model.pi_out, policy.action_net), "vf_out": (model.vf_out, policy.value_net)}
+
+
 def _sb3_weights_from(model, policy) -> None:
-    """Copy an MLPActorCritic's weights into SB3's ActorCriticPolicy (paddle keeps [in, out],
-    torch [out, in])."""
+    """Copy an MLPActorCritic's weights into SB3's policy (paddle keeps [in, out], torch [out, in])."""
     import torch
 
-    pairs = [(model.pi1, policy.mlp_extractor.policy_net[0]), (model.pi2, policy.mlp_extractor.policy_net[2]),
-             (model.vf1, policy.mlp_extractor.value_net[0]), (model.vf2, policy.mlp_extractor.value_net[2]),
-             (model.pi_out, policy.action_net), (model.vf_out, policy.value_net)]
     with torch.no_grad():
-        for ours, theirs in pairs:
+        for ours, theirs in _layer_pairs(model, policy).values():
             theirs.weight.copy_(torch.from_numpy(ours.weight.numpy().T.copy()))
             theirs.bias.copy_(torch.from_numpy(ours.bias.numpy()))
 
 
 def _weights(model, policy) -> dict[str, tuple]:
     """Each layer's parameters, ours and SB3's, as numpy arrays in paddle's layout."""
-    pairs = {"pi1": policy.mlp_extractor.policy_net[0], "pi2": policy.mlp_extractor.policy_net[2],
-             "vf1": policy.mlp_extractor.value_net[0], "vf2": policy.mlp_extractor.value_net[2],
-             "pi_out": policy.action_net, "vf_out": policy.value_net}
-    return {f"{name}.{part}": (getattr(getattr(model, name), part).numpy(),
-                               getattr(layer, part).detach().numpy().T if part == "weight"
-                               else getattr(layer, part).detach().numpy())
-            for name, layer in pairs.items() for part in ("weight", "bias")}
+    weights = {}
+    for name, (ours, theirs) in _layer_pairs(model, policy).items():
+        weights[f"{name}.weight"] = (ours.weight.numpy(), theirs.weight.detach().numpy().T)
+        weights[f"{name}.bias"] = (ours.bias.numpy(), theirs.bias.detach().numpy())
+    return weights
 
 
 def one_update_side_by_side(algo: str) -> dict:

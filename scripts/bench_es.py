@@ -8,7 +8,7 @@
 - ``train.mode`` async against sync on 2 workers: evaluations/s on a task whose episode lengths vary
   widely between candidates (CartPole-v1 with a 5000-step limit around a policy that balances,
   std 0.2, population 8: half the episodes end within 70 steps, 3% run the 5000), totals over
-  ``--repeats`` seeds run by both modes (one seed's share of long episodes decides its rate: sync
+  ``--async-seeds`` seeds run by both modes (one seed's share of long episodes decides its rate: sync
   evaluates the same candidates on every run of a seed, so a best-of-runs on one seed compares
   two different mixes), and the wall-clock time to an evaluation mean of 475 on CartPole-v1
   (built-in job, 3 seeds), the two modes interleaved;
@@ -149,6 +149,11 @@ def _train_config(workdir: Path, mode: str, overrides, label: str = ""):
                                  "train.workers=2", "train.checkpoint_every=1000", *overrides])
 
 
+def _seeded(seed: int) -> list[str]:
+    """The overrides that make a run of the built-in job seed ``seed`` (environments and noise)."""
+    return [f"seed={seed}", f"solver.sampling.gaussian_sampling.seed={seed + 7}"]
+
+
 def _balancing_policy(workdir: Path) -> Path:
     """A linear CartPole policy (no observation normalisation) that balances: the built-in job,
     trained in this process until its evaluation mean reaches 475."""
@@ -159,7 +164,7 @@ def _balancing_policy(workdir: Path) -> Path:
     return result.onnx_path
 
 
-def async_vs_sync(generations: int, repeats: int, seeds: int) -> dict:
+def async_vs_sync(generations: int, throughput_seeds: int, seeds: int) -> dict:
     """Evaluations/s of the two modes on widely varying episode lengths, and time to 475."""
     figures = {}
     with tempfile.TemporaryDirectory() as folder:
@@ -171,11 +176,9 @@ def async_vs_sync(generations: int, repeats: int, seeds: int) -> dict:
                   "train.target_return=null", f"train.generations={generations}", f"train.eval_every={generations}",
                   "train.eval_episodes=1"]
         totals = {mode: {"episodes": 0, "steps": 0, "seconds": 0.0} for mode in ("sync", "async")}
-        for seed in range(repeats):  # interleaved: both modes see the same background load
+        for seed in range(throughput_seeds):  # interleaved: both modes see the same background load
             for mode, total in totals.items():
-                result = train(_train_config(workdir, mode, [*varied, f"seed={seed}",
-                                                             f"solver.sampling.gaussian_sampling.seed={seed + 7}"]),
-                               echo=_quiet)
+                result = train(_train_config(workdir, mode, [*varied, *_seeded(seed)]), echo=_quiet)
                 total["episodes"] += result.episodes
                 total["steps"] += result.steps
                 total["seconds"] += result.train_seconds
@@ -190,8 +193,7 @@ def async_vs_sync(generations: int, repeats: int, seeds: int) -> dict:
         times, generations_to_475 = {"sync": [], "async": []}, {"sync": [], "async": []}
         for seed in range(seeds):
             for mode in times:
-                seeds_set = [f"seed={seed}", f"solver.sampling.gaussian_sampling.seed={seed + 7}"]
-                result = train(_train_config(workdir, mode, seeds_set), echo=_quiet)
+                result = train(_train_config(workdir, mode, _seeded(seed)), echo=_quiet)
                 times[mode].append(round(result.total_seconds, 2) if result.solved else None)
                 generations_to_475[mode].append(result.generations)
     figures.update({f"seconds_to_475_{mode}": values for mode, values in times.items()})
@@ -283,14 +285,14 @@ def cma_vs_pycma(seeds: int, generations: int) -> dict:
 @click.command()
 @click.option("--calls", default=3000, show_default=True, help="Policy calls timed per engine.")
 @click.option("--candidates", default=64, show_default=True, help="Candidates (episodes) per evaluation.")
-@click.option("--repeats", default=5, show_default=True,
-              help="Evaluations per configuration (best kept); seeds of the async/sync throughput runs.")
+@click.option("--repeats", default=5, show_default=True, help="Evaluations per configuration (best kept).")
 @click.option("--only", default="sampling,async,cma", show_default=True, help="Which parts to run.")
 @click.option("--async-generations", default=100, show_default=True, help="Generations per async/sync throughput run.")
+@click.option("--async-seeds", default=5, show_default=True, help="Seeds of the async/sync throughput runs (totals).")
 @click.option("--seeds", default=3, show_default=True, help="CartPole seeds for the time to 475.")
 @click.option("--cma-seeds", default=5, show_default=True, help="Seeds per function for CMA-ES vs pycma.")
-def main(calls: int, candidates: int, repeats: int, only: str, async_generations: int, seeds: int,
-         cma_seeds: int) -> None:
+def main(calls: int, candidates: int, repeats: int, only: str, async_generations: int, async_seeds: int,
+         seeds: int, cma_seeds: int) -> None:
     """Print one JSON line of ES figures."""
     parts = set(only.split(","))
     load_before = os.getloadavg()[0]
@@ -302,7 +304,7 @@ def main(calls: int, candidates: int, repeats: int, only: str, async_generations
         figures.update(policy_latency(calls))
     if "async" in parts:
         click.echo("async vs sync ...", err=True)
-        figures.update(async_vs_sync(async_generations, repeats, seeds))
+        figures.update(async_vs_sync(async_generations, async_seeds, seeds))
     if "cma" in parts:
         click.echo("CMA-ES vs pycma ...", err=True)
         figures.update(cma_vs_pycma(cma_seeds, 25))
