@@ -16,6 +16,10 @@
   One call per worker at a time: a second one waiting in each worker's queue gave no more
   evaluations/s but twice the candidates in flight at each update, hence more stale samples and
   more updates to a target (measured in docs/evokit.md).
+  The solution's evaluations are asynchronous too (:class:`EvaluationQueue`): their episodes go to
+  the next free workers, ahead of any candidate, and their mean return comes back during a later
+  update. An evaluation done in between (``pool.evaluate``) would be a barrier: both workers would
+  finish their candidates, play the evaluation episodes and wait for each other after every update.
 
 The trainer updates the solver between two ``next()`` calls of the generator; the next candidates
 are drawn around what it left.
@@ -33,7 +37,9 @@ from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
 from evokit_py.rollout import aggregate, candidate_episode_seeds, candidate_seeds
 
-__all__ = ["Batch", "sync_batches", "async_batches", "normalisation"]
+__all__ = ["Batch", "EvaluationQueue", "EvaluationRequest", "sync_batches", "async_batches", "normalisation"]
+
+EVALUATION_INFO = SamplingInfo(0, 0, 0).to_list()  # the solution itself (sign 0: no noise)
 
 
 @dataclass
@@ -48,6 +54,69 @@ class Batch:
     infos: list[SamplingInfo]
     result: dict
     seconds: float
+
+
+EvaluationRequest = tuple[dict, np.ndarray | None, np.ndarray | None, list[list[int]]]
+"""An evaluation of a solution: the basis (its centre), the observation mean and std, the episode seeds."""
+
+
+@dataclass
+class _Evaluation:
+    basis: dict
+    obs_mean: np.ndarray | None
+    obs_std: np.ndarray | None
+    seeds: list[list[int]]  # the episode seeds, one episode each
+    returns: dict[int, float]  # episode index -> its return, as they arrive
+
+
+class EvaluationQueue:
+    """Evaluations of the solution that ``async_batches`` runs between candidates, an episode per call,
+    ahead of any candidate; the trainer requests them and collects the finished ones.
+    """
+
+    def __init__(self) -> None:
+        self._evaluations: dict[int, _Evaluation] = {}  # generation -> evaluation, finished ones removed
+        self._waiting: deque[tuple[int, int]] = deque()  # (generation, episode index) not handed out yet
+        self._finished: list[tuple[int, float]] = []
+
+    def request(self, generation: int, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
+                seeds: list[list[int]]) -> None:
+        """Evaluate the centre of ``basis`` (the solution after ``generation``) on one episode per seed."""
+        self._evaluations[generation] = _Evaluation(basis, obs_mean, obs_std, seeds, {})
+        self._waiting.extend((generation, index) for index in range(len(seeds)))
+
+    def submit_next(self, pool: EvaluationPool,
+                    worker: int) -> tuple[concurrent.futures.Future, tuple[int, int]] | None:
+        """Start the next waiting episode on ``worker``; ``None`` when none waits."""
+        if not self._waiting:
+            return None
+        generation, index = self._waiting.popleft()
+        evaluation = self._evaluations[generation]
+        future = pool.submit(worker, evaluation.basis, evaluation.obs_mean, evaluation.obs_std, [EVALUATION_INFO],
+                             [evaluation.seeds[index]])
+        return future, (generation, index)
+
+    def record(self, episode: tuple[int, int], result: dict) -> None:
+        """Take the result of an episode :meth:`submit_next` started."""
+        generation, index = episode
+        evaluation = self._evaluations[generation]
+        evaluation.returns[index] = float(result["returns"][0])
+        if len(evaluation.returns) == len(evaluation.seeds):
+            self._finished.append((generation, float(np.mean(list(evaluation.returns.values())))))
+            del self._evaluations[generation]
+
+    def take_finished(self) -> list[tuple[int, float]]:
+        """(generation, mean return) of the evaluations finished since the last call, oldest first."""
+        finished, self._finished = sorted(self._finished), []
+        return finished
+
+    def outstanding(self) -> list[tuple[int, EvaluationRequest]]:
+        """(generation, (basis, obs mean, obs std, seeds)) of the evaluations not finished (to run them
+        whole once the workers are free); forgets them."""
+        left = [(generation, (e.basis, e.obs_mean, e.obs_std, e.seeds)) for generation, e in
+                sorted(self._evaluations.items())]
+        self._evaluations, self._waiting = {}, deque()
+        return left
 
 
 def normalisation(agent: ESAgent) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -69,16 +138,20 @@ def sync_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None,
         yield Batch(infos, result, time.perf_counter() - tick)
 
 
-def async_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None, None]:
+def async_batches(agent: ESAgent, pool: EvaluationPool,
+                  evaluations: EvaluationQueue | None = None) -> Generator[Batch, None, None]:
     """A batch whenever ``population_size`` results arrived, workers never idle between updates
-    (see the module docstring). Closing the generator waits for the candidates still running."""
+    (see the module docstring); the episodes of ``evaluations`` go first. Closing the generator
+    waits for the calls still running (and records the evaluation episodes among them)."""
     solver, config = agent.solver, agent.config
     group = 2 if config.solver.type == "BASIC_ES" and config.solver.mirrored_sampling else 1
     pending: deque = deque()  # (index, infos) of the current version not handed out yet, a call each
     version: int | None = None  # the solver version ``basis`` is of
     basis: dict = {}
     extra_round = 0
+    evaluations = evaluations if evaluations is not None else EvaluationQueue()
     running: dict[concurrent.futures.Future, tuple[int, list[SamplingInfo]]] = {}  # future -> (worker, infos)
+    evaluating: dict[concurrent.futures.Future, tuple[int, tuple[int, int]]] = {}  # future -> (worker, episode)
     idle = list(range(pool.size))
     arrived: list[tuple[SamplingInfo, dict]] = []  # (info, its row of the result)
     try:
@@ -88,6 +161,10 @@ def async_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None
                 version, basis, extra_round, pending = solver.generation, solver.basis().to_dict(), 0, deque()
             mean, std = normalisation(agent)
             while idle:
+                started = evaluations.submit_next(pool, idle[-1])
+                if started is not None:
+                    evaluating[started[0]] = (idle.pop(), started[1])
+                    continue
                 if not pending:
                     infos = solver.ask(extra_round)
                     size = len(infos)
@@ -99,7 +176,11 @@ def async_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None
                 seeds = [candidate_episode_seeds(config, batch_generation, index + k) for k in range(len(infos))]
                 future = pool.submit(worker, basis, mean, std, [info.to_list() for info in infos], seeds)
                 running[future] = (worker, infos)
-            done, _ = concurrent.futures.wait(list(running), return_when=concurrent.futures.FIRST_COMPLETED)
+            done, _ = concurrent.futures.wait([*running, *evaluating], return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in [future for future in evaluating if future in done]:
+                worker, episode = evaluating.pop(future)
+                idle.append(worker)
+                evaluations.record(episode, future.result())
             for future in [future for future in running if future in done]:  # in the order handed out
                 worker, infos = running.pop(future)
                 idle.append(worker)
@@ -113,4 +194,7 @@ def async_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None
                 yield Batch([info for info, _ in batch], result, time.perf_counter() - tick)
                 tick = time.perf_counter()
     finally:
-        concurrent.futures.wait(list(running))
+        concurrent.futures.wait([*running, *evaluating])
+        for future, (_, episode) in evaluating.items():
+            if future.exception() is None:
+                evaluations.record(episode, future.result())

@@ -5,7 +5,10 @@ Per generation (update): a batch of ``population_size`` evaluated candidates arr
 ``async``); the solver is told their mean returns; the observation statistics take in their
 observations; every ``eval_every`` generations the current solution is evaluated on
 ``eval_episodes`` episodes, and training stops when their mean reaches ``target_return`` (or when
-the solver says it is done: a CMA-ES termination criterion). In sync mode every random draw depends
+the solver says it is done: a CMA-ES termination criterion). In async mode that evaluation runs
+between the candidates (:class:`evokit_py.schedule.EvaluationQueue`) and its result arrives during a
+later generation (a row of the CSV is written once its evaluation is known, so that row ``g``
+holds the evaluation of the solution after generation ``g`` in both modes). In sync mode every random draw depends
 only on (seed, generation, index), so a run resumed from a checkpoint ends exactly where the
 uninterrupted run does. The exported policy is the best evaluated solution with the observation
 statistics it was evaluated with.
@@ -32,10 +35,9 @@ import numpy as np
 from evokit_py.agent import ESAgent
 from evokit_py.checkpoint import check_trainer_extra, read_checkpoint
 from evokit_py.config import ConfigError, ESConfig
-from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
 from evokit_py.rollout import ObsStats, episode_seed
-from evokit_py.schedule import async_batches, normalisation, sync_batches
+from evokit_py.schedule import EVALUATION_INFO, EvaluationQueue, async_batches, normalisation, sync_batches
 from evokit_py.solvers.base import Basis
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
@@ -98,6 +100,11 @@ class _Progress:
     train_seconds: float = 0.0
     episodes: int = 0
     steps: int = 0
+
+    def record(self, value: float, params: np.ndarray, obs_stats: dict[str, np.ndarray]) -> None:
+        """Keep ``params`` (and the statistics they were evaluated with) if ``value`` is the best so far."""
+        if value > self.best_return:
+            self.best_return, self.best_params, self.best_obs_stats = value, params, obs_stats
 
     def to_extra(self) -> dict:
         obs = {f"best_obs_stats/{key}": value for key, value in self.best_obs_stats.items()}
@@ -189,10 +196,9 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
              f"{_noise_text(agent)}, "
              f"start-up {time.perf_counter() - started:.2f}s")
         with _StopFlag() as stop, open(csv_path, "w", newline="") as csv_file:
-            writer = csv.DictWriter(csv_file, CSV_FIELDS)
-            writer.writeheader()
-            writer.writerows(rows)
-            batches = (async_batches if hp.mode == "async" else sync_batches)(agent, pool)
+            log = _ProgressLog(csv_file, rows)
+            evaluator = _Evaluator(agent, pool, EvaluationQueue() if hp.mode == "async" else None)
+            batches = async_batches(agent, pool, evaluator.queue) if evaluator.queue else sync_batches(agent, pool)
             reporter = Reporter(config.solver.type, hp.generations, solver.generation, progress_bar,
                                 unit="generation", echo=echo)
             while solver.generation < hp.generations and not solved and stop_reason is None:
@@ -210,24 +216,27 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 progress.train_seconds += elapsed
                 progress.episodes += len(infos) * config.env.episodes_per_candidate
                 progress.steps += int(result["steps"])
-                eval_return = math.nan
                 if (generation + 1) % hp.eval_every == 0 or generation + 1 == hp.generations:
-                    eval_return = _evaluate_solution(agent, pool, generation)
-                    if eval_return > progress.best_return:
-                        progress.best_return, progress.best_params = eval_return, solver.solution()
-                        progress.best_obs_stats = agent.obs_stats.state_dict()
-                    solved = hp.target_return is not None and eval_return >= hp.target_return
-                    last_eval = eval_return
-                    if solved:
-                        solved_at = progress.steps
+                    evaluator.request(generation)
+                last_run = solver.generation >= hp.generations or stop_reason is not None
+                if last_run:
+                    batches.close()  # async: the workers are free, evaluations still due are run whole
+                finished = evaluator.finished(last_run)
+                for _, value, params, obs_stats in finished:
+                    progress.record(value, params, obs_stats)
+                    last_eval = value
+                    if hp.target_return is not None and value >= hp.target_return and not solved:
+                        solved, solved_at = True, progress.steps
+                eval_return = finished[-1][1] if finished and finished[-1][0] == generation else math.nan
                 returns = result["returns"]
                 row = {"generation": generation + 1, "mean_return": float(returns.mean()),
                        "max_return": float(returns.max()), "min_return": float(returns.min()),
                        "eval_return": eval_return, "episodes": progress.episodes, "steps": progress.steps,
                        "train_seconds": round(progress.train_seconds, 4),
                        "episodes_per_second": round(len(infos) * config.env.episodes_per_candidate / elapsed, 1)}
-                writer.writerow(row)
-                csv_file.flush()
+                log.add(row, awaiting=evaluator.awaits(generation))
+                for evaluated, value, *_ in finished:
+                    log.evaluated(evaluated + 1, value)
                 _report(reporter, solver.generation, progress.train_seconds - resumed_seconds, row, last_eval,
                         solver.dropped_samples)
                 if solver.generation % hp.checkpoint_every == 0:
@@ -235,6 +244,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 if stop.requested:
                     interrupted = True
                     break
+            log.close()
         checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo)
     finally:
         if reporter is not None:
@@ -325,15 +335,88 @@ def _noise_text(agent: ESAgent) -> str:
     return f"noise table {spec.table_name} ({spec.table_size * 4 / 2**20:.1f} MB shared)"
 
 
-def _evaluate_solution(agent: ESAgent, pool: EvaluationPool, generation: int) -> float:
-    """Mean return of the current solution over ``eval_episodes`` episodes (one job each)."""
+class _ProgressLog:
+    """The rows of progress.csv, each written once the evaluation of its generation (if one was
+    requested) is known: in async mode that is one or more generations later."""
+
+    def __init__(self, csv_file, earlier_rows: list[dict]):
+        self._file = csv_file
+        self._writer = csv.DictWriter(csv_file, CSV_FIELDS)
+        self._writer.writeheader()
+        self._writer.writerows(earlier_rows)
+        self._held: list[tuple[dict, bool]] = []  # (row, still awaiting its evaluation), oldest first
+
+    def add(self, row: dict, awaiting: bool) -> None:
+        self._held.append((row, awaiting))
+        self._write_ready()
+
+    def evaluated(self, generation: int, value: float) -> None:
+        """Fill in the evaluation of the row of ``generation`` (1-based, as in the CSV)."""
+        for index, (row, _) in enumerate(self._held):
+            if row["generation"] == generation:
+                row["eval_return"] = value
+                self._held[index] = (row, False)
+        self._write_ready()
+
+    def _write_ready(self) -> None:
+        while self._held and not self._held[0][1]:
+            self._writer.writerow(self._held.pop(0)[0])
+        self._file.flush()
+
+    def close(self) -> None:
+        """Write what is held (rows whose evaluation never came keep ``nan``)."""
+        self._held = [(row, False) for row, _ in self._held]
+        self._write_ready()
+
+
+class _Evaluator:
+    """Evaluations of the solution: at once (sync mode), or through ``queue`` between the candidates
+    (async mode), each reported with the solution and observation statistics it evaluated."""
+
+    def __init__(self, agent: ESAgent, pool: EvaluationPool, queue: EvaluationQueue | None):
+        self.agent, self.pool, self.queue = agent, pool, queue
+        self._solutions: dict[int, tuple[np.ndarray, dict]] = {}  # generation -> (solution, obs stats)
+        self._done: list[tuple[int, float]] = []
+
+    def request(self, generation: int) -> None:
+        """Evaluate the current solution, the one after ``generation``."""
+        self._solutions[generation] = (self.agent.solver.solution(), self.agent.obs_stats.state_dict())
+        if self.queue is None:
+            self._done.append((generation, _evaluate(self.pool, *_evaluation(self.agent, generation))))
+        else:
+            self.queue.request(generation, *_evaluation(self.agent, generation))
+
+    def awaits(self, generation: int) -> bool:
+        """Whether an evaluation of the solution after ``generation`` is still to come."""
+        return generation in self._solutions
+
+    def finished(self, wait: bool) -> list[tuple[int, float, np.ndarray, dict]]:
+        """(generation, mean return, solution, obs stats) of the evaluations finished since the last
+        call; ``wait``: also those still due (run whole: the caller has stopped the candidates)."""
+        done, self._done = self._done, []
+        if self.queue is not None:
+            done += self.queue.take_finished()
+            if wait:
+                done += [(generation, _evaluate(self.pool, *request))
+                         for generation, request in self.queue.outstanding()]
+        return [(generation, value, *self._solutions.pop(generation)) for generation, value in done]
+
+
+def _evaluation(agent: ESAgent, generation: int) -> tuple[dict, np.ndarray | None, np.ndarray | None,
+                                                         list[list[int]]]:
+    """What evaluating the current solution after ``generation`` takes: its basis (the solution, no
+    noise), the observation normalisation, and one episode seed per evaluation episode."""
     config = agent.config
     mean, std = normalisation(agent)
-    count = config.train.eval_episodes
-    basis = Basis(agent.solver.solution()[None], 0.0)
-    infos = [SamplingInfo(0, 0, 0).to_list()] * count
-    seeds = [[episode_seed(config.seed, generation, _EVAL_INDEX + j, 0)] for j in range(count)]
-    return float(pool.evaluate(basis.to_dict(), mean, std, infos, seeds)["returns"].mean())
+    seeds = [[episode_seed(config.seed, generation, _EVAL_INDEX + j, 0)] for j in range(config.train.eval_episodes)]
+    return Basis(agent.solver.solution()[None], 0.0).to_dict(), mean, std, seeds
+
+
+def _evaluate(pool: EvaluationPool, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
+              seeds: list[list[int]]) -> float:
+    """Mean return of the centre of ``basis`` over one episode per seed (one job each)."""
+    infos = [EVALUATION_INFO] * len(seeds)
+    return float(pool.evaluate(basis, obs_mean, obs_std, infos, seeds)["returns"].mean())
 
 
 def _read_rows(csv_path: Path, generation: int) -> list[dict]:

@@ -1,6 +1,7 @@
 """Asynchronous updates: versioned sampling infos, EvoKit's correction of stale BASIC_ES samples,
-refusal beyond max_staleness, es-train's async mode (checkpoint and resume) and an offline update
-mixing versions."""
+refusal beyond max_staleness, es-train's async mode (evaluations between candidates, checkpoint and
+resume) and an offline update mixing versions."""
+import csv
 import json
 
 import numpy as np
@@ -103,6 +104,40 @@ def test_async_with_one_in_process_worker_is_the_sync_run(tmp_path):
     asynchronous = train(_config(tmp_path / "async", "train.generations=3", "train.mode=async"),
                          backend="inprocess", echo=lambda line: None)
     assert np.array_equal(sync.params, asynchronous.params) and sync.episodes == asynchronous.episodes
+
+
+def _evaluations(result) -> list[tuple[int, float]]:
+    """(generation, eval_return) of every row of a run's progress.csv."""
+    with open(result.csv_path, newline="") as handle:
+        return [(int(row["generation"]), float(row["eval_return"])) for row in csv.DictReader(handle)]
+
+
+@pytest.mark.timeout(60)
+def test_async_evaluations_match_sync_ones_row_for_row(tmp_path):
+    """One in-process worker: an evaluation requested after update g runs before the next batch's
+    candidates and lands in row g when it arrives; same solution, normalisation and episodes as sync."""
+    overrides = ["train.generations=5", "train.eval_every=1"]
+    sync = train(_config(tmp_path / "sync", *overrides), backend="inprocess", echo=lambda line: None)
+    asynchronous = train(_config(tmp_path / "async", *overrides, "train.mode=async"), backend="inprocess",
+                         echo=lambda line: None)
+    assert _evaluations(asynchronous) == _evaluations(sync)
+    assert [generation for generation, _ in _evaluations(sync)] == [1, 2, 3, 4, 5]
+    assert asynchronous.best_eval_return == sync.best_eval_return
+    assert np.array_equal(asynchronous.params, sync.params)  # the best evaluated solution, kept when requested
+
+
+@pytest.mark.timeout(120)
+def test_async_evaluations_on_the_pool_fill_every_row(tmp_path):
+    config = _config(tmp_path, "train.generations=8", "train.eval_every=1", "train.mode=async",
+                     "env.max_steps=200", "solver.max_staleness=8")
+    try:
+        result = train(config, backend="remote", echo=lambda line: None)
+    finally:
+        parl_lite.shutdown()
+    evaluations = _evaluations(result)
+    assert [generation for generation, _ in evaluations] == list(range(1, 9))
+    assert all(np.isfinite(value) for _, value in evaluations)
+    assert result.best_eval_return == max(value for _, value in evaluations)
 
 
 @pytest.mark.timeout(180)
