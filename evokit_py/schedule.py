@@ -74,7 +74,8 @@ class EvaluationQueue:
     ahead of any candidate; the trainer requests them and collects the finished ones.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, target: float | None = None) -> None:
+        self.target = target  # a finished evaluation at least this good ends a wait at once (``async_batches``)
         self._evaluations: dict[int, _Evaluation] = {}  # generation -> evaluation, finished ones removed
         self._waiting: deque[tuple[int, int]] = deque()  # (generation, episode index) not handed out yet
         self._finished: list[tuple[int, float]] = []
@@ -104,6 +105,10 @@ class EvaluationQueue:
         if len(evaluation.returns) == len(evaluation.seeds):
             self._finished.append((generation, float(np.mean(list(evaluation.returns.values())))))
             del self._evaluations[generation]
+
+    def reached_target(self) -> bool:
+        """Whether an evaluation not taken yet reached :attr:`target`."""
+        return self.target is not None and any(value >= self.target for _, value in self._finished)
 
     def take_finished(self) -> list[tuple[int, float]]:
         """(generation, mean return) of the evaluations finished since the last call, oldest first."""
@@ -139,10 +144,12 @@ def sync_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None,
 
 
 def async_batches(agent: ESAgent, pool: EvaluationPool,
-                  evaluations: EvaluationQueue | None = None) -> Generator[Batch, None, None]:
+                  evaluations: EvaluationQueue | None = None) -> Generator[Batch | None, None, None]:
     """A batch whenever ``population_size`` results arrived, workers never idle between updates
-    (see the module docstring); the episodes of ``evaluations`` go first. Closing the generator
-    waits for the calls still running (and records the evaluation episodes among them)."""
+    (see the module docstring); the episodes of ``evaluations`` go first, and ``None`` comes as soon
+    as one of them reached its target (the trainer can stop without waiting for the next batch).
+    Closing the generator waits for the calls still running (and records the evaluation episodes
+    among them)."""
     solver, config = agent.solver, agent.config
     group = 2 if config.solver.type == "BASIC_ES" and config.solver.mirrored_sampling else 1
     pending: deque = deque()  # (index, infos) of the current version not handed out yet, a call each
@@ -181,6 +188,8 @@ def async_batches(agent: ESAgent, pool: EvaluationPool,
                 worker, episode = evaluating.pop(future)
                 idle.append(worker)
                 evaluations.record(episode, future.result())
+            if evaluations.reached_target():
+                yield None
             for future in [future for future in running if future in done]:  # in the order handed out
                 worker, infos = running.pop(future)
                 idle.append(worker)

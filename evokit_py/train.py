@@ -197,13 +197,18 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
              f"start-up {time.perf_counter() - started:.2f}s")
         with _StopFlag() as stop, open(csv_path, "w", newline="") as csv_file:
             log = _ProgressLog(csv_file, rows)
-            evaluator = _Evaluator(agent, pool, EvaluationQueue() if hp.mode == "async" else None)
+            evaluator = _Evaluator(agent, pool, EvaluationQueue(hp.target_return) if hp.mode == "async" else None)
             batches = async_batches(agent, pool, evaluator.queue) if evaluator.queue else sync_batches(agent, pool)
             reporter = Reporter(config.solver.type, hp.generations, solver.generation, progress_bar,
                                 unit="generation", echo=echo)
             while solver.generation < hp.generations and not solved and stop_reason is None:
                 cpu_tick = time.process_time()
                 batch = next(batches)
+                if batch is None:  # async: an evaluation reached the target before the next update
+                    last_eval, solved = _take_evaluations(evaluator.finished(False), progress, log, hp.target_return,
+                                                          last_eval)
+                    solved_at = progress.steps
+                    continue
                 tick = time.perf_counter()
                 generation = solver.generation
                 infos, result = batch.infos, batch.result
@@ -222,11 +227,9 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 if last_run:
                     batches.close()  # async: the workers are free, evaluations still due are run whole
                 finished = evaluator.finished(last_run)
-                for _, value, params, obs_stats in finished:
-                    progress.record(value, params, obs_stats)
-                    last_eval = value
-                    if hp.target_return is not None and value >= hp.target_return and not solved:
-                        solved, solved_at = True, progress.steps
+                last_eval, reached = _take_evaluations(finished, progress, log, hp.target_return, last_eval)
+                if reached and not solved:
+                    solved, solved_at = True, progress.steps
                 eval_return = finished[-1][1] if finished and finished[-1][0] == generation else math.nan
                 returns = result["returns"]
                 row = {"generation": generation + 1, "mean_return": float(returns.mean()),
@@ -235,8 +238,6 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                        "train_seconds": round(progress.train_seconds, 4),
                        "episodes_per_second": round(len(infos) * config.env.episodes_per_candidate / elapsed, 1)}
                 log.add(row, awaiting=evaluator.awaits(generation))
-                for evaluated, value, *_ in finished:
-                    log.evaluated(evaluated + 1, value)
                 _report(reporter, solver.generation, progress.train_seconds - resumed_seconds, row, last_eval,
                         solver.dropped_samples)
                 if solver.generation % hp.checkpoint_every == 0:
@@ -333,6 +334,22 @@ def _noise_text(agent: ESAgent) -> str:
     if spec.table_name is None:
         return "noise from per-sample seeds"
     return f"noise table {spec.table_name} ({spec.table_size * 4 / 2**20:.1f} MB shared)"
+
+
+def _take_evaluations(finished: list[tuple[int, float, np.ndarray, dict]], progress: _Progress, log: "_ProgressLog",
+                      target: float | None, last_eval: float) -> tuple[float, bool]:
+    """Record finished evaluations (the best solution kept, the rows held for them filled in).
+
+    Returns:
+        The last mean return (``last_eval`` when none finished) and whether one reached ``target``.
+    """
+    reached = False
+    for generation, value, params, obs_stats in finished:
+        progress.record(value, params, obs_stats)
+        log.evaluated(generation + 1, value)
+        last_eval = value
+        reached = reached or (target is not None and value >= target)
+    return last_eval, reached
 
 
 class _ProgressLog:

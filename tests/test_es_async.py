@@ -126,6 +126,20 @@ def test_async_evaluations_match_sync_ones_row_for_row(tmp_path):
     assert np.array_equal(asynchronous.params, sync.params)  # the best evaluated solution, kept when requested
 
 
+@pytest.mark.timeout(60)
+def test_async_stops_as_soon_as_an_evaluation_reaches_the_target(tmp_path):
+    """One in-process worker: the evaluation after update g runs before any candidate of the next
+    batch, so async stops at sync's generation (not after one more batch), with sync's weights."""
+    overrides = ["train.generations=20", "train.eval_every=1", "train.target_return=60"]
+    sync = train(_config(tmp_path / "sync", *overrides), backend="inprocess", echo=lambda line: None)
+    asynchronous = train(_config(tmp_path / "async", *overrides, "train.mode=async"), backend="inprocess",
+                         echo=lambda line: None)
+    assert sync.solved and 1 < sync.generations < 20
+    assert asynchronous.solved and asynchronous.generations == sync.generations
+    assert asynchronous.summary.solved_at == sync.summary.solved_at == sync.steps
+    assert np.array_equal(asynchronous.params, sync.params) and _evaluations(asynchronous) == _evaluations(sync)
+
+
 @pytest.mark.timeout(120)
 def test_async_evaluations_on_the_pool_fill_every_row(tmp_path):
     config = _config(tmp_path, "train.generations=8", "train.eval_every=1", "train.mode=async",
