@@ -195,8 +195,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
              f"{config.solver.population_size}, {hp.workers} worker(s) ({hp.address or backend}), {hp.mode} updates, "
              f"{_noise_text(agent)}, "
              f"start-up {time.perf_counter() - started:.2f}s")
-        with _StopFlag() as stop, open(csv_path, "w", newline="") as csv_file:
-            log = _ProgressLog(csv_file, rows)
+        with _StopFlag() as stop, _ProgressLog(csv_path, rows) as log:
             evaluator = _Evaluator(agent, pool, EvaluationQueue(hp.target_return) if hp.mode == "async" else None)
             batches = async_batches(agent, pool, evaluator.queue) if evaluator.queue else sync_batches(agent, pool)
             reporter = Reporter(config.solver.type, hp.generations, solver.generation, progress_bar,
@@ -245,7 +244,6 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 if stop.requested:
                     interrupted = True
                     break
-            log.close()
         checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo)
     finally:
         if reporter is not None:
@@ -353,15 +351,24 @@ def _take_evaluations(finished: list[tuple[int, float, np.ndarray, dict]], progr
 
 
 class _ProgressLog:
-    """The rows of progress.csv, each written once the evaluation of its generation (if one was
-    requested) is known: in async mode that is one or more generations later."""
+    """progress.csv (rewritten from ``earlier_rows``); each new row is written once the evaluation of
+    its generation, if one was requested, is known: in async mode one or more generations later.
+    Leaving the ``with`` block writes the rows still held (their evaluation stays ``nan``)."""
 
-    def __init__(self, csv_file, earlier_rows: list[dict]):
-        self._file = csv_file
-        self._writer = csv.DictWriter(csv_file, CSV_FIELDS)
+    def __init__(self, path: Path, earlier_rows: list[dict]):
+        self._file = open(path, "w", newline="")
+        self._writer = csv.DictWriter(self._file, CSV_FIELDS)
         self._writer.writeheader()
         self._writer.writerows(earlier_rows)
         self._held: list[tuple[dict, bool]] = []  # (row, still awaiting its evaluation), oldest first
+
+    def __enter__(self) -> "_ProgressLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._held = [(row, False) for row, _ in self._held]
+        self._write_ready()
+        self._file.close()
 
     def add(self, row: dict, awaiting: bool) -> None:
         self._held.append((row, awaiting))
@@ -379,11 +386,6 @@ class _ProgressLog:
         while self._held and not self._held[0][1]:
             self._writer.writerow(self._held.pop(0)[0])
         self._file.flush()
-
-    def close(self) -> None:
-        """Write what is held (rows whose evaluation never came keep ``nan``)."""
-        self._held = [(row, False) for row, _ in self._held]
-        self._write_ready()
 
 
 class _Evaluator:
