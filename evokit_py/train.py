@@ -8,9 +8,9 @@ observations; every ``eval_every`` generations the current solution is evaluated
 the solver says it is done: a CMA-ES termination criterion). In async mode that evaluation runs
 between the candidates (:class:`evokit_py.schedule.EvaluationQueue`) and its result arrives during a
 later generation (a row of the CSV is written once its evaluation is known, so that row ``g``
-holds the evaluation of the solution after generation ``g`` in both modes). In sync mode every random draw depends
-only on (seed, generation, index), so a run resumed from a checkpoint ends exactly where the
-uninterrupted run does. The exported policy is the best evaluated solution with the observation
+holds the evaluation of the solution after generation ``g`` in both modes). In sync mode every
+random draw depends only on (seed, generation, index), so a run resumed from a checkpoint ends
+exactly where the uninterrupted run does. The exported policy is the best evaluated solution with the observation
 statistics it was evaluated with.
 
 The first Ctrl-C finishes the current generation, writes a checkpoint and stops; a second one
@@ -37,7 +37,8 @@ from evokit_py.checkpoint import check_trainer_extra, read_checkpoint
 from evokit_py.config import ConfigError, ESConfig
 from evokit_py.pool import EvaluationPool
 from evokit_py.rollout import ObsStats, episode_seed
-from evokit_py.schedule import EVALUATION_INFO, EvaluationQueue, async_batches, normalisation, sync_batches
+from evokit_py.schedule import (EVALUATION_INFO, EvaluationQueue, EvaluationRequest, async_batches, normalisation,
+                                sync_batches)
 from evokit_py.solvers.base import Basis
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
@@ -421,8 +422,7 @@ class _Evaluator:
         return [(generation, value, *self._solutions.pop(generation)) for generation, value in done]
 
 
-def _evaluation(agent: ESAgent, generation: int) -> tuple[dict, np.ndarray | None, np.ndarray | None,
-                                                         list[list[int]]]:
+def _evaluation(agent: ESAgent, generation: int) -> EvaluationRequest:
     """What evaluating the current solution after ``generation`` takes: its basis (the solution, no
     noise), the observation normalisation, and one episode seed per evaluation episode."""
     config = agent.config
