@@ -10,8 +10,8 @@ between the candidates (:class:`evokit_py.schedule.EvaluationQueue`) and its res
 later generation (a row of the CSV is written once its evaluation is known, so that row ``g``
 holds the evaluation of the solution after generation ``g`` in both modes). In sync mode every
 random draw depends only on (seed, generation, index), so a run resumed from a checkpoint ends
-exactly where the uninterrupted run does. The exported policy is the best evaluated solution with the observation
-statistics it was evaluated with.
+exactly where the uninterrupted run does. The exported policy is the best evaluated solution with
+the observation statistics it was evaluated with.
 
 The first Ctrl-C finishes the current generation, writes a checkpoint and stops; a second one
 interrupts at once.
@@ -223,21 +223,20 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 progress.steps += int(result["steps"])
                 if (generation + 1) % hp.eval_every == 0 or generation + 1 == hp.generations:
                     evaluator.request(generation)
-                last_run = solver.generation >= hp.generations or stop_reason is not None
-                if last_run:
-                    batches.close()  # async: the workers are free, evaluations still due are run whole
-                finished = evaluator.finished(last_run)
-                last_eval, reached = _take_evaluations(finished, progress, log, hp.target_return, last_eval)
-                if reached and not solved:
-                    solved, solved_at = True, progress.steps
-                eval_return = finished[-1][1] if finished and finished[-1][0] == generation else math.nan
                 returns = result["returns"]
                 row = {"generation": generation + 1, "mean_return": float(returns.mean()),
                        "max_return": float(returns.max()), "min_return": float(returns.min()),
-                       "eval_return": eval_return, "episodes": progress.episodes, "steps": progress.steps,
+                       "eval_return": math.nan, "episodes": progress.episodes, "steps": progress.steps,
                        "train_seconds": round(progress.train_seconds, 4),
                        "episodes_per_second": round(len(infos) * config.env.episodes_per_candidate / elapsed, 1)}
-                log.add(row, awaiting=evaluator.awaits(generation))
+                log.add(row, awaiting=evaluator.awaits(generation))  # filled in when its evaluation arrives
+                last_run = solver.generation >= hp.generations or stop_reason is not None
+                if last_run:
+                    batches.close()  # async: the workers are free, evaluations still due are run whole
+                last_eval, reached = _take_evaluations(evaluator.finished(last_run), progress, log,
+                                                       hp.target_return, last_eval)
+                if reached and not solved:
+                    solved, solved_at = True, progress.steps
                 _report(reporter, solver.generation, progress.train_seconds - resumed_seconds, row, last_eval,
                         solver.dropped_samples)
                 if solver.generation % hp.checkpoint_every == 0:
