@@ -21,7 +21,7 @@ import numpy as np
 
 from parl_lite.remote.shm import process_segment_name
 
-__all__ = ["SamplingInfo", "NoiseSource", "NoiseTable", "attach_shared_memory"]
+__all__ = ["SamplingInfo", "NoiseSource", "NoiseTable", "StreamNoise", "attach_shared_memory"]
 
 
 @dataclass(frozen=True)
@@ -184,3 +184,35 @@ class NoiseSource:
         if self.table is not None:
             return self.table.values[info.offset:info.offset + self.dim]
         return np.random.default_rng(info.seed).standard_normal(self.dim, dtype=np.float32)
+
+
+class StreamNoise(NoiseSource):
+    """Noise taken in order from one float64 stream, numpy's legacy ``RandomState(seed).randn``: the
+    k-th candidate drawn gets the stream's k-th block of ``dim`` values.
+
+    pycma samples this way (``np.random.seed(seed)``, then ``randn(lam, n)`` each generation), so a
+    solver given this source sees pycma's draws for the same seed, draw for draw: a comparison of
+    two implementations of one algorithm rather than of two samples of its randomness. For a solver
+    used on its own, in one process: only the latest draw is kept, and the stream's position is not
+    part of a checkpoint.
+    """
+
+    def __init__(self, seed: int, dim: int):
+        super().__init__(seed, dim)
+        self._stream = np.random.RandomState(seed)
+        self._drawn = 0
+        self._latest: dict[int, np.ndarray] = {}
+
+    def draw(self, rng: np.random.Generator, count: int) -> list[SamplingInfo]:
+        """The next ``count`` blocks of the stream (``rng`` is not used)."""
+        offsets = range(self._drawn * self.dim, (self._drawn + count) * self.dim, self.dim)
+        self._latest = dict(zip(offsets, self._stream.randn(count, self.dim), strict=True))
+        self._drawn += count
+        return [SamplingInfo(self.seed, offset, 1) for offset in offsets]
+
+    def get(self, info: SamplingInfo) -> np.ndarray:
+        """The float64 block at ``info.offset``, which must belong to the latest draw."""
+        try:
+            return self._latest[info.offset]
+        except KeyError:
+            raise ValueError(f"StreamNoise keeps its latest draw only: offset {info.offset} is not in it") from None

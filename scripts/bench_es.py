@@ -15,7 +15,10 @@
   async against sync), the two modes interleaved;
 - CMA-ES against pycma (``pip install cma``; skipped without it), same functions, seeds, lambda,
   sigma0 and start: evaluations to 1e-8 on the 10-D sphere, ellipsoid (condition 1e6) and
-  Rosenbrock (medians over 5 seeds), and milliseconds per generation at 500-D (sphere, lambda 22).
+  Rosenbrock (medians over 5 seeds), ours given pycma's normal draws (``StreamNoise``: the same
+  seed then means the same samples, so the figures compare the implementations, not two draws of
+  the randomness) and, beside it, ours on its own draws; and milliseconds per generation at 500-D
+  (sphere, lambda 22).
 
     python scripts/bench_es.py [--candidates 64] [--repeats 3] [--only sampling,async,cma]
 """
@@ -24,6 +27,7 @@ import multiprocessing
 import os
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import click
@@ -31,7 +35,7 @@ import numpy as np
 
 from evokit_py.agent import ESAgent
 from evokit_py.config import parse_config, resolve_config
-from evokit_py.noise import NoiseSource
+from evokit_py.noise import NoiseSource, StreamNoise
 from evokit_py.policy import OnnxPolicy, build_mlp
 from evokit_py.pool import EvaluationPool
 from evokit_py.rollout import episode_seed
@@ -222,10 +226,11 @@ def _rosenbrock(x):
 CMA_FUNCTIONS = {"sphere": (_sphere, 1.0), "ellipsoid": (_ellipsoid, 1.0), "rosenbrock": (_rosenbrock, 0.0)}
 
 
-def _our_cma(x0: np.ndarray, sigma0: float, lam: int, seed: int):
+def _our_cma(x0: np.ndarray, sigma0: float, lam: int, seed: int, pycma_draws: bool = False):
     config = parse_config({"solver": {"type": "CMA_ES", "population_size": lam, "sampling": {
         "gaussian_sampling": {"std": sigma0, "seed": seed, "cached": False}}}})
-    solver = make_solver(config.solver, x0, NoiseSource(seed, len(x0)))
+    noise = StreamNoise(seed, len(x0)) if pycma_draws else NoiseSource(seed, len(x0))
+    solver = make_solver(config.solver, x0, noise)
 
     def generation(f):
         infos = solver.ask()
@@ -264,11 +269,15 @@ def cma_vs_pycma(seeds: int, generations: int) -> dict:
     figures = {"pycma_version": cma.__version__}
     for name, (f, start) in CMA_FUNCTIONS.items():
         x0 = np.full(10, start)
-        ours = [_evaluations_to(_our_cma(x0, 0.5, 10, seed), f, 10) for seed in range(1, seeds + 1)]
-        theirs = [_evaluations_to(_pycma(cma, x0, 0.5, 10, seed), f, 10) for seed in range(1, seeds + 1)]
-        figures[f"cma_evals_{name}_ours"] = ours
-        figures[f"cma_evals_{name}_pycma"] = theirs
-        figures[f"cma_evals_{name}_median_ours_vs_pycma"] = [int(np.median(ours)), int(np.median(theirs))]
+        runs = {"ours": partial(_our_cma, x0, 0.5, 10, pycma_draws=True),
+                "ours_own_draws": partial(_our_cma, x0, 0.5, 10),
+                "pycma": partial(_pycma, cma, x0, 0.5, 10)}
+        counts = {label: [_evaluations_to(run(seed), f, 10) for seed in range(1, seeds + 1)]
+                  for label, run in runs.items()}
+        figures.update({f"cma_evals_{name}_{label}": values for label, values in counts.items()})
+        for label in ("ours", "ours_own_draws"):
+            figures[f"cma_evals_{name}_median_{label}_vs_pycma"] = [int(np.median(counts[label])),
+                                                                    int(np.median(counts["pycma"]))]
     dim = 500
     lam = 4 + int(3 * np.log(dim))
     runs = {"ours": _our_cma(np.ones(dim), 0.5, lam, 1), "pycma": _pycma(cma, np.ones(dim), 0.5, lam, 1)}

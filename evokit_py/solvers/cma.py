@@ -6,7 +6,11 @@ restarts (the population doubles at each restart). The step-size control is the 
 by default, which differs from the tutorial's Table 1: ``cs = (mueff + 2) / (n + mueff + 3)`` (at most
 1/2), damping ``1 + 2 max(0, d sqrt((mueff - 1) / (n + 1)) - 1) + cs`` with ``d = max(1, 3 (1 -
 0.5^(n / 9)))``, and the stall of the rank-one update when ``|ps|^2 / n`` exceeds ``2 + 4 / (n + 1)``;
-the other constants are the tutorial's, which are pycma's too.
+the other constants are the tutorial's, which are pycma's too. Like pycma, ``chi_n`` is the exact
+E|N(0, I)| (the tutorial gives an approximation) and C starts at ``diag(exp(1e-4 i / n))``, a spread
+too small to matter that keeps the eigenvalues distinct. Given pycma's normal draws
+(:class:`~evokit_py.noise.StreamNoise`), a run's iterates are pycma's to rounding (1e-12 after 100
+generations) until two candidates' ranks swap on a last bit.
 
 Candidates are ``mean + sigma * B D z`` with ``z`` the noise of a sampling info, so evaluators only
 need the basis (mean, sigma, B·D) and the infos. The separable variant (``diagonal``, Ros & Hansen
@@ -69,8 +73,9 @@ class CMAParameters:
         cs = min(0.5, (mueff + 2) / (n + mueff + 3))
         damp_inner = max(1.0, 3 * (1 - 0.5 ** (n / 9)))
         damps = 1 + 2 * max(0.0, damp_inner * math.sqrt((mueff - 1) / (n + 1)) - 1) + cs
+        chi_n = math.sqrt(2) * math.exp(math.lgamma((n + 1) / 2) - math.lgamma(n / 2))  # E|N(0, I)|
         return cls(weights=weights, mu=mu, mueff=float(mueff), cc=(4 + mueff / n) / (n + 4 + 2 * mueff / n), cs=cs,
-                   c1=c1, cmu=cmu, damps=damps, chi_n=math.sqrt(n) * (1 - 1 / (4 * n) + 1 / (21 * n * n)))
+                   c1=c1, cmu=cmu, damps=damps, chi_n=chi_n)
 
 
 class CMAES(Solver):
@@ -106,9 +111,10 @@ class CMAES(Solver):
         self.params = CMAParameters.create(n, lam, mu, cma.active, self.diagonal)
         self.mean = self.x0.copy()
         self.sigma = self.sigma0
-        self.C = np.ones(n) if self.diagonal else np.eye(n)
+        variances = np.exp(1e-4 / n * np.arange(n))  # pycma's start (module docstring)
+        self.C = variances if self.diagonal else np.diag(variances)
         self.B: np.ndarray | None = None if self.diagonal else np.eye(n)
-        self.D = np.ones(n)
+        self.D = np.sqrt(variances)
         self.pc = np.zeros(n)
         self.ps = np.zeros(n)
         self.run_generation = 0
@@ -163,8 +169,8 @@ class CMAES(Solver):
             self.pc += math.sqrt(p.cc * (2 - p.cc) * p.mueff) * y_w
         weights = p.weights.copy()
         negative = weights < 0
-        if negative.any():  # active CMA: C^-1/2 y = B z, so |C^-1/2 y|^2 = |z|^2
-            weights[negative] *= n / np.maximum(np.sum(z[negative] ** 2, axis=1), 1e-300)
+        if negative.any():  # active CMA: |C^-1/2 y| = |B z| = |z|; pycma's 1e-9 guards a zero z
+            weights[negative] *= n / (np.linalg.norm(z[negative], axis=1) + 1e-9) ** 2
         delta_h = (1 - h_sigma) * p.cc * (2 - p.cc)
         decay = 1 + p.c1 * delta_h - p.c1 - p.cmu * p.weights.sum()
         used = weights != 0
