@@ -11,8 +11,10 @@
   ``--async-seeds`` seeds run by both modes (one seed's share of long episodes decides its rate: sync
   evaluates the same candidates on every run of a seed, so a best-of-runs on one seed compares
   two different mixes), and the wall-clock time to an evaluation mean of 475 on CartPole-v1
-  (built-in job, ``--seeds`` seeds, the whole ``train`` call; the median and the sum over seeds,
-  async against sync), the two modes interleaved;
+  (built-in job, ``--seeds`` seeds, the whole ``train`` call, a seed's median over ``--runs-475``
+  runs since one run's time varies by 10% with the machine's load and async's update count with
+  the order results arrive in; the median and the sum over seeds, async against sync), the two
+  modes interleaved;
 - CMA-ES against pycma (``pip install cma``; skipped without it), same functions, seeds, lambda,
   sigma0 and start: evaluations to 1e-8 on the 10-D sphere, ellipsoid (condition 1e6) and
   Rosenbrock (medians over 5 seeds), ours given pycma's normal draws (``StreamNoise``: the same
@@ -169,7 +171,7 @@ def _balancing_policy(workdir: Path) -> Path:
     return result.onnx_path
 
 
-def async_vs_sync(generations: int, throughput_seeds: int, seeds: int) -> dict:
+def async_vs_sync(generations: int, throughput_seeds: int, seeds: int, runs_475: int) -> dict:
     """Evaluations/s of the two modes on widely varying episode lengths, and time to 475."""
     figures = {}
     with tempfile.TemporaryDirectory() as folder:
@@ -195,20 +197,29 @@ def async_vs_sync(generations: int, throughput_seeds: int, seeds: int) -> dict:
                         for mode, total in totals.items()})
         figures["async_vs_sync_evaluations_per_s"] = round(rates["async"] / rates["sync"], 2)
         figures["async_vs_sync_steps_per_s"] = round(step_rates["async"] / step_rates["sync"], 2)
-        times, generations_to_475 = {"sync": [], "async": []}, {"sync": [], "async": []}
+        runs: dict[str, list[list]] = {"sync": [], "async": []}  # per seed: (seconds or None, generations) per run
         for seed in range(seeds):
-            for mode in times:
-                result = train(_train_config(workdir, mode, _seeded(seed)), echo=_quiet)
-                times[mode].append(round(result.total_seconds, 2) if result.solved else None)
-                generations_to_475[mode].append(result.generations)
+            for mode in runs:
+                runs[mode].append([])
+            for _ in range(runs_475):  # interleaved, so that both modes see the same background load
+                for mode in runs:
+                    result = train(_train_config(workdir, mode, _seeded(seed)), echo=_quiet)
+                    runs[mode][-1].append((result.total_seconds if result.solved else None, result.generations))
+    times = {mode: [_median_or_none([t for t, _ in seed_runs]) for seed_runs in per_seed]
+             for mode, per_seed in runs.items()}
     figures.update({f"seconds_to_475_{mode}": values for mode, values in times.items()})
-    figures.update({f"generations_to_475_{mode}": values for mode, values in generations_to_475.items()})
-    solved = {mode: [t for t in values if t is not None] for mode, values in times.items()}
-    if all(len(values) == seeds for values in solved.values()):
-        ratio = float(np.median(solved["async"]) / np.median(solved["sync"]))
+    figures.update({f"generations_to_475_{mode}": [[g for _, g in seed_runs] for seed_runs in per_seed]
+                    for mode, per_seed in runs.items()})
+    if all(None not in values for values in times.values()):
+        ratio = float(np.median(times["async"]) / np.median(times["sync"]))
         figures["median_seconds_to_475_async_vs_sync"] = round(ratio, 2)
-        figures["total_seconds_to_475_async_vs_sync"] = round(sum(solved["async"]) / sum(solved["sync"]), 2)
+        figures["total_seconds_to_475_async_vs_sync"] = round(sum(times["async"]) / sum(times["sync"]), 2)
     return figures
+
+
+def _median_or_none(seconds: list) -> float | None:
+    """The median of a seed's runs, ``None`` when one of them did not reach the target."""
+    return None if None in seconds else round(float(np.median(seconds)), 3)
 
 
 def _sphere(x):
@@ -301,9 +312,11 @@ def cma_vs_pycma(seeds: int, generations: int) -> dict:
 @click.option("--async-generations", default=100, show_default=True, help="Generations per async/sync throughput run.")
 @click.option("--async-seeds", default=5, show_default=True, help="Seeds of the async/sync throughput runs (totals).")
 @click.option("--seeds", default=3, show_default=True, help="CartPole seeds for the time to 475.")
+@click.option("--runs-475", default=3, show_default=True,
+              help="Runs per seed and mode for the time to 475 (the seed's median is kept).")
 @click.option("--cma-seeds", default=5, show_default=True, help="Seeds per function for CMA-ES vs pycma.")
 def main(calls: int, candidates: int, repeats: int, only: str, async_generations: int, async_seeds: int,
-         seeds: int, cma_seeds: int) -> None:
+         seeds: int, runs_475: int, cma_seeds: int) -> None:
     """Print one JSON line of ES figures."""
     parts = set(only.split(","))
     load_before = os.getloadavg()[0]
@@ -315,7 +328,7 @@ def main(calls: int, candidates: int, repeats: int, only: str, async_generations
         figures.update(policy_latency(calls))
     if "async" in parts:
         click.echo("async vs sync ...", err=True)
-        figures.update(async_vs_sync(async_generations, async_seeds, seeds))
+        figures.update(async_vs_sync(async_generations, async_seeds, seeds, runs_475))
     if "cma" in parts:
         click.echo("CMA-ES vs pycma ...", err=True)
         figures.update(cma_vs_pycma(cma_seeds, 25))
