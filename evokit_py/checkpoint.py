@@ -7,7 +7,8 @@ Layout (``FORMAT_VERSION`` 2)::
     /params      the solver's current solution (flat float64)
     /solver/*    the solver's state arrays (optimizer moments under solver/optimizer/*)
     /obs_stats/* count, sum, sumsq of the observation normalisation
-    /extra/*     whatever the caller adds (the trainer: best parameters and return, timings)
+    /extra/*     whatever the caller adds (the trainer: best parameters and return, timings,
+                 the CSV rows held for their evaluation, the solutions still to evaluate: log/*)
 
 Every dataset carries the CRC-32 of its values (attribute ``crc32``, see
 :mod:`parl_lite.io.datasets`), the config text its own (``config_crc32``). Reading checks them and
@@ -167,8 +168,11 @@ def check_trainer_extra(groups: dict[str, dict[str, np.ndarray]], path: "str | o
         if np.shape(extra["best_params"]) != params_shape:
             raise DatasetError(f"extra/best_params: shape {np.shape(extra['best_params'])}, expected {params_shape}")
         for key, value in extra.items():
-            if key != "best_return":
+            if key not in ("best_return", "log/held_evals"):  # nan: not evaluated (yet)
                 check_finite(f"extra/{key}", value)
+        pending = extra.get("log/pending_solutions")
+        if pending is not None and pending.shape[1:] != params_shape:
+            raise DatasetError(f"extra/log/pending_solutions: shape {pending.shape}, expected (k, *{params_shape})")
         if np.isnan(extra["best_return"]) or extra["best_return"] == np.inf:
             raise DatasetError(f"extra/best_return: {float(extra['best_return'])} is out of range")
         for key in ("episodes", "steps"):

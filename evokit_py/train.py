@@ -11,7 +11,9 @@ later generation (a row of the CSV is written once its evaluation is known, so t
 holds the evaluation of the solution after generation ``g`` in both modes). In sync mode every
 random draw depends only on (seed, generation, index), so a run resumed from a checkpoint ends
 exactly where the uninterrupted run does. The exported policy is the best evaluated solution with
-the observation statistics it was evaluated with.
+the observation statistics it was evaluated with. A checkpoint also carries the CSV rows still held
+for their evaluation and the solutions those evaluations are of, so that a run resumed after a kill
+or a Ctrl-C in async mode writes every row and runs the evaluations that were lost.
 
 The first Ctrl-C finishes the current generation, writes a checkpoint and stops; a second one
 interrupts at once.
@@ -37,8 +39,7 @@ from evokit_py.checkpoint import check_trainer_extra, read_checkpoint
 from evokit_py.config import ConfigError, ESConfig
 from evokit_py.pool import EvaluationPool
 from evokit_py.rollout import ObsStats, episode_seed
-from evokit_py.schedule import (EVALUATION_INFO, EvaluationQueue, EvaluationRequest, async_batches, normalisation,
-                                sync_batches)
+from evokit_py.schedule import EVALUATION_INFO, EvaluationQueue, EvaluationRequest, async_batches, sync_batches
 from evokit_py.solvers.base import Basis
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
@@ -50,6 +51,7 @@ CSV_NAME = "progress.csv"
 ONNX_NAME = "policy.onnx"
 CSV_FIELDS = ["generation", "mean_return", "max_return", "min_return", "eval_return", "episodes", "steps",
               "train_seconds", "episodes_per_second"]
+_INTEGER_FIELDS = ("generation", "episodes", "steps")
 _EVAL_INDEX = 1 << 30  # episode-seed namespace of evaluation episodes
 _BYTES_PER_CANDIDATE = 1024  # sampling info, seeds and result of one candidate, in the trainer's memory
 
@@ -178,9 +180,14 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     solver = agent.solver
     progress = _Progress(-math.inf, solver.solution(), agent.obs_stats.state_dict())
     rows: list[dict] = []
+    held_rows: list[dict] = []
+    pending: dict[int, tuple[np.ndarray, dict]] = {}
     if resume and checkpoint_path.is_file():
-        progress = _Progress.from_extra(agent.load_solver(checkpoint_path), agent.obs_stats)
-        rows = _read_rows(csv_path, solver.generation)
+        extra = agent.load_solver(checkpoint_path)
+        progress = _Progress.from_extra(extra, agent.obs_stats)
+        held_rows, pending = _ProgressLog.held_from_extra(extra), _Evaluator.pending_from_extra(extra)
+        held = {row["generation"] for row in held_rows}
+        rows = [row for row in _read_rows(csv_path, solver.generation) if int(row["generation"]) not in held]
         echo(f"resumed from {checkpoint_path} at generation {solver.generation}")
     pool = batches = reporter = None
     solved = interrupted = False
@@ -198,6 +205,9 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
              f"start-up {time.perf_counter() - started:.2f}s")
         with _StopFlag() as stop, _ProgressLog(csv_path, rows) as log:
             evaluator = _Evaluator(agent, pool, EvaluationQueue(hp.target_return) if hp.mode == "async" else None)
+            for row in held_rows:
+                log.add(row, awaiting=row["generation"] - 1 in pending)
+            evaluator.restore(pending)
             batches = async_batches(agent, pool, evaluator.queue) if evaluator.queue else sync_batches(agent, pool)
             reporter = Reporter(config.solver.type, hp.generations, solver.generation, progress_bar,
                                 unit="generation", echo=echo)
@@ -240,11 +250,11 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 _report(reporter, solver.generation, progress.train_seconds - resumed_seconds, row, last_eval,
                         solver.dropped_samples)
                 if solver.generation % hp.checkpoint_every == 0:
-                    checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo)
+                    checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, log, evaluator, echo)
                 if stop.requested:
                     interrupted = True
                     break
-        checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, echo)
+            checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, log, evaluator, echo)
     finally:
         if reporter is not None:
             reporter.close()
@@ -316,10 +326,12 @@ def _check_before_training(config: ESConfig, log_dir: Path, checkpoint_path: Pat
         check_trainer_extra(groups, checkpoint_path)
 
 
-def _save_checkpoint(agent: ESAgent, path: Path, progress: "_Progress", echo: Callable[[str], None]) -> str | None:
-    """Write a checkpoint; on failure say so and return why (training goes on: the policy is kept)."""
+def _save_checkpoint(agent: ESAgent, path: Path, progress: "_Progress", log: "_ProgressLog", evaluator: "_Evaluator",
+                     echo: Callable[[str], None]) -> str | None:
+    """Write a checkpoint (with the rows held for their evaluation and the solutions still to be
+    evaluated); on failure say so and return why (training goes on: the policy is kept)."""
     try:
-        agent.save_solver(path, extra=progress.to_extra())
+        agent.save_solver(path, extra={**progress.to_extra(), **log.to_extra(), **evaluator.to_extra()})
     except OSError as error:
         reason = f"cannot write checkpoint {path}: {error}"
         echo(f"es-train: warning: {reason}; training goes on")
@@ -387,6 +399,26 @@ class _ProgressLog:
             self._writer.writerow(self._held.pop(0)[0])
         self._file.flush()
 
+    def to_extra(self) -> dict[str, np.ndarray]:
+        """The rows not written yet, for a checkpoint (their evaluations apart: nan where none yet)."""
+        rows = [row for row, _ in self._held]
+        values = np.array([[row[key] for key in CSV_FIELDS if key != "eval_return"] for row in rows], dtype=np.float64)
+        return {"log/held_rows": values.reshape(len(rows), len(CSV_FIELDS) - 1),
+                "log/held_evals": np.array([row["eval_return"] for row in rows], dtype=np.float64)}
+
+    @staticmethod
+    def held_from_extra(extra: dict[str, np.ndarray]) -> list[dict]:
+        """The rows :meth:`to_extra` saved (none in a checkpoint from before it)."""
+        if "log/held_rows" not in extra:
+            return []
+        fields = [key for key in CSV_FIELDS if key != "eval_return"]
+        rows = []
+        for values, evaluation in zip(extra["log/held_rows"], extra["log/held_evals"], strict=True):
+            row = {key: int(value) if key in _INTEGER_FIELDS else float(value)
+                   for key, value in zip(fields, values, strict=True)}
+            rows.append({**row, "eval_return": float(evaluation)})
+        return rows
+
 
 class _Evaluator:
     """Evaluations of the solution: at once (sync mode), or through ``queue`` between the candidates
@@ -399,11 +431,42 @@ class _Evaluator:
 
     def request(self, generation: int) -> None:
         """Evaluate the current solution, the one after ``generation``."""
-        self._solutions[generation] = (self.agent.solver.solution(), self.agent.obs_stats.state_dict())
+        self._request(generation, self.agent.solver.solution(), self.agent.obs_stats.state_dict())
+
+    def restore(self, pending: dict[int, tuple[np.ndarray, dict]]) -> None:
+        """Request again the evaluations a checkpoint had pending (:meth:`pending_from_extra`)."""
+        for generation, (solution, obs_stats) in sorted(pending.items()):
+            self._request(generation, solution, obs_stats)
+
+    def _request(self, generation: int, solution: np.ndarray, obs_stats: dict) -> None:
+        self._solutions[generation] = (solution, obs_stats)
+        request = _evaluation(self.agent.config, generation, solution, obs_stats)
         if self.queue is None:
-            self._done.append((generation, _evaluate(self.pool, *_evaluation(self.agent, generation))))
+            self._done.append((generation, _evaluate(self.pool, *request)))
         else:
-            self.queue.request(generation, *_evaluation(self.agent, generation))
+            self.queue.request(generation, *request)
+
+    def to_extra(self) -> dict[str, np.ndarray]:
+        """The evaluations requested and not finished, for a checkpoint: generation, solution and
+        observation statistics of each."""
+        pending = sorted(self._solutions.items())
+        dim, obs_dim = self.agent.solver.dim, len(self.agent.obs_stats.total)
+        extra = {"log/pending_generations": np.array([generation for generation, _ in pending], dtype=np.int64),
+                 "log/pending_solutions": np.array([solution for _, (solution, _) in pending]).reshape(-1, dim)}
+        for key, shape in (("count", ()), ("sum", (obs_dim,)), ("sumsq", (obs_dim,))):
+            extra[f"log/pending_obs_{key}"] = np.array([stats[key] for _, (_, stats) in pending],
+                                                       dtype=np.float64).reshape(-1, *shape)
+        return extra
+
+    @staticmethod
+    def pending_from_extra(extra: dict[str, np.ndarray]) -> dict[int, tuple[np.ndarray, dict]]:
+        """What :meth:`to_extra` saved: generation -> (solution, observation statistics)."""
+        if "log/pending_generations" not in extra:
+            return {}
+        obs_keys = ("count", "sum", "sumsq")
+        return {int(generation): (np.array(extra["log/pending_solutions"][i]),
+                                  {key: np.array(extra[f"log/pending_obs_{key}"][i]) for key in obs_keys})
+                for i, generation in enumerate(extra["log/pending_generations"])}
 
     def awaits(self, generation: int) -> bool:
         """Whether an evaluation of the solution after ``generation`` is still to come."""
@@ -421,13 +484,16 @@ class _Evaluator:
         return [(generation, value, *self._solutions.pop(generation)) for generation, value in done]
 
 
-def _evaluation(agent: ESAgent, generation: int) -> EvaluationRequest:
-    """What evaluating the current solution after ``generation`` takes: its basis (the solution, no
-    noise), the observation normalisation, and one episode seed per evaluation episode."""
-    config = agent.config
-    mean, std = normalisation(agent)
+def _evaluation(config: ESConfig, generation: int, solution: np.ndarray, obs_stats: dict) -> EvaluationRequest:
+    """What evaluating ``solution`` (the one after ``generation``) takes: its basis (no noise), the
+    normalisation of ``obs_stats`` (an :meth:`ObsStats.state_dict`), one episode seed per episode."""
+    mean = std = None
+    if config.observation_normalization:
+        stats = ObsStats(len(obs_stats["sum"]))
+        stats.load_state_dict(obs_stats)
+        mean, std = stats.mean().astype(np.float32), stats.std().astype(np.float32)
     seeds = [[episode_seed(config.seed, generation, _EVAL_INDEX + j, 0)] for j in range(config.train.eval_episodes)]
-    return Basis(agent.solver.solution()[None], 0.0).to_dict(), mean, std, seeds
+    return Basis(solution[None], 0.0).to_dict(), mean, std, seeds
 
 
 def _evaluate(pool: EvaluationPool, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,

@@ -3,6 +3,9 @@ refusal beyond max_staleness, es-train's async mode (evaluations between candida
 resume) and an offline update mixing versions."""
 import csv
 import json
+import os
+import re
+import signal
 
 import numpy as np
 import pytest
@@ -138,6 +141,33 @@ def test_async_stops_as_soon_as_an_evaluation_reaches_the_target(tmp_path):
     assert asynchronous.solved and asynchronous.generations == sync.generations
     assert asynchronous.summary.solved_at == sync.summary.solved_at == sync.steps
     assert np.array_equal(asynchronous.params, sync.params) and _evaluations(asynchronous) == _evaluations(sync)
+
+
+@pytest.mark.timeout(60)
+def test_a_resumed_async_run_writes_the_rows_and_runs_the_evaluations_held_at_its_checkpoint(tmp_path):
+    """Stopped by Ctrl-C after generation 3, row 3 still waits for its evaluation: the checkpoint
+    carries the row and the solution to evaluate. With the row missing from the CSV as well (a kill
+    before it was written), the resumed run writes it and runs its evaluation: the evaluations are
+    the uninterrupted run's, row for row (one in-process worker: async is the sync run)."""
+    overrides = ["train.eval_every=1", "train.mode=async"]
+
+    def stop_after_generation_3(line: str) -> None:
+        if re.match(r"\S+ generations +3/", line):
+            os.kill(os.getpid(), signal.SIGINT)  # es-train's first Ctrl-C: stop after this generation
+
+    first = train(_config(tmp_path / "cut", *overrides, "train.generations=6"), backend="inprocess",
+                  echo=stop_after_generation_3)
+    assert first.interrupted and first.generations == 3
+    csv_path = tmp_path / "cut" / "run" / "progress.csv"
+    lines = csv_path.read_text().splitlines()
+    assert lines[-1].startswith("3,") and "nan" in lines[-1]  # its evaluation never ran
+    csv_path.write_text("\n".join(lines[:-1]) + "\n")  # as if killed before the row was written
+    resumed = train(_config(tmp_path / "cut", *overrides, "train.generations=5"), resume=True,
+                    backend="inprocess", echo=lambda line: None)
+    whole = train(_config(tmp_path / "whole", *overrides, "train.generations=5"), backend="inprocess",
+                  echo=lambda line: None)
+    assert [generation for generation, _ in _evaluations(resumed)] == [1, 2, 3, 4, 5]
+    assert _evaluations(resumed) == _evaluations(whole)
 
 
 @pytest.mark.timeout(120)
