@@ -115,11 +115,13 @@ class EvaluationQueue:
         finished, self._finished = sorted(self._finished), []
         return finished
 
-    def outstanding(self) -> list[tuple[int, EvaluationRequest]]:
-        """(generation, (basis, obs mean, obs std, seeds)) of the evaluations not finished (to run them
-        whole once the workers are free); forgets them."""
-        left = [(generation, (e.basis, e.obs_mean, e.obs_std, e.seeds)) for generation, e in
-                sorted(self._evaluations.items())]
+    def outstanding(self) -> list[tuple[int, EvaluationRequest, list[float]]]:
+        """(generation, (basis, obs mean, obs std, seeds of the episodes still to play), returns of
+        those played) of the evaluations not finished, to finish once the workers are free; forgets them."""
+        left = [(generation, (e.basis, e.obs_mean, e.obs_std,
+                              [seeds for index, seeds in enumerate(e.seeds) if index not in e.returns]),
+                 list(e.returns.values()))
+                for generation, e in sorted(self._evaluations.items())]
         self._evaluations, self._waiting = {}, deque()
         return left
 

@@ -242,7 +242,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 log.add(row, awaiting=evaluator.awaits(generation))  # filled in when its evaluation arrives
                 last_run = solver.generation >= hp.generations or stop_reason is not None
                 if last_run:
-                    batches.close()  # async: the workers are free, evaluations still due are run whole
+                    batches.close()  # async: the workers are free, evaluations still due are finished
                 last_eval, reached = _take_evaluations(evaluator.finished(last_run), progress, log,
                                                        hp.target_return, last_eval)
                 if reached and not solved:
@@ -474,13 +474,14 @@ class _Evaluator:
 
     def finished(self, wait: bool) -> list[tuple[int, float, np.ndarray, dict]]:
         """(generation, mean return, solution, obs stats) of the evaluations finished since the last
-        call; ``wait``: also those still due (run whole: the caller has stopped the candidates)."""
+        call; ``wait``: also those still due, their remaining episodes played now (the caller has
+        stopped the candidates)."""
         done, self._done = self._done, []
         if self.queue is not None:
             done += self.queue.take_finished()
             if wait:
-                done += [(generation, _evaluate(self.pool, *request))
-                         for generation, request in self.queue.outstanding()]
+                done += [(generation, _evaluate(self.pool, *request, played=played))
+                         for generation, request, played in self.queue.outstanding()]
         return [(generation, value, *self._solutions.pop(generation)) for generation, value in done]
 
 
@@ -497,10 +498,12 @@ def _evaluation(config: ESConfig, generation: int, solution: np.ndarray, obs_sta
 
 
 def _evaluate(pool: EvaluationPool, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
-              seeds: list[list[int]]) -> float:
-    """Mean return of the centre of ``basis`` over one episode per seed (one job each)."""
+              seeds: list[list[int]], played: list[float] | None = None) -> float:
+    """Mean return of the centre of ``basis`` over one episode per seed (one job each) and the
+    returns of the episodes ``played`` already."""
     infos = [EVALUATION_INFO] * len(seeds)
-    return float(pool.evaluate(basis, obs_mean, obs_std, infos, seeds)["returns"].mean())
+    returns = pool.evaluate(basis, obs_mean, obs_std, infos, seeds)["returns"] if seeds else np.zeros(0)
+    return float(np.mean([*(played or []), *returns]))
 
 
 def _read_rows(csv_path: Path, generation: int) -> list[dict]:

@@ -16,6 +16,9 @@ from evokit_py.checkpoint import read_checkpoint
 from evokit_py.config import ConfigError, parse_config, resolve_config
 from evokit_py.noise import NoiseSource, SamplingInfo
 from evokit_py.offline import sample_generation, update_from_log
+from evokit_py.pool import EvaluationPool
+from evokit_py.schedule import EvaluationQueue
+from evokit_py.solvers.base import Basis
 from evokit_py.solvers import StaleSampleError, make_solver
 from evokit_py.train import train
 
@@ -141,6 +144,27 @@ def test_async_stops_as_soon_as_an_evaluation_reaches_the_target(tmp_path):
     assert asynchronous.solved and asynchronous.generations == sync.generations
     assert asynchronous.summary.solved_at == sync.summary.solved_at == sync.steps
     assert np.array_equal(asynchronous.params, sync.params) and _evaluations(asynchronous) == _evaluations(sync)
+
+
+@pytest.mark.timeout(60)
+def test_an_evaluation_cut_short_plays_only_its_missing_episodes(tmp_path):
+    """When training stops, an evaluation with some episodes played hands back the others only."""
+    config = _config(tmp_path, "train.eval_episodes=3")
+    agent = ESAgent(config)
+    agent.load_inference_model()
+    agent.init_solver()
+    pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), 1, "inprocess")
+    try:
+        queue = EvaluationQueue()
+        queue.request(0, Basis(agent.solver.solution()[None], 0.0).to_dict(), None, None, [[11], [12], [13]])
+        future, episode = queue.submit_next(pool, 0)
+        queue.record(episode, future.result())
+        [(generation, (_, _, _, seeds), played)] = queue.outstanding()
+        assert generation == 0 and seeds == [[12], [13]] and played == [float(future.result()["returns"][0])]
+        assert queue.outstanding() == [] and queue.submit_next(pool, 0) is None
+    finally:
+        pool.close()
+        agent.close()
 
 
 @pytest.mark.timeout(60)
