@@ -9,8 +9,8 @@ by default, which differs from the tutorial's Table 1: ``cs = (mueff + 2) / (n +
 the other constants are the tutorial's, which are pycma's too. Like pycma, ``chi_n`` is the exact
 E|N(0, I)| (the tutorial gives an approximation) and C starts at ``diag(exp(1e-4 i / n))``, a spread
 too small to matter that keeps the eigenvalues distinct. Given pycma's normal draws
-(:class:`~evokit_py.noise.StreamNoise`), a run's iterates are pycma's to rounding (1e-12 after 100
-generations) until two candidates' ranks swap on a last bit.
+(:class:`~evokit_py.noise.StreamNoise`), a run's iterates are pycma's to rounding (the means 1e-11 σ
+apart after 50 generations) until two candidates' ranks swap on a last bit.
 
 Candidates are ``mean + sigma * B D z`` with ``z`` the noise of a sampling info, so evaluators only
 need the basis (mean, sigma, B·D) and the infos. The separable variant (``diagonal``, Ros & Hansen
