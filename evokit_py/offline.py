@@ -70,7 +70,7 @@ def sample_generation(config: ESConfig, checkpoint: "str | os.PathLike", log_pat
             result = aggregate(sampler.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos],
                                                 seeds))
         finally:
-            sampler.close()
+            sampler.release()
     record = {"generation": generation, "infos": [i.to_list() for i in infos],
               "rewards": result["returns"].tolist(), "obs_sum": result["obs_sum"].tolist(),
               "obs_sumsq": result["obs_sumsq"].tolist(), "obs_count": int(result["obs_count"])}

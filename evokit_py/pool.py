@@ -98,7 +98,11 @@ class EvaluationPool:
         return future
 
     def close(self) -> None:
-        """Close every sampler (a remote actor's ``close`` ends the actor)."""
+        """Close every sampler at once: a remote actor ends after the calls already sent (their
+        results are not waited for), an in-process sampler releases its environment."""
         for worker in self.workers:
-            worker.close()
+            if self.backend == "remote":
+                worker.close()
+            else:
+                worker.release()
         self.workers = []

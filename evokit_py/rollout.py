@@ -268,7 +268,10 @@ class Sampler:
                 break
         return total, np.asarray(observations, dtype=np.float64)
 
-    def close(self) -> None:
+    def release(self) -> None:
+        """Close the environment and unmap the noise table. For samplers in this process: a remote
+        sampler's worker process does this as it ends, so that closing the actor (no ``close``
+        method to run) does not wait behind an episode still running."""
         self.env.close()
         if self._table is not None:
             self._table.close()

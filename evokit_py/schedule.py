@@ -150,8 +150,8 @@ def async_batches(agent: ESAgent, pool: EvaluationPool,
     """A batch whenever ``population_size`` results arrived, workers never idle between updates
     (see the module docstring); the episodes of ``evaluations`` go first, and ``None`` comes as soon
     as one of them reached its target (the trainer can stop without waiting for the next batch).
-    Closing the generator waits for the calls still running (and records the evaluation episodes
-    among them)."""
+    Closing the generator waits for the evaluation episodes still running and records them; the
+    candidates still running are left to finish on their own (no update would take their results)."""
     solver, config = agent.solver, agent.config
     group = 2 if config.solver.type == "BASIC_ES" and config.solver.mirrored_sampling else 1
     pending: deque = deque()  # (index, infos) of the current version not handed out yet, a call each
@@ -205,7 +205,7 @@ def async_batches(agent: ESAgent, pool: EvaluationPool,
                 yield Batch([info for info, _ in batch], result, time.perf_counter() - tick)
                 tick = time.perf_counter()
     finally:
-        concurrent.futures.wait([*running, *evaluating])
+        concurrent.futures.wait(evaluating)
         for future, (_, episode) in evaluating.items():
             if future.exception() is None:
                 evaluations.record(episode, future.result())

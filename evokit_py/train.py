@@ -242,7 +242,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 log.add(row, awaiting=evaluator.awaits(generation))  # filled in when its evaluation arrives
                 last_run = solver.generation >= hp.generations or stop_reason is not None
                 if last_run:
-                    batches.close()  # async: the workers are free, evaluations still due are finished
+                    batches.close()  # async: no new candidates; the evaluations still due are finished next
                 last_eval, reached = _take_evaluations(evaluator.finished(last_run), progress, log,
                                                        hp.target_return, last_eval)
                 if reached and not solved:
@@ -259,7 +259,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
         if reporter is not None:
             reporter.close()
         if batches is not None:
-            batches.close()  # waits for the candidates still running (async)
+            batches.close()  # async: waits for the evaluation episodes still running
         if pool is not None:
             pool.close()
         agent.close()

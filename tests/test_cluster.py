@@ -350,8 +350,8 @@ def test_a_sampler_where_the_noise_table_does_not_exist_rebuilds_it():
         np.testing.assert_array_equal(there.evaluate(basis, None, None, infos, seeds)["returns"],
                                       here.evaluate(basis, None, None, infos, seeds)["returns"])
     finally:
-        here.close()
-        there.close()
+        here.release()
+        there.release()
         agent.close()
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import threading
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from evokit_py.config import ConfigError, parse_config, resolve_config
 from evokit_py.noise import NoiseSource, SamplingInfo
 from evokit_py.offline import sample_generation, update_from_log
 from evokit_py.pool import EvaluationPool
-from evokit_py.schedule import EvaluationQueue
+from evokit_py.schedule import EvaluationQueue, async_batches
 from evokit_py.solvers.base import Basis
 from evokit_py.solvers import StaleSampleError, make_solver
 from evokit_py.train import train
@@ -144,6 +145,37 @@ def test_async_stops_as_soon_as_an_evaluation_reaches_the_target(tmp_path):
     assert asynchronous.solved and asynchronous.generations == sync.generations
     assert asynchronous.summary.solved_at == sync.summary.solved_at == sync.steps
     assert np.array_equal(asynchronous.params, sync.params) and _evaluations(asynchronous) == _evaluations(sync)
+
+
+@pytest.mark.timeout(90)
+def test_closing_the_async_schedule_does_not_wait_for_a_candidate_still_running(tmp_path):
+    """Training stops (the schedule is closed, the pool closed) while one worker's first episode
+    waits at a gate: neither waits for it, and the gated worker ends once the gate opens."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    config = _config(tmp_path, "env.id=gated_env:GatedCartPole-v0", f"env.kwargs={{gate: {gate}}}",
+                     "solver.population_size=2", "train.mode=async")
+    agent = ESAgent(config)
+    agent.load_inference_model()
+    agent.init_solver()
+    pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), 2, "remote")
+    batches = async_batches(agent, pool)
+    stopper = threading.Thread(target=lambda: (batches.close(), pool.close()))
+    try:
+        assert len(next(batches).infos) == 2  # the other worker's pair, while the gated one waits
+        stopper.start()
+        stopper.join(timeout=30)
+        assert not stopper.is_alive(), "closing the schedule or the pool waited for the gated candidate"
+    finally:
+        try:
+            os.close(os.open(gate, os.O_WRONLY | os.O_NONBLOCK))  # opens the gate (its reader waits)
+        except OSError:  # no reader: the gated episode never started
+            pass
+        if stopper.is_alive():
+            stopper.join(timeout=30)
+        pool.close()
+        agent.close()
+        parl_lite.shutdown()
 
 
 @pytest.mark.timeout(60)
