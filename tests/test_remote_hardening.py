@@ -371,6 +371,52 @@ def test_a_second_ctrl_c_during_cleanup_exits_with_130_and_leaves_nothing(tmp_pa
             process.communicate()
 
 
+CTRL_C_STORM_SCRIPT = textwrap.dedent("""
+    import signal, threading, time, parl_lite
+    from parl_lite import remote_class
+
+    class Echo:
+        def echo(self, x):
+            return x
+
+    pool = parl_lite.connect(num_workers=1)
+    echo = remote_class(Echo)()
+    print(pool.session_prefix, pool.status()["zygote_pid"], flush=True)
+    main = threading.get_ident()
+
+    def storm():  # Ctrl-C after Ctrl-C: through the calls, the pool's shutdown and the exit
+        while True:
+            signal.pthread_kill(main, signal.SIGINT)
+            time.sleep(0.0002)
+
+    threading.Thread(target=storm, daemon=True).start()
+    for _ in range(100000):
+        try:
+            echo.echo(1)
+        except KeyboardInterrupt:
+            pass
+""")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("run", range(5))  # where the interrupts land differs from run to run
+def test_ctrl_c_after_ctrl_c_through_the_shutdown_leaves_nothing(tmp_path, run):
+    """However the interrupts cut the shutdown short, the zygote (not killed) sweeps the session's
+    segments and the pool's status file once the owner is gone."""
+    script = tmp_path / "storm.py"
+    script.write_text(CTRL_C_STORM_SCRIPT)
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, cwd=tmp_path)
+    try:
+        prefix, zygote = process.stdout.readline().split()
+        process.communicate(timeout=60)
+        assert_nothing_left([int(zygote)], prefix)
+        assert glob.glob(f"/dev/shm/parl_lite_status_{process.pid}_*") == []
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
 # --- speed of large arrays: what is handed back without a copy must still be a value -------------
 def test_a_returned_argument_never_changes_under_the_caller(pool):
     actor = remote_class(Keeper)()

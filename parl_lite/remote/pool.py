@@ -503,9 +503,14 @@ class LocalPool(Backend):
         except KeyboardInterrupt:
             for worker in workers:
                 worker.kill(_CLOSED)
+            # not killed: the zygote sweeps the segments and the status file even if a further
+            # Ctrl-C cuts the rest of this shutdown short
             self._control.close()
-            self._zygote.kill()
-            self._zygote.wait()
+            try:
+                self._zygote.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                self._zygote.kill()
+                self._zygote.wait()
             raise
         finally:
             self.segments.close()
