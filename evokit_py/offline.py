@@ -62,7 +62,7 @@ def sample_generation(config: ESConfig, checkpoint: "str | os.PathLike", log_pat
         group = 2 if config.solver.type == "BASIC_ES" and config.solver.mirrored_sampling else 1
         indices = [i for i in range(len(asked)) if (i // group) % shards == shard % shards]
         infos = [asked[i] for i in indices]
-        mean, std = normalisation(agent)
+        mean, std = normalisation(agent.config, agent.obs_stats)
         all_seeds = candidate_seeds(config, generation, len(asked) * (extra_round + 1))[len(asked) * extra_round:]
         seeds = [all_seeds[i] for i in indices]
         sampler = Sampler(config, agent.policy_bytes(), agent.noise_spec())

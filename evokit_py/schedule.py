@@ -33,9 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from evokit_py.agent import ESAgent
+from evokit_py.config import ESConfig
 from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
-from evokit_py.rollout import aggregate, candidate_episode_seeds, candidate_seeds
+from evokit_py.rollout import ObsStats, aggregate, candidate_episode_seeds, candidate_seeds
 
 __all__ = ["Batch", "EvaluationQueue", "EvaluationRequest", "sync_batches", "async_batches", "normalisation"]
 
@@ -126,11 +127,12 @@ class EvaluationQueue:
         return left
 
 
-def normalisation(agent: ESAgent) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """The observation mean and std the workers normalise with (``None, None`` when off)."""
-    if not agent.config.observation_normalization:
+def normalisation(config: ESConfig, stats: ObsStats) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The observation mean and std of ``stats`` the workers normalise with (``None, None`` when
+    ``config`` has normalisation off)."""
+    if not config.observation_normalization:
         return None, None
-    return agent.obs_stats.mean().astype(np.float32), agent.obs_stats.std().astype(np.float32)
+    return stats.mean().astype(np.float32), stats.std().astype(np.float32)
 
 
 def sync_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None, None]:
@@ -138,7 +140,7 @@ def sync_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None,
     solver, config = agent.solver, agent.config
     while True:
         tick = time.perf_counter()
-        mean, std = normalisation(agent)
+        mean, std = normalisation(agent.config, agent.obs_stats)
         infos = solver.ask()
         seeds = candidate_seeds(config, solver.generation, len(infos))
         result = pool.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds)
@@ -168,7 +170,7 @@ def async_batches(agent: ESAgent, pool: EvaluationPool,
         while True:
             if version != solver.generation:
                 version, basis, extra_round, pending = solver.generation, solver.basis().to_dict(), 0, deque()
-            mean, std = normalisation(agent)
+            mean, std = normalisation(agent.config, agent.obs_stats)
             while idle:
                 started = evaluations.submit_next(pool, idle[-1])
                 if started is not None:
