@@ -162,6 +162,9 @@ class TrainConfig:
     # sync: whole generations, exact resume; async: every worker takes the next candidate as soon as
     # it is free, the solver updates whenever population_size results arrived (BASIC_ES only)
     mode: Literal["sync", "async"] = "sync"
+    # async: a candidate handed out once the next batch is complete without it is drawn around a preview
+    # of the next update (the results in so far), not around the current parameters; false: EvoKit's way
+    lookahead: bool = True
     generations: int = field(default=100, metadata=_POSITIVE)
     target_return: float | None = 475.0  # stop when the evaluation mean reaches it (null: never)
     eval_every: int = field(default=1, metadata=_POSITIVE)

@@ -34,22 +34,26 @@ class SamplingInfo:
         sign: +1 or -1 (mirrored pairs share seed and offset); 0 means no noise (the parent itself).
         parent: which of the solver's centres the noise is added to (GA parents; 0 otherwise).
         version: the solver's parameter version (generation) the candidate was drawn around.
+        preview: 0, or the id of the preview of ``version`` it was drawn around instead: the parameters
+            the update to ``version`` was heading to, made before that update from the results in so
+            far (:meth:`evokit_py.solvers.Solver.preview`; asynchronous mode).
     """
     seed: int
     offset: int
     sign: int
     parent: int = 0
     version: int = 0
+    preview: int = 0
 
     def to_list(self) -> list[int]:
-        return [self.seed, self.offset, self.sign, self.parent, self.version]
+        return [self.seed, self.offset, self.sign, self.parent, self.version, self.preview]
 
     @classmethod
     def from_list(cls, values) -> "SamplingInfo":
-        """Read :meth:`to_list`'s list (a 4-item list from before versions means version 0)."""
+        """Read :meth:`to_list`'s list (4 or 5 items, from before versions or previews: version 0, no preview)."""
         values = [int(v) for v in values]
-        if len(values) not in (4, 5):
-            raise ValueError(f"a sampling info is [seed, offset, sign, parent, version], got {values}")
+        if len(values) not in (4, 5, 6):
+            raise ValueError(f"a sampling info is [seed, offset, sign, parent, version, preview], got {values}")
         return cls(*values)
 
 

@@ -164,6 +164,11 @@ class ObsStats:
     def state_dict(self) -> dict[str, np.ndarray]:
         return {"count": np.asarray(self.count), "sum": self.total.copy(), "sumsq": self.total_sq.copy()}
 
+    def copy(self) -> "ObsStats":
+        stats = ObsStats(len(self.total))
+        stats.load_state_dict(self.state_dict())
+        return stats
+
     def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
         self.count = float(state["count"])
         self.total = np.array(state["sum"], dtype=np.float64)

@@ -11,8 +11,14 @@
   on. Candidates still running then come back one or more versions stale and go into the next
   batch (BASIC_ES corrects them). Episode start states follow the batch a candidate is expected to
   land in (results counted so far plus those running), so that with common episode seeds a stale
-  candidate starts from the same states as the rest of its batch. No worker waits for a generation's
-  slowest episode; the order in which results arrive depends on timing, so runs are not reproducible.
+  candidate starts from the same states as the rest of its batch. With ``train.lookahead`` (the
+  default), a candidate handed out once the next batch is complete without it (results in plus
+  candidates running) is drawn around a preview of that batch's update instead, made from the
+  results in so far, and normalised with the statistics that update will leave: at the update it is
+  corrected by the small difference between the preview and the parameters reached, where a
+  candidate around the old parameters would be corrected by a whole step. No worker waits for a
+  generation's slowest episode; the order in which results arrive depends on timing, so runs are not
+  reproducible.
   One call per worker at a time: a second one waiting in each worker's queue gave no more
   evaluations/s but twice the candidates in flight at each update, hence more stale samples and
   more updates to a target (measured in docs/evokit.md).
@@ -25,6 +31,7 @@ The trainer updates the solver between two ``next()`` calls of the generator; th
 are drawn around what it left.
 """
 import concurrent.futures
+import dataclasses
 import time
 from collections import deque
 from collections.abc import Generator
@@ -135,6 +142,23 @@ def normalisation(config: ESConfig, stats: ObsStats) -> tuple[np.ndarray | None,
     return stats.mean().astype(np.float32), stats.std().astype(np.float32)
 
 
+def _around_preview(agent: ESAgent, arrived: list[tuple[SamplingInfo, dict]], infos: list[SamplingInfo],
+                    around: tuple) -> tuple[list[SamplingInfo], tuple]:
+    """``infos`` moved to a preview of the next update made from the results ``arrived`` so far, and
+    what to evaluate them with instead of ``around`` (basis, observation mean, std): the preview's
+    basis and the statistics with those results' observations in. Both unchanged if no arrived result
+    is recent enough for a preview."""
+    solver = agent.solver
+    preview = solver.preview([info for info, _ in arrived], [float(row["returns"][0]) for _, row in arrived])
+    if not preview:
+        return infos, around
+    stats = agent.obs_stats.copy()
+    for _, row in arrived:
+        stats.add(row["obs_sum"][0], row["obs_sumsq"][0], float(row["steps"][0]))
+    moved = [dataclasses.replace(info, version=solver.generation + 1, preview=preview) for info in infos]
+    return moved, (solver.preview_basis(preview).to_dict(), *normalisation(agent.config, stats))
+
+
 def sync_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None, None]:
     """One batch per generation, evaluated whole (see the module docstring)."""
     solver, config = agent.solver, agent.config
@@ -156,6 +180,7 @@ def async_batches(agent: ESAgent, pool: EvaluationPool,
     candidates still running are left to finish on their own (no update would take their results)."""
     solver, config = agent.solver, agent.config
     group = 2 if config.solver.type == "BASIC_ES" and config.solver.mirrored_sampling else 1
+    lookahead = config.train.lookahead and solver.can_preview
     pending: deque = deque()  # (index, infos) of the current version not handed out yet, a call each
     version: int | None = None  # the solver version ``basis`` is of
     basis: dict = {}
@@ -185,7 +210,10 @@ def async_batches(agent: ESAgent, pool: EvaluationPool,
                 ahead = len(arrived) + sum(len(running_infos) for _, running_infos in running.values())
                 batch_generation = version + ahead // solver.population_size
                 seeds = [candidate_episode_seeds(config, batch_generation, index + k) for k in range(len(infos))]
-                future = pool.submit(worker, basis, mean, std, [info.to_list() for info in infos], seeds)
+                around = basis, mean, std
+                if lookahead and ahead >= solver.population_size and arrived:
+                    infos, around = _around_preview(agent, arrived, infos, around)
+                future = pool.submit(worker, *around, [info.to_list() for info in infos], seeds)
                 running[future] = (worker, infos)
             done, _ = concurrent.futures.wait([*running, *evaluating], return_when=concurrent.futures.FIRST_COMPLETED)
             for future in [future for future in evaluating if future in done]:

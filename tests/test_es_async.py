@@ -2,6 +2,7 @@
 refusal beyond max_staleness, es-train's async mode (evaluations between candidates, checkpoint and
 resume) and an offline update mixing versions."""
 import csv
+import dataclasses
 import json
 import os
 import re
@@ -18,16 +19,16 @@ from evokit_py.config import ConfigError, parse_config, resolve_config
 from evokit_py.noise import NoiseSource, SamplingInfo
 from evokit_py.offline import sample_generation, update_from_log
 from evokit_py.pool import EvaluationPool
-from evokit_py.schedule import EvaluationQueue, async_batches
+from evokit_py.schedule import EvaluationQueue, _around_preview, async_batches
 from evokit_py.solvers.base import Basis
 from evokit_py.solvers import StaleSampleError, make_solver
 from evokit_py.train import train
 
 
-def _basic_es(max_staleness=2, mirrored=True, std=0.5):
+def _basic_es(max_staleness=2, mirrored=True, std=0.5, optimizer="SGD"):
     config = parse_config({"solver": {
         "type": "BASIC_ES", "population_size": 4, "mirrored_sampling": mirrored, "fitness_shaping": "none",
-        "max_staleness": max_staleness, "optimizer": {"type": "SGD", "base_lr": 1.0},
+        "max_staleness": max_staleness, "optimizer": {"type": optimizer, "base_lr": 1.0},
         "sampling": {"gaussian_sampling": {"std": std, "cached": False, "seed": 3}}}})
     return make_solver(config.solver, np.zeros(3), NoiseSource(3, 3))
 
@@ -78,6 +79,77 @@ def test_samples_older_than_max_staleness_are_refused_or_dropped():
     assert solver.dropped_samples == 2 and solver.generation == 4
     with pytest.raises(ValueError, match="version 9"):
         solver.tell([SamplingInfo(1, 0, 1, 0, 9)], [1.0])
+
+
+def test_infos_carry_their_preview_and_read_lists_without_one():
+    info = SamplingInfo(5, 7, -1, 0, 9, 4)
+    assert SamplingInfo.from_list(info.to_list()) == info and len(info.to_list()) == 6
+    assert SamplingInfo.from_list([5, 7, -1, 0, 9]) == SamplingInfo(5, 7, -1, 0, 9, 0)
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "ADAM"])
+def test_a_preview_is_the_update_of_the_results_so_far_and_leaves_the_solver_as_it_was(optimizer):
+    solver, twin = _basic_es(optimizer=optimizer), _basic_es(optimizer=optimizer)
+    for s in (solver, twin):  # a first update, so that Adam has state to keep
+        s.tell(s.ask(), [1.0, 0.0, -1.0, 0.5])
+    infos = solver.ask()
+    state = solver.state_dict()
+    preview = solver.preview(infos[:2], [1.0, -1.0])
+    assert solver.generation == 1 and state.keys() == solver.state_dict().keys()
+    assert all(np.array_equal(value, state[key]) for key, value in solver.state_dict().items())
+    twin.tell(infos[:2], [1.0, -1.0])
+    assert np.array_equal(solver.preview_basis(preview).centers[0], twin.solution())
+    assert solver.previews[preview][0] == 2  # a preview of version 2
+
+
+def test_a_candidate_drawn_around_a_preview_is_corrected_by_the_preview_s_difference():
+    solver = _basic_es(std=0.5)
+    first = solver.ask()
+    preview = solver.preview(first[:2], [1.0, 0.0])  # made while first[2:] still run
+    centre = solver.preview_basis(preview).centers[0]
+    ahead = dataclasses.replace(solver.ask(extra_round=1)[0], version=1, preview=preview)  # past the batch
+    solver.tell(first, [1.0, 0.0, 0.0, 0.0])
+    theta1 = solver.solution()
+    assert not np.allclose(centre, theta1)  # the preview missed the last pair's results
+    new = solver.ask()
+    rewards = [2.0, 1.0, -1.0]
+    solver.tell([ahead, new[0], new[1]], rewards)
+    # by hand, as for a stale sample: ahead was evaluated at centre + 0.5 * eps, i.e. at the
+    # perturbation eps + (centre - theta1) / 0.5 of theta1
+    eps = lambda info: NoiseSource(3, 3).get(info).astype(float)
+    perturbations = [eps(ahead) + (centre - theta1) / 0.5, eps(new[0]), -eps(new[1])]
+    expected = theta1 + sum(r * p for r, p in zip(rewards, perturbations)) / (3 * 0.5)
+    assert np.allclose(solver.solution(), expected)
+    evaluated = Basis(centre[None], 0.5).candidate(ahead, NoiseSource(3, 3))
+    assert np.allclose(perturbations[0] * 0.5, evaluated - theta1)
+
+
+def test_previews_age_with_their_version_and_are_not_checkpointed():
+    solver = _basic_es(max_staleness=1)
+    infos = solver.ask()
+    preview = solver.preview(infos, [1.0, 0.0, 0.0, 0.0])
+    ahead = dataclasses.replace(solver.ask(extra_round=1)[0], version=1, preview=preview)
+    with pytest.raises(ValueError, match="preview 1 says version 0, that preview is of version 1"):
+        solver.tell([dataclasses.replace(ahead, version=0)], [1.0])
+    solver.tell(infos, [1.0, 0.0, 0.0, 0.0])
+    twin = _basic_es(max_staleness=1)
+    twin.load_state_dict({k: np.array(v) for k, v in solver.state_dict().items()})
+    with pytest.raises(StaleSampleError, match="preview 1, which this solver does not hold"):
+        twin.tell([ahead], [1.0])
+    solver.tell(solver.ask(), [1.0, 0.0, 0.0, 0.0])
+    assert preview in solver.previews  # version 1, one update old: kept (max_staleness 1)
+    solver.tell(solver.ask(), [1.0, 0.0, 0.0, 0.0])
+    assert solver.previews == {}
+    with pytest.raises(StaleSampleError, match=r"of version 1; the solver keeps versions 2\.\.3"):
+        solver.tell([ahead], [1.0])
+    assert solver.preview([ahead], [1.0]) == 0  # nothing recent enough: no preview
+
+
+def test_solvers_that_do_not_correct_stale_samples_cannot_preview():
+    config = parse_config({"solver": {"type": "CMA_ES", "population_size": 4}})
+    solver = make_solver(config.solver, np.zeros(3), NoiseSource(3, 3))
+    with pytest.raises(NotImplementedError, match="CMAES cannot preview"):
+        solver.preview(solver.ask(), [1.0, 0.0, 0.0, 0.0])
 
 
 def test_kept_versions_are_bounded_and_survive_a_state_round_trip():
@@ -147,6 +219,13 @@ def test_async_stops_as_soon_as_an_evaluation_reaches_the_target(tmp_path):
     assert np.array_equal(asynchronous.params, sync.params) and _evaluations(asynchronous) == _evaluations(sync)
 
 
+def _open_gate(gate) -> None:
+    try:
+        os.close(os.open(gate, os.O_WRONLY | os.O_NONBLOCK))  # opens the gate (its reader waits)
+    except OSError:  # no reader: the gated episode never started
+        pass
+
+
 @pytest.mark.timeout(90)
 def test_closing_the_async_schedule_does_not_wait_for_a_candidate_still_running(tmp_path):
     """Training stops (the schedule is closed, the pool closed) while one worker's first episode
@@ -167,15 +246,73 @@ def test_closing_the_async_schedule_does_not_wait_for_a_candidate_still_running(
         stopper.join(timeout=30)
         assert not stopper.is_alive(), "closing the schedule or the pool waited for the gated candidate"
     finally:
-        try:
-            os.close(os.open(gate, os.O_WRONLY | os.O_NONBLOCK))  # opens the gate (its reader waits)
-        except OSError:  # no reader: the gated episode never started
-            pass
+        _open_gate(gate)
         if stopper.is_alive():
             stopper.join(timeout=30)
         pool.close()
         agent.close()
         parl_lite.shutdown()
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("lookahead", [True, False])
+def test_a_candidate_handed_out_past_a_full_batch_is_drawn_around_a_preview(tmp_path, lookahead):
+    """Population 4, two workers: one worker's first pair waits at a gate, so the other one's pair
+    and the gated pair make up the batch, and the other worker's next pair is handed out past it.
+    With train.lookahead it is drawn around the preview of the update its first pair's results make
+    (and arrives first, closing the batch); without, around the current parameters."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    config = _config(tmp_path, "env.id=gated_env:GatedCartPole-v0", f"env.kwargs={{gate: {gate}}}",
+                     "solver.population_size=4", "train.mode=async", f"train.lookahead={str(lookahead).lower()}")
+    agent = ESAgent(config)
+    agent.load_inference_model()
+    agent.init_solver()
+    solver = agent.solver
+    twin = make_solver(config.solver, solver.solution(), solver.noise)
+    pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), 2, "remote")
+    batches = async_batches(agent, pool)
+    try:
+        batch = next(batches)
+        first, ahead = batch.infos[:2], batch.infos[2:]
+        assert [(info.version, info.preview) for info in first] == [(0, 0), (0, 0)]
+        if not lookahead:
+            assert [(info.version, info.preview) for info in ahead] == [(0, 0), (0, 0)] and solver.previews == {}
+            return
+        [preview] = {info.preview for info in ahead}
+        assert preview > 0 and {info.version for info in ahead} == {1}
+        twin.tell(first, batch.result["returns"][:2])
+        assert np.array_equal(solver.preview_basis(preview).centers[0], twin.solution())
+        agent.update(batch.infos, batch.result["returns"])  # the early preview pair is corrected, not refused
+    finally:
+        _open_gate(gate)
+        batches.close()
+        pool.close()
+        agent.close()
+        parl_lite.shutdown()
+
+
+def test_candidates_around_a_preview_are_normalised_with_the_results_so_far():
+    config = parse_config({"solver": {"population_size": 4}})
+    agent = ESAgent(config)
+    agent.load_inference_model()
+    agent.init_solver()
+    try:
+        agent.obs_stats.add(np.ones(4), np.full(4, 2.0), 2)
+        infos = agent.solver.ask()
+        rows = [(info, {"returns": np.array([r]), "steps": np.array([3]), "obs_sum": np.full((1, 4), 6.0),
+                        "obs_sumsq": np.full((1, 4), 20.0)}) for info, r in zip(infos[:2], [1.0, 0.0])]
+        moved, (basis, mean, std) = _around_preview(agent, rows, infos[2:], ({}, None, None))
+        [preview] = {info.preview for info in moved}
+        assert [(info.seed, info.offset, info.sign) for info in moved] == \
+            [(info.seed, info.offset, info.sign) for info in infos[2:]]
+        assert np.array_equal(basis["centers"], agent.solver.preview_basis(preview).centers)
+        stats = agent.obs_stats.copy()
+        for _ in rows:
+            stats.add(np.full(4, 6.0), np.full(4, 20.0), 3)
+        assert stats.count == 8 and np.allclose(mean, stats.mean()) and np.allclose(std, stats.std())
+    finally:
+        agent.close()
 
 
 @pytest.mark.timeout(60)

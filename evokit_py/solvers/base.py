@@ -11,11 +11,18 @@ number) and every asked info carries the version it was drawn around. ``tell`` t
 current version and, from solvers that can correct them (``accepts_stale``: BASIC_ES), of the last
 ``solver.max_staleness`` versions; older ones are refused (:class:`StaleSampleError`) or dropped
 and counted (``stale="drop"``), as the caller chooses.
+
+Previews (``can_preview``: BASIC_ES): before an update, ``preview(infos, fitness)`` gives the id of
+the parameters that update would reach from the results in so far, without changing the solver.
+Candidates drawn around it (``preview_basis(id)``, infos tagged ``version=generation + 1`` and
+``preview=id``) are corrected at the update by the difference between the preview and the
+parameters reached, like stale samples; a preview lives as long as its version is kept and is not
+part of a checkpoint.
 """
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -99,8 +106,11 @@ class Solver:
         self.generation = 0
         self.max_staleness = config.max_staleness
         self.dropped_samples = 0  # stale infos dropped by tell(..., stale="drop") so far
+        self.previews: dict[int, tuple[int, Any]] = {}  # preview id -> (its version, what _preview made)
+        self._last_preview_id = 0
 
     accepts_stale = False  # whether _tell corrects infos of older versions
+    can_preview = False  # whether _preview and preview_basis are implemented (needs accepts_stale)
 
     def _rng(self, extra_round: int = 0) -> np.random.Generator:
         key = [self.noise.seed, self.generation] + ([extra_round] if extra_round else [])
@@ -124,6 +134,62 @@ class Solver:
         """What this generation's candidates are built from."""
         raise NotImplementedError
 
+    def preview(self, infos: Sequence[SamplingInfo], fitness: Sequence[float]) -> int:
+        """Preview the next version: the parameters ``tell(infos, fitness, stale="drop")`` would reach,
+        the solver left as it is (asynchronous mode: the results in so far, before a batch is full).
+
+        Returns:
+            The preview's id: candidates drawn around ``preview_basis(id)`` carry ``version=generation +
+            1, preview=id`` and are corrected when told (see the module docstring). 0 (no preview) when
+            none of the infos is recent enough to be kept.
+
+        Raises:
+            NotImplementedError: the solver cannot preview (``can_preview`` is false).
+            ValueError: as :meth:`tell`, for bad fitness values or infos the solver never made.
+        """
+        if not self.can_preview:
+            raise NotImplementedError(f"{type(self).__name__} cannot preview its next version")
+        values = self._checked_fitness(infos, fitness)
+        keep = self._kept(infos)
+        if not keep.any():
+            return 0
+        self._last_preview_id += 1
+        made = self._preview([info for info, k in zip(infos, keep, strict=True) if k], values[keep])
+        self.previews[self._last_preview_id] = (self.generation + 1, made)
+        return self._last_preview_id
+
+    def _preview(self, infos: list[SamplingInfo], fitness: np.ndarray) -> Any:
+        raise NotImplementedError
+
+    def preview_basis(self, preview: int) -> Basis:
+        """What candidates drawn around preview ``preview`` are built from."""
+        raise NotImplementedError(f"{type(self).__name__} cannot preview its next version")
+
+    def _checked_fitness(self, infos: Sequence[SamplingInfo], fitness: Sequence[float]) -> np.ndarray:
+        values = np.asarray(fitness, dtype=np.float64)
+        if values.shape != (len(infos),):
+            raise ValueError(f"tell: {len(infos)} sampling infos but fitness of shape {values.shape}")
+        if not np.all(np.isfinite(values)):
+            raise ValueError("tell: fitness values must be finite")
+        return values
+
+    def _oldest_kept(self) -> int:
+        return self.generation - (self.max_staleness if self.accepts_stale else 0)
+
+    def _kept(self, infos: Sequence[SamplingInfo]) -> np.ndarray:
+        """Which infos this solver can take now; raises ValueError for ones it could never have made."""
+        for info in infos:
+            if info.preview:
+                version = self.previews.get(info.preview, (info.version,))[0]
+                if version != info.version:
+                    raise ValueError(f"tell: sampling info of preview {info.preview} says version {info.version}, "
+                                     f"that preview is of version {version}")
+            elif info.version > self.generation:
+                raise ValueError(f"tell: sampling info of version {info.version}, the solver is at {self.generation}")
+        oldest = self._oldest_kept()
+        return np.array([info.version >= oldest and (not info.preview or info.preview in self.previews)
+                         for info in infos], dtype=bool)
+
     def tell(self, infos: Sequence[SamplingInfo], fitness: Sequence[float],
              stale: Literal["refuse", "drop"] = "refuse") -> int:
         """Update from the evaluated candidates (higher fitness is better) and move to the next version.
@@ -139,32 +205,33 @@ class Solver:
         Returns:
             The number of infos dropped.
         """
-        values = np.asarray(fitness, dtype=np.float64)
-        if values.shape != (len(infos),):
-            raise ValueError(f"tell: {len(infos)} sampling infos but fitness of shape {values.shape}")
-        if not np.all(np.isfinite(values)):
-            raise ValueError("tell: fitness values must be finite")
+        values = self._checked_fitness(infos, fitness)
         if stale not in ("refuse", "drop"):
             raise ValueError(f"tell: stale must be 'refuse' or 'drop', got {stale!r}")
-        oldest = self.generation - (self.max_staleness if self.accepts_stale else 0)
-        future = [info for info in infos if info.version > self.generation]
-        if future:
-            raise ValueError(f"tell: sampling info of version {future[0].version}, the solver is at {self.generation}")
-        keep = np.array([info.version >= oldest for info in infos], dtype=bool)
+        keep = self._kept(infos)
         dropped = int(len(infos) - keep.sum())
         if dropped and stale == "refuse":
-            version = min(info.version for info in infos)
-            kept = f"versions {oldest}..{self.generation}" if oldest < self.generation else f"version {self.generation}"
-            why = f"solver.max_staleness is {self.max_staleness}" if self.accepts_stale else \
-                f"{type(self).__name__} does not correct stale samples"
-            raise StaleSampleError(f"tell: {dropped} sampling info(s) of version {version}; the solver keeps "
-                                   f"{kept} ({why})")
+            raise StaleSampleError(self._refusal([info for info, k in zip(infos, keep, strict=True) if not k]))
         self.dropped_samples += dropped
         if not keep.any():
             return dropped
         self._tell([info for info, k in zip(infos, keep, strict=True) if k], values[keep])
         self.generation += 1
+        oldest = self._oldest_kept()
+        self.previews = {key: value for key, value in self.previews.items() if value[0] >= oldest}
         return dropped
+
+    def _refusal(self, refused: list[SamplingInfo]) -> str:
+        oldest = self._oldest_kept()
+        kept = f"versions {oldest}..{self.generation}" if oldest < self.generation else f"version {self.generation}"
+        why = f"solver.max_staleness is {self.max_staleness}" if self.accepts_stale else \
+            f"{type(self).__name__} does not correct stale samples"
+        unknown = [info.preview for info in refused if info.version >= oldest]
+        if unknown:
+            return (f"tell: {len(refused)} sampling info(s) drawn around preview {unknown[0]}, which this solver "
+                    f"does not hold (previews are not checkpointed)")
+        return (f"tell: {len(refused)} sampling info(s) of version {min(info.version for info in refused)}; "
+                f"the solver keeps {kept} ({why})")
 
     def _tell(self, infos: list[SamplingInfo], fitness: np.ndarray) -> None:
         raise NotImplementedError

@@ -8,13 +8,16 @@ Asynchronous updates (EvoKit's AsyncESAgent): an info drawn around an older vers
 ``max_staleness`` updates back; the solver keeps those parameters) was evaluated at
 ``theta_v + std * sign * eps``, i.e. at the perturbation ``sign * eps + (theta_v - theta) / std`` (in
 units of std) of the current parameters; that corrected perturbation replaces ``sign * eps``.
+A candidate drawn around a preview (the parameters an update was heading to, before it was made)
+is corrected the same way, by the difference between the preview and the current parameters.
 """
+import copy
 
 import numpy as np
 
 from evokit_py.config import SolverConfig
 from evokit_py.noise import NoiseSource, SamplingInfo
-from evokit_py.optimizers import make_optimizer
+from evokit_py.optimizers import Optimizer, make_optimizer
 from evokit_py.solvers.base import Basis, Solver, centered_rank
 
 __all__ = ["BasicES"]
@@ -24,6 +27,7 @@ class BasicES(Solver):
     """OpenAI-style Gaussian ES (``solver.type: BASIC_ES``); corrects stale samples (see above)."""
 
     accepts_stale = True
+    can_preview = True
 
     def __init__(self, config: SolverConfig, x0: np.ndarray, noise: NoiseSource):
         super().__init__(config, x0, noise)
@@ -42,19 +46,42 @@ class BasicES(Solver):
     def basis(self) -> Basis:
         return Basis(self.theta[None].copy(), self.sigma)
 
-    def _tell(self, infos: list[SamplingInfo], fitness: np.ndarray) -> None:
+    def preview_basis(self, preview: int) -> Basis:
+        return Basis(self.previews[preview][1][None].copy(), self.sigma)
+
+    def _centre(self, version: int, preview: int) -> np.ndarray:
+        """The parameters a candidate of ``version`` (and ``preview``, unless 0) was drawn around."""
+        if preview:
+            return self.previews[preview][1]
+        return self.theta if version == self.generation else self.history[version]
+
+    def _ascent(self, infos: list[SamplingInfo], fitness: np.ndarray) -> np.ndarray:
         shaped = centered_rank(fitness) if self.config.fitness_shaping == "centered_rank" else fitness
         coefficients = shaped * np.array([info.sign for info in infos], dtype=np.float64)
         eps = np.stack([self.noise.get(info) for info in infos]).astype(np.float64)
         ascent = coefficients @ eps
-        for version in {info.version for info in infos} - {self.generation}:
-            weight = sum(f for f, info in zip(shaped, infos, strict=True) if info.version == version)
-            ascent += weight * (self.history[version] - self.theta) / self.sigma
-        ascent /= len(infos) * self.sigma
+        weights: dict[tuple[int, int], float] = {}  # (version, preview) -> summed shaped fitness of its infos
+        for f, info in zip(shaped, infos, strict=True):
+            if info.preview or info.version != self.generation:
+                weights[info.version, info.preview] = weights.get((info.version, info.preview), 0.0) + f
+        for (version, preview), weight in weights.items():
+            ascent += weight * (self._centre(version, preview) - self.theta) / self.sigma
+        return ascent / (len(infos) * self.sigma)
+
+    def _step(self, infos: list[SamplingInfo], fitness: np.ndarray, optimizer: Optimizer) -> np.ndarray:
+        """The parameters after one step of ``optimizer`` (changed) on these results."""
+        ascent = self._ascent(infos, fitness)
+        return optimizer.step(self.theta, -ascent + self.config.weight_decay * self.theta)
+
+    def _preview(self, infos: list[SamplingInfo], fitness: np.ndarray) -> np.ndarray:
+        return self._step(infos, fitness, copy.deepcopy(self.optimizer))
+
+    def _tell(self, infos: list[SamplingInfo], fitness: np.ndarray) -> None:
+        theta = self._step(infos, fitness, self.optimizer)
         if self.max_staleness:
             self.history[self.generation] = self.theta
             self.history.pop(self.generation - self.max_staleness, None)
-        self.theta = self.optimizer.step(self.theta, -ascent + self.config.weight_decay * self.theta)
+        self.theta = theta
 
     def solution(self) -> np.ndarray:
         return self.theta.copy()
