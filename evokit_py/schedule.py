@@ -32,6 +32,7 @@ are drawn around what it left.
 """
 import concurrent.futures
 import dataclasses
+import queue
 import time
 from collections import deque
 from collections.abc import Generator
@@ -142,6 +143,24 @@ def normalisation(config: ESConfig, stats: ObsStats) -> tuple[np.ndarray | None,
     return stats.mean().astype(np.float32), stats.std().astype(np.float32)
 
 
+class _Completions:
+    """Futures handed back as they finish (a done-callback each): cheaper, per result, than
+    ``concurrent.futures.wait`` over every future still running."""
+
+    def __init__(self) -> None:
+        self._finished: queue.SimpleQueue = queue.SimpleQueue()
+
+    def watch(self, future: concurrent.futures.Future) -> None:
+        future.add_done_callback(self._finished.put)
+
+    def next_done(self) -> set[concurrent.futures.Future]:
+        """Wait for the next future to finish; it and any others finished by then."""
+        done = {self._finished.get()}
+        while not self._finished.empty():
+            done.add(self._finished.get())
+        return done
+
+
 def _around_preview(agent: ESAgent, arrived: list[tuple[SamplingInfo, dict]], infos: list[SamplingInfo],
                     around: tuple) -> tuple[list[SamplingInfo], tuple]:
     """``infos`` moved to a preview of the next update made from the results ``arrived`` so far, and
@@ -189,17 +208,22 @@ def async_batches(agent: ESAgent, pool: EvaluationPool,
     running: dict[concurrent.futures.Future, tuple[int, list[SamplingInfo]]] = {}  # future -> (worker, infos)
     evaluating: dict[concurrent.futures.Future, tuple[int, tuple[int, int]]] = {}  # future -> (worker, episode)
     idle = list(range(pool.size))
+    completions = _Completions()
     arrived: list[tuple[SamplingInfo, dict]] = []  # (info, its row of the result)
+    normalised: tuple[int, float] | None = None  # (version, observations counted) ``mean`` and ``std`` are of
+    mean = std = None
     try:
         tick = time.perf_counter()
         while True:
             if version != solver.generation:
                 version, basis, extra_round, pending = solver.generation, solver.basis().to_dict(), 0, deque()
-            mean, std = normalisation(agent.config, agent.obs_stats)
+            if normalised != (version, agent.obs_stats.count):  # the trainer updates both between batches
+                normalised, (mean, std) = (version, agent.obs_stats.count), normalisation(config, agent.obs_stats)
             while idle:
                 started = evaluations.submit_next(pool, idle[-1])
                 if started is not None:
                     evaluating[started[0]] = (idle.pop(), started[1])
+                    completions.watch(started[0])
                     continue
                 if not pending:
                     infos = solver.ask(extra_round)
@@ -215,7 +239,8 @@ def async_batches(agent: ESAgent, pool: EvaluationPool,
                     infos, around = _around_preview(agent, arrived, infos, around)
                 future = pool.submit(worker, *around, [info.to_list() for info in infos], seeds)
                 running[future] = (worker, infos)
-            done, _ = concurrent.futures.wait([*running, *evaluating], return_when=concurrent.futures.FIRST_COMPLETED)
+                completions.watch(future)
+            done = completions.next_done()
             for future in [future for future in evaluating if future in done]:
                 worker, episode = evaluating.pop(future)
                 idle.append(worker)
