@@ -1,13 +1,45 @@
 """evokit_py: EvoKit-style evolution strategies with ONNX policies (numpy + onnxruntime; no paddle).
 
-    from evokit_py import ESAgent, load_config, train
-"""
-from evokit_py.agent import ESAgent
-from evokit_py.config import ConfigError, ESConfig, default_config, load_config, parse_config
-from evokit_py.noise import NoiseTable, SamplingInfo
-from evokit_py.policy import OnnxPolicy, build_mlp
-from evokit_py.solvers import CMAES, GA, BasicES, make_solver
-from evokit_py.train import TrainResult, train
+    from evokit_py import ESAgent, load_config
+    from evokit_py.train import train          # the es-train loop (the module evokit_py.train)
 
-__all__ = ["ESAgent", "ConfigError", "ESConfig", "default_config", "load_config", "parse_config", "NoiseTable",
-           "SamplingInfo", "OnnxPolicy", "build_mlp", "BasicES", "CMAES", "GA", "make_solver", "TrainResult", "train"]
+The names below are loaded on first use (PEP 562), so that a sampling worker, which imports
+``evokit_py.rollout`` only, does not pay for the trainer's modules (checkpoints, the training loop).
+``train`` is not among them: it would be shadowed by the module of that name once imported.
+"""
+from importlib import import_module
+from typing import Any
+
+# public name -> module that defines it
+_LAZY = {
+    "ESAgent": "evokit_py.agent",
+    "ConfigError": "evokit_py.config",
+    "ESConfig": "evokit_py.config",
+    "default_config": "evokit_py.config",
+    "load_config": "evokit_py.config",
+    "parse_config": "evokit_py.config",
+    "NoiseTable": "evokit_py.noise",
+    "SamplingInfo": "evokit_py.noise",
+    "OnnxPolicy": "evokit_py.policy",
+    "build_mlp": "evokit_py.policy",
+    "BasicES": "evokit_py.solvers",
+    "CMAES": "evokit_py.solvers",
+    "GA": "evokit_py.solvers",
+    "make_solver": "evokit_py.solvers",
+    "TrainResult": "evokit_py.train",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evokit_py' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(__all__)

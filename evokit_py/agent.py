@@ -121,7 +121,7 @@ class ESAgent:
             raise RuntimeError("call load_inference_model() before clone()")
         twin = ESAgent.__new__(ESAgent)
         twin._shared = self._shared
-        twin._policy = OnnxPolicy(self._policy.model)
+        twin._policy = OnnxPolicy(self._policy.to_bytes())
         twin._action_map = self._action_map
         twin._info = None
         twin._generation = -1
@@ -137,7 +137,7 @@ class ESAgent:
 
     def policy_bytes(self) -> bytes:
         """The serialized weights-as-inputs policy graph (what sampling workers load)."""
-        return self._loaded_policy().model.SerializeToString()
+        return self._loaded_policy().to_bytes()
 
     def add_noise(self, info: SamplingInfo | None = None) -> SamplingInfo:
         """Perturb this agent's parameters with the next candidate of the generation (or with the

@@ -26,7 +26,7 @@ from typing import Any, Literal, Union
 import yaml
 
 __all__ = ["ConfigError", "ESConfig", "load_config", "parse_config", "default_config", "config_from_yaml_text",
-           "resolve_config", "DEFAULT_CONFIG_YAML"]
+           "resolve_config"]
 
 
 class ConfigError(ValueError):
@@ -196,9 +196,6 @@ class ESConfig:
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
-
-
-DEFAULT_CONFIG_YAML = ESConfig().to_yaml()  # the dataclass defaults are the built-in job's: one source
 
 
 def load_config(path: "str | Path") -> ESConfig:

@@ -6,15 +6,20 @@ one session serves every candidate. An ONNX file given by the user (e.g. exporte
 become inputs and together form the flat parameter vector, in file order. :meth:`OnnxPolicy.to_onnx`
 turns the inputs back into initializers holding chosen values, optionally behind an
 observation-normalisation prefix, for deployment.
+
+A sampling worker builds its policy from bytes and only runs it, so the ``onnx`` package (graph
+building and editing, 35 ms to import) is imported where a graph is built, read or edited.
 """
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import onnx
 import onnxruntime as ort
-from onnx import TensorProto, helper, numpy_helper
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["OnnxPolicy", "build_mlp", "session_options"]
 
@@ -33,7 +38,7 @@ def session_options() -> ort.SessionOptions:
 
 
 def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str = "tanh",
-              output_activation: str = "none") -> onnx.ModelProto:
+              output_activation: str = "none") -> "onnx.ModelProto":
     """An MLP ``obs -> [MatMul, Add, act] * len(hidden) -> MatMul, Add, output act`` whose weights
     ``w0, b0, w1, b1, ...`` are graph inputs. Input ``obs`` is [batch, obs_dim] float32, output
     ``action`` is [batch, act_dim].
@@ -42,6 +47,9 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
         activation: "tanh" or "relu" between layers.
         output_activation: "none", "tanh" or "softmax".
     """
+    import onnx
+    from onnx import TensorProto, helper
+
     ops = {"tanh": "Tanh", "relu": "Relu", "softmax": "Softmax"}
     sizes = [obs_dim, *hidden, act_dim]
     inputs = [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", obs_dim])]
@@ -69,8 +77,11 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
     return model
 
 
-def _weights_to_inputs(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[np.ndarray]]:
+def _weights_to_inputs(model: "onnx.ModelProto") -> "tuple[onnx.ModelProto, list[np.ndarray]]":
     """Float initializers with >= 1 dimension become graph inputs; returns the model and their values."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
     model = onnx.ModelProto.FromString(model.SerializeToString())
     graph = model.graph
     keep, values = [], []
@@ -90,13 +101,14 @@ class OnnxPolicy:
 
     Args:
         model: an ONNX model whose first input is the observation and whose other inputs are the
-            weights (as :func:`build_mlp` makes, or :meth:`from_file` converts).
+            weights (as :func:`build_mlp` makes, or :meth:`from_file` converts), or its serialized
+            bytes (then parsed only if :attr:`model` is read).
     """
 
-    def __init__(self, model: onnx.ModelProto):
-        self.model = model
-        self.session = ort.InferenceSession(model.SerializeToString(), session_options(),
-                                            providers=["CPUExecutionProvider"])
+    def __init__(self, model: "onnx.ModelProto | bytes"):
+        self._model = None if isinstance(model, bytes) else model
+        self._bytes = model if isinstance(model, bytes) else model.SerializeToString()
+        self.session = ort.InferenceSession(self._bytes, session_options(), providers=["CPUExecutionProvider"])
         inputs = self.session.get_inputs()
         self.obs_name = inputs[0].name
         self.weight_names = [i.name for i in inputs[1:]]
@@ -111,6 +123,15 @@ class OnnxPolicy:
         self._feed: dict[str, np.ndarray] = {}
         self.set_parameters(np.zeros(self.param_size, dtype=np.float32))
 
+    @property
+    def model(self) -> "onnx.ModelProto":
+        """The graph (weights as inputs)."""
+        if self._model is None:
+            import onnx
+
+            self._model = onnx.ModelProto.FromString(self._bytes)
+        return self._model
+
     @classmethod
     def from_file(cls, path: "str | Path") -> tuple["OnnxPolicy", np.ndarray]:
         """Load a user's ONNX file; returns the policy and its weights as the initial parameters.
@@ -118,6 +139,8 @@ class OnnxPolicy:
         Raises:
             ValueError: the file is missing, not ONNX, or has no float weights.
         """
+        import onnx
+
         path = Path(path)
         if not path.is_file():
             raise ValueError(f"policy.onnx: file {path} does not exist")
@@ -132,10 +155,10 @@ class OnnxPolicy:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "OnnxPolicy":
-        return cls(onnx.ModelProto.FromString(data))
+        return cls(data)
 
     def to_bytes(self) -> bytes:
-        return self.model.SerializeToString()
+        return self._bytes
 
     def set_parameters(self, params: np.ndarray) -> None:
         """Use ``params`` (flat, length ``param_size``) from the next call on; no session rebuild."""
@@ -156,9 +179,12 @@ class OnnxPolicy:
         return self.session.run([self.output_name], self._feed)[0]
 
     def to_onnx(self, params: np.ndarray, obs_mean: np.ndarray | None = None,
-                obs_std: np.ndarray | None = None) -> onnx.ModelProto:
+                obs_std: np.ndarray | None = None) -> "onnx.ModelProto":
         """A standalone model: weights = ``params`` as initializers; with ``obs_mean``/``obs_std`` the
         input is normalised and clipped to [-5, 5] first, as during training."""
+        import onnx
+        from onnx import helper, numpy_helper
+
         self.set_parameters(params)
         model = onnx.ModelProto.FromString(self.model.SerializeToString())
         graph = model.graph

@@ -162,10 +162,10 @@ def test_the_exported_policy_carries_the_statistics_of_the_best_weights(tmp_path
 
 
 def test_one_source_of_defaults():
-    from evokit_py.config import DEFAULT_CONFIG_YAML, ESConfig, default_config, resolve_config
+    from evokit_py.config import ESConfig, default_config, resolve_config
     # an empty config file, the built-in job and the dataclass defaults are the same job
     assert parse_config({}) == default_config() == resolve_config(None) == ESConfig()
-    assert parse_config(__import__("yaml").safe_load(DEFAULT_CONFIG_YAML)) == ESConfig()
+    assert parse_config(__import__("yaml").safe_load(default_config().to_yaml())) == ESConfig()
     solver = ESConfig().solver
     assert (solver.optimizer.type, solver.optimizer.base_lr) == ("SGD", 0.05)
     assert (solver.sampling.gaussian_sampling.std, solver.sampling.gaussian_sampling.seed) == (0.1, 7)
