@@ -148,8 +148,13 @@ from evokit_py.train import train
 
 @parl_lite.remote_class
 class Probe:
+    def trainer_modules_loaded(self):
+        import evokit_py.rollout  # all that unpickling a Sampler actor imports
+        return [name for name in ("h5py", "onnx", "tqdm", "importlib.metadata", "evokit_py.agent", "evokit_py.train",
+                                  "evokit_py.checkpoint", "parl_lite.train") if name in sys.modules]
+
     def paddle_loaded(self):
-        import evokit_py.rollout, evokit_py.pool, evokit_py.agent  # what a sampling worker imports
+        import evokit_py.rollout, evokit_py.pool, evokit_py.agent
         return "paddle" in sys.modules
 
 config = resolve_config(None, ["train.generations=1", "env.max_steps=20", "train.log_dir=" + sys.argv[1],
@@ -157,11 +162,13 @@ config = resolve_config(None, ["train.generations=1", "env.max_steps=20", "train
 train(config, echo=lambda line: None)
 assert "paddle" not in sys.modules, "the trainer imported paddle"
 assert not Probe().paddle_loaded(), "a worker imported paddle"
+loaded = Probe().trainer_modules_loaded()
+assert not loaded, f"a sampling worker imported the trainer's {loaded}"
 """
 
 
 @pytest.mark.timeout(120)
-def test_sampling_never_imports_paddle(tmp_path):
+def test_sampling_never_imports_paddle_nor_the_trainer_s_modules(tmp_path):
     out = subprocess.run([sys.executable, "-c", NO_PADDLE, str(tmp_path)], env=ENV, capture_output=True,
                          text=True, timeout=100)
     assert out.returncode == 0, out.stderr
