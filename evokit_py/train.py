@@ -71,6 +71,7 @@ class TrainResult:
         best_eval_return: best evaluation mean seen (``-inf`` if never evaluated).
         train_seconds: wall-clock of ask/evaluate/tell, evaluations of the solution excluded.
         total_seconds: wall-clock of the whole call, start-up and evaluations included.
+        startup_seconds: the part of it before the first generation (the agent, the pool and its workers).
         episodes, steps: training episodes and environment steps (evaluations excluded).
         interrupted: stopped by Ctrl-C (a checkpoint was written).
         params: the best parameters (the exported ones).
@@ -93,6 +94,7 @@ class TrainResult:
     params: np.ndarray = field(repr=False)
     checkpoint_error: str | None = None
     summary: RunSummary | None = None
+    startup_seconds: float = 0.0
 
 
 @dataclass
@@ -191,6 +193,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
         rows = [row for row in _read_rows(csv_path, solver.generation) if int(row["generation"]) not in held]
         echo(f"resumed from {checkpoint_path} at generation {solver.generation}")
     pool = batches = reporter = None
+    startup = 0.0
     solved = interrupted = False
     stop_reason = None
     solved_at: int | None = None
@@ -200,10 +203,10 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
 
     try:
         pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), hp.workers, backend, hp.address)
+        startup = time.perf_counter() - started
         echo(f"es-train: {config.env.id}, {config.solver.type}, {solver.dim} parameters, population "
              f"{config.solver.population_size}, {hp.workers} worker(s) ({hp.address or backend}), {hp.mode} updates, "
-             f"{_noise_text(agent)}, "
-             f"start-up {time.perf_counter() - started:.2f}s")
+             f"{_noise_text(agent)}, start-up {startup:.2f}s")
         with _StopFlag() as stop, _ProgressLog(csv_path, rows) as log:
             evaluator = _Evaluator(agent, pool, EvaluationQueue(hp.target_return) if hp.mode == "async" else None)
             for row in held_rows:
@@ -284,7 +287,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                          checkpoint=None if checkpoint_error else str(checkpoint_path), interrupted=interrupted)
     return TrainResult(solver.generation, solved, progress.best_return, progress.train_seconds, total,
                        progress.episodes, progress.steps, interrupted, onnx_path, csv_path, checkpoint_path,
-                       np.asarray(progress.best_params), checkpoint_error, summary)
+                       np.asarray(progress.best_params), checkpoint_error, summary, startup)
 
 
 def _report(reporter: Reporter, generation: int, seconds: float, row: dict, last_eval: float,

@@ -11,10 +11,15 @@
   ``--async-seeds`` seeds run by both modes (one seed's share of long episodes decides its rate: sync
   evaluates the same candidates on every run of a seed, so a best-of-runs on one seed compares
   two different mixes), and the wall-clock time to an evaluation mean of 475 on CartPole-v1
-  (built-in job, ``--seeds`` seeds, the whole ``train`` call, a seed's median over ``--runs-475``
-  runs since one run's time varies by 10% with the machine's load and async's update count with
-  the order results arrive in; the median and the sum over seeds, async against sync), the two
-  modes interleaved;
+  (built-in job, ``--seeds`` seeds, the whole ``train`` call and the call without its start-up, a
+  seed's median over ``--runs-475`` runs since one run's time varies by 10% with the machine's load
+  and async's update count with the order results arrive in; the median and the sum over seeds),
+  for sync, async (lookahead on, the default) and async as EvoKit does it (``train.lookahead=false``),
+  the modes interleaved;
+- the same three modes over ``--study-seeds`` seeds, one run each, paired by seed: updates to 475
+  (the extra updates per seed against sync, mean and standard error) and the geometric mean of the
+  per-seed time ratios against sync with its 95% confidence interval (three seeds cannot tell the
+  modes apart: see :func:`async_study`);
 - CMA-ES against pycma (``pip install cma``; skipped without it), same functions, seeds, lambda,
   sigma0 and start: evaluations to 1e-8 on the 10-D sphere, ellipsoid (condition 1e6) and
   Rosenbrock (medians over 5 seeds), ours given pycma's normal draws (``StreamNoise``: the same
@@ -22,7 +27,7 @@
   the randomness) and, beside it, ours on its own draws; and milliseconds per generation at 500-D
   (sphere, lambda 22).
 
-    python scripts/bench_es.py [--candidates 64] [--repeats 3] [--only sampling,async,cma]
+    python scripts/bench_es.py [--candidates 64] [--repeats 3] [--only sampling,async,study,cma]
 """
 import json
 import multiprocessing
@@ -150,10 +155,15 @@ def _quiet(line: str) -> None:
     pass
 
 
-def _train_config(workdir: Path, mode: str, overrides, label: str = ""):
-    run = workdir / (label or mode)
-    return resolve_config(None, [f"train.log_dir={run}", f"train.checkpoint_dir={run}/ck", f"train.mode={mode}",
-                                 "train.workers=2", "train.checkpoint_every=1000", *overrides])
+MODES = {"sync": ["train.mode=sync"], "async": ["train.mode=async"],
+         "async_no_lookahead": ["train.mode=async", "train.lookahead=false"]}
+"""The modes compared: async (lookahead on, the default) and async as EvoKit does it."""
+
+
+def _train_config(workdir: Path, label: str, overrides):
+    run = workdir / label
+    return resolve_config(None, [f"train.log_dir={run}", f"train.checkpoint_dir={run}/ck", "train.workers=2",
+                                 "train.checkpoint_every=1000", *overrides])
 
 
 def _seeded(seed: int) -> list[str]:
@@ -164,11 +174,20 @@ def _seeded(seed: int) -> list[str]:
 def _balancing_policy(workdir: Path) -> Path:
     """A linear CartPole policy (no observation normalisation) that balances: the built-in job,
     trained in this process until its evaluation mean reaches 475."""
-    config = _train_config(workdir, "sync", ["observation_normalization=false", "train.generations=60"], "source")
+    config = _train_config(workdir, "source", ["observation_normalization=false", "train.generations=60"])
     result = train(config, backend="inprocess", echo=_quiet)
     if not result.solved:
         raise RuntimeError("the source policy for the async benchmark did not reach 475")
     return result.onnx_path
+
+
+def _run_to_475(workdir: Path, mode: str, seed: int) -> tuple[float | None, float | None, int]:
+    """One run of the built-in job: (whole call, call without start-up) in seconds (None if not
+    solved), and its generations."""
+    result = train(_train_config(workdir, mode, [*MODES[mode], *_seeded(seed)]), echo=_quiet)
+    if not result.solved:
+        return None, None, result.generations
+    return result.total_seconds, result.total_seconds - result.startup_seconds, result.generations
 
 
 def async_vs_sync(generations: int, throughput_seeds: int, seeds: int, runs_475: int) -> dict:
@@ -185,7 +204,7 @@ def async_vs_sync(generations: int, throughput_seeds: int, seeds: int, runs_475:
         totals = {mode: {"episodes": 0, "steps": 0, "seconds": 0.0} for mode in ("sync", "async")}
         for seed in range(throughput_seeds):  # interleaved: both modes see the same background load
             for mode, total in totals.items():
-                result = train(_train_config(workdir, mode, [*varied, *_seeded(seed)]), echo=_quiet)
+                result = train(_train_config(workdir, mode, [*MODES[mode], *varied, *_seeded(seed)]), echo=_quiet)
                 total["episodes"] += result.episodes
                 total["steps"] += result.steps
                 total["seconds"] += result.train_seconds
@@ -197,23 +216,62 @@ def async_vs_sync(generations: int, throughput_seeds: int, seeds: int, runs_475:
                         for mode, total in totals.items()})
         figures["async_vs_sync_evaluations_per_s"] = round(rates["async"] / rates["sync"], 2)
         figures["async_vs_sync_steps_per_s"] = round(step_rates["async"] / step_rates["sync"], 2)
-        runs: dict[str, list[list]] = {"sync": [], "async": []}  # per seed: (seconds or None, generations) per run
+        runs: dict[str, list[list]] = {mode: [[] for _ in range(seeds)] for mode in MODES}  # per seed, per run
         for seed in range(seeds):
-            for mode in runs:
-                runs[mode].append([])
-            for _ in range(runs_475):  # interleaved, so that both modes see the same background load
-                for mode in runs:
-                    result = train(_train_config(workdir, mode, _seeded(seed)), echo=_quiet)
-                    runs[mode][-1].append((result.total_seconds if result.solved else None, result.generations))
-    times = {mode: [_median_or_none([t for t, _ in seed_runs]) for seed_runs in per_seed]
-             for mode, per_seed in runs.items()}
-    figures.update({f"seconds_to_475_{mode}": values for mode, values in times.items()})
-    figures.update({f"generations_to_475_{mode}": [[g for _, g in seed_runs] for seed_runs in per_seed]
-                    for mode, per_seed in runs.items()})
-    if all(None not in values for values in times.values()):
-        ratio = float(np.median(times["async"]) / np.median(times["sync"]))
-        figures["median_seconds_to_475_async_vs_sync"] = round(ratio, 2)
-        figures["total_seconds_to_475_async_vs_sync"] = round(sum(times["async"]) / sum(times["sync"]), 2)
+            for _ in range(runs_475):  # interleaved, so that every mode sees the same background load
+                for mode in MODES:
+                    runs[mode][seed].append(_run_to_475(workdir, mode, seed))
+    for mode, per_seed in runs.items():
+        figures[f"seconds_to_475_{mode}"] = [_median_or_none([run[0] for run in seed_runs]) for seed_runs in per_seed]
+        figures[f"seconds_to_475_without_startup_{mode}"] = [_median_or_none([run[1] for run in seed_runs])
+                                                            for seed_runs in per_seed]
+        figures[f"generations_to_475_{mode}"] = [[run[2] for run in seed_runs] for seed_runs in per_seed]
+    for mode in ("async", "async_no_lookahead"):
+        for key in ("seconds_to_475", "seconds_to_475_without_startup"):
+            ours, base = figures[f"{key}_{mode}"], figures[f"{key}_sync"]
+            if None not in ours and None not in base:
+                figures[f"median_{key}_{mode}_vs_sync"] = round(float(np.median(ours) / np.median(base)), 2)
+                figures[f"total_{key}_{mode}_vs_sync"] = round(sum(ours) / sum(base), 2)
+    return figures
+
+
+def _geometric_mean_ratio(ratios: np.ndarray) -> list[float]:
+    """The geometric mean of per-seed ratios and its 95% confidence interval (normal approximation)."""
+    logs = np.log(ratios)
+    half = 1.96 * logs.std(ddof=1) / np.sqrt(len(logs))
+    return [round(float(np.exp(value)), 3) for value in (logs.mean(), logs.mean() - half, logs.mean() + half)]
+
+
+def async_study(seeds: int) -> dict:
+    """Time and updates to 475 over many seeds, one run each, the modes interleaved and paired by seed.
+
+    Three seeds cannot tell the modes apart: a seed's update count depends on its noise draws (over
+    40 seeds the total moves by 10-25% between two sets of draws), and one run's time by 10-20% with
+    the load. Paired by seed (the same draws in every mode up to the update where they part), the
+    per-seed ratios of many seeds can.
+    """
+    results: dict[str, list[tuple]] = {mode: [] for mode in MODES}
+    with tempfile.TemporaryDirectory() as folder:
+        for seed in range(seeds):
+            for mode in MODES:
+                results[mode].append(_run_to_475(Path(folder), mode, seed))
+    solved = [i for i in range(seeds) if all(results[mode][i][0] is not None for mode in MODES)]
+    figures: dict = {"study_seeds": seeds, "study_solved_by_every_mode": len(solved)}
+    base = np.array([results["sync"][i] for i in solved], dtype=float)
+    for mode in MODES:
+        runs = np.array([results[mode][i] for i in solved], dtype=float)
+        figures[f"study_updates_{mode}"] = int(runs[:, 2].sum())
+        figures[f"study_seconds_{mode}"] = round(float(runs[:, 0].sum()), 2)
+        figures[f"study_seconds_without_startup_{mode}"] = round(float(runs[:, 1].sum()), 2)
+        if mode == "sync":
+            continue
+        extra = runs[:, 2] - base[:, 2]
+        figures[f"study_{mode}_vs_sync_extra_updates_per_seed"] = [
+            round(float(extra.mean()), 2), round(float(extra.std(ddof=1) / np.sqrt(len(extra))), 2)]  # mean, SE
+        figures[f"study_{mode}_vs_sync_seconds_geomean_ci95"] = _geometric_mean_ratio(runs[:, 0] / base[:, 0])
+        figures[f"study_{mode}_vs_sync_seconds_without_startup_geomean_ci95"] = \
+            _geometric_mean_ratio(runs[:, 1] / base[:, 1])
+        figures[f"study_{mode}_faster_than_sync_share"] = round(float(np.mean(runs[:, 0] < base[:, 0])), 2)
     return figures
 
 
@@ -308,15 +366,17 @@ def cma_vs_pycma(seeds: int, generations: int) -> dict:
 @click.option("--calls", default=3000, show_default=True, help="Policy calls timed per engine.")
 @click.option("--candidates", default=64, show_default=True, help="Candidates (episodes) per evaluation.")
 @click.option("--repeats", default=5, show_default=True, help="Evaluations per configuration (best kept).")
-@click.option("--only", default="sampling,async,cma", show_default=True, help="Which parts to run.")
+@click.option("--only", default="sampling,async,study,cma", show_default=True, help="Which parts to run.")
 @click.option("--async-generations", default=100, show_default=True, help="Generations per async/sync throughput run.")
 @click.option("--async-seeds", default=5, show_default=True, help="Seeds of the async/sync throughput runs (totals).")
 @click.option("--seeds", default=3, show_default=True, help="CartPole seeds for the time to 475.")
 @click.option("--runs-475", default=3, show_default=True,
               help="Runs per seed and mode for the time to 475 (the seed's median is kept).")
+@click.option("--study-seeds", default=40, show_default=True,
+              help="Seeds of the paired study of the three modes' time to 475 (one run each).")
 @click.option("--cma-seeds", default=5, show_default=True, help="Seeds per function for CMA-ES vs pycma.")
 def main(calls: int, candidates: int, repeats: int, only: str, async_generations: int, async_seeds: int,
-         seeds: int, runs_475: int, cma_seeds: int) -> None:
+         seeds: int, runs_475: int, study_seeds: int, cma_seeds: int) -> None:
     """Print one JSON line of ES figures."""
     parts = set(only.split(","))
     load_before = os.getloadavg()[0]
@@ -329,6 +389,9 @@ def main(calls: int, candidates: int, repeats: int, only: str, async_generations
     if "async" in parts:
         click.echo("async vs sync ...", err=True)
         figures.update(async_vs_sync(async_generations, async_seeds, seeds, runs_475))
+    if "study" in parts:
+        click.echo(f"sync and async over {study_seeds} seeds ...", err=True)
+        figures.update(async_study(study_seeds))
     if "cma" in parts:
         click.echo("CMA-ES vs pycma ...", err=True)
         figures.update(cma_vs_pycma(cma_seeds, 25))
