@@ -7,8 +7,7 @@ The names below are loaded on first use (PEP 562), so that a sampling worker, wh
 ``evokit_py.rollout`` only, does not pay for the trainer's modules (checkpoints, the training loop).
 ``train`` is not among them: it would be shadowed by the module of that name once imported.
 """
-from importlib import import_module
-from typing import Any
+from parl_lite.lazy import lazy_exports
 
 # public name -> module that defines it
 _LAZY = {
@@ -32,14 +31,4 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evokit_py' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

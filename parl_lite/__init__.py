@@ -7,9 +7,7 @@ paddle's import.
 
 On AMD processors it also points paddle's Intel MKL at its AVX2 code (:mod:`parl_lite.mkl`).
 """
-from importlib import import_module
-from typing import Any
-
+from parl_lite.lazy import lazy_exports
 from parl_lite.mkl import prefer_avx2_on_amd
 from parl_lite.version import __version__
 
@@ -39,14 +37,4 @@ _LAZY = {
 __all__ = ["__version__", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'parl_lite' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)
