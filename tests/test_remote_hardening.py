@@ -417,6 +417,62 @@ def test_ctrl_c_after_ctrl_c_through_the_shutdown_leaves_nothing(tmp_path, run):
             process.kill()
 
 
+CTRL_C_MID_FRAME_SCRIPT = textwrap.dedent("""
+    import signal, sys, threading, parl_lite
+    from parl_lite import remote_class
+
+    class Big:
+        def blob(self, size):
+            return b"x" * size  # bytes are pickled inline: one frame of that size
+        def echo(self, value):
+            return value
+
+    parl_lite.connect(num_workers=1)
+    big = remote_class(Big)()
+    main = threading.main_thread()
+
+    def reading_a_body():
+        frame = sys._current_frames().get(main.ident)
+        while frame is not None:  # multiprocessing.connection's _recv(size) with size > 4: a body
+            if frame.f_code.co_name == "_recv" and frame.f_locals.get("size", 0) > 4:
+                return True
+            frame = frame.f_back
+        return False
+
+    def ctrl_c_inside_the_body():
+        while not reading_a_body():
+            pass
+        signal.pthread_kill(main.ident, signal.SIGINT)
+
+    threading.Thread(target=ctrl_c_inside_the_body, daemon=True).start()
+    try:
+        big.blob(50_000_000)
+        print("not interrupted", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    print(big.echo(12345), len(big.blob(1000)), signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+          flush=True)
+""")
+
+
+@pytest.mark.timeout(120)
+def test_a_ctrl_c_while_a_reply_is_read_is_delivered_after_it_and_the_actor_stays_usable(tmp_path):
+    """The Ctrl-C lands between a reply's header and the end of its body: reading the rest of the
+    frame before raising KeyboardInterrupt keeps the stream in step, so the next calls work."""
+    script = tmp_path / "mid_frame.py"
+    script.write_text(CTRL_C_MID_FRAME_SCRIPT)
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, cwd=tmp_path)
+    try:
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert out.split("\n")[:2] == ["interrupted", "12345 1000 True"], (out, err)
+
+
 # --- speed of large arrays: what is handed back without a copy must still be a value -------------
 def test_a_returned_argument_never_changes_under_the_caller(pool):
     actor = remote_class(Keeper)()
