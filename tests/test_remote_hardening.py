@@ -423,18 +423,21 @@ CTRL_C_MID_FRAME_SCRIPT = textwrap.dedent("""
 
     class Big:
         def blob(self, size):
-            return b"x" * size  # bytes are pickled inline: one frame of that size
+            return b"x" * size  # bytes are pickled inline: one message of that size
         def echo(self, value):
             return value
 
-    parl_lite.connect(num_workers=1)
+    if len(sys.argv) > 1:
+        parl_lite.connect(sys.argv[1], token_file=sys.argv[2])
+    else:
+        parl_lite.connect(num_workers=1)
     big = remote_class(Big)()
     main = threading.main_thread()
 
     def reading_a_body():
         frame = sys._current_frames().get(main.ident)
-        while frame is not None:  # multiprocessing.connection's _recv(size) with size > 4: a body
-            if frame.f_code.co_name == "_recv" and frame.f_locals.get("size", 0) > 4:
+        while frame is not None:  # multiprocessing's _recv(size) or the cluster framing's _take(size)
+            if frame.f_code.co_name in ("_recv", "_take") and frame.f_locals.get("size", 0) > 1000:
                 return True
             frame = frame.f_back
         return False
@@ -455,20 +458,32 @@ CTRL_C_MID_FRAME_SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.timeout(120)
-def test_a_ctrl_c_while_a_reply_is_read_is_delivered_after_it_and_the_actor_stays_usable(tmp_path):
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("where", ["local pool", "cluster"])
+def test_a_ctrl_c_while_a_reply_is_read_is_delivered_after_it_and_the_actor_stays_usable(tmp_path, where):
     """The Ctrl-C lands between a reply's header and the end of its body: reading the rest of the
-    frame before raising KeyboardInterrupt keeps the stream in step, so the next calls work."""
+    message before raising KeyboardInterrupt keeps the stream in step, so the next calls work (they
+    waited for ever before)."""
+    from backends import Cluster
+
     script = tmp_path / "mid_frame.py"
     script.write_text(CTRL_C_MID_FRAME_SCRIPT)
-    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, cwd=tmp_path)
+    cluster = None
+    arguments = []
+    if where == "cluster":
+        cluster = Cluster(tmp_path / "cluster")
+        arguments = [cluster.start(cpus=1), cluster.token_file]
+        cluster.add_node("node", cpus=1)
+    process = subprocess.Popen([sys.executable, str(script), *arguments], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
         out, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
+        if cluster is not None:
+            cluster.stop()
     assert process.returncode == 0, err
     assert out.split("\n")[:2] == ["interrupted", "12345 1000 True"], (out, err)
 

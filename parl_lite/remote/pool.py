@@ -11,7 +11,6 @@ A worker's death is seen by its pid (a pidfd), not only by its socket: a child t
 hold the socket open long after the worker is gone. Each worker leads its own process group, and
 the group is killed when the worker ends, so nothing an actor started outlives it.
 """
-import _signal
 import collections
 import itertools
 import json
@@ -37,6 +36,7 @@ from parl_lite.remote.actor_log import ActorLogs
 from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, SerializationError
 from parl_lite.remote.futures import Future
+from parl_lite.remote.interrupts import ctrl_c_held_back
 from parl_lite.remote.output import print_actor_output
 from parl_lite.remote.shm import Borrowed, SegmentPool, remove_session_segments
 from parl_lite.remote.status import StatusBoard, process_start_time
@@ -343,26 +343,9 @@ class WorkerProcess(ActorChannel):
             os.close(self._pidfd)
 
     def _read_one(self) -> bool:
-        """Read and dispatch one frame (the read lock is held); False once the worker is gone.
-
-        In the main thread a Ctrl-C (SIGINT) is held back until the frame is dispatched: a
-        KeyboardInterrupt between a frame's header and the end of its body would leave the rest of
-        the body to be read as the next frame (a synchronous call reads its reply in the caller's
-        thread), and one between taking a call's future and completing it would leave that future
-        pending for ever. The frame is already arriving (a poll said so), so the wait is short.
-        ``_signal`` is the C module under :mod:`signal`: its calls cost 0.3 us, the wrappers' 3 us.
-        """
-        previous = _signal.getsignal(signal.SIGINT)
-        if not callable(previous) or threading.current_thread() is not threading.main_thread():
-            return self._read_and_dispatch()  # no Python handler to hold back, or not its thread
-        caught: list[int] = []
-        _signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-        try:
-            return self._read_and_dispatch()
-        finally:
-            _signal.signal(signal.SIGINT, previous)
-            if caught:
-                signal.raise_signal(signal.SIGINT)  # the handler it was meant for runs now
+        """Read and dispatch one frame (the read lock is held; a poll said it is arriving), a Ctrl-C
+        held back meanwhile (:mod:`parl_lite.remote.interrupts`); False once the worker is gone."""
+        return ctrl_c_held_back(self._read_and_dispatch)
 
     def _read_and_dispatch(self) -> bool:
         try:

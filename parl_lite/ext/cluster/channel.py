@@ -12,6 +12,7 @@ from parl_lite.remote import protocol
 from parl_lite.remote.backend import ActorChannel
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, SerializationError
 from parl_lite.remote.futures import Future
+from parl_lite.remote.interrupts import ctrl_c_held_back
 from parl_lite.remote.output import print_actor_output
 
 if TYPE_CHECKING:
@@ -85,12 +86,14 @@ class ClusterActor(ActorChannel):
         return self.result(self._submit(_Reply(), f"{method}()", False, protocol.CALL, method, args, kwargs))
 
     def result(self, future: "Future | _Reply") -> Any:
-        """Wait for ``future``, reading replies in this thread while no other thread reads."""
+        """Wait for ``future``, reading replies in this thread while no other thread reads (a Ctrl-C
+        interrupts the wait, not a message: :mod:`parl_lite.remote.interrupts`)."""
         while not future.done():
             if self._read_lock.acquire(blocking=False):
                 try:
                     while not future.done() and not self._dead:
-                        self._read_one()
+                        self._framed.wait_for_message()
+                        ctrl_c_held_back(self._read_one)
                 finally:
                     self._release_reading()
             else:

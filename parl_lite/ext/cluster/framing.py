@@ -12,6 +12,7 @@ authentication: the node did that before handing the socket over).
 """
 import json
 import pickle
+import select
 import socket
 import struct
 from collections.abc import Sequence
@@ -84,6 +85,15 @@ class FramedSocket:
         self.send(json.dumps(message).encode())
 
     # --- receiving ------------------------------------------------------------------------------
+    def wait_for_message(self) -> None:
+        """Return once a message has begun to arrive (or the connection ended). Nothing is read, so
+        an interruption here loses nothing; :meth:`receive` then reads the message."""
+        if self._end == self._start:
+            try:
+                select.select([self.sock], [], [])
+            except (OSError, ValueError):  # closed meanwhile: receive() says so
+                pass
+
     def _fill(self) -> None:
         if self._start == self._end:
             self._start = self._end = 0
