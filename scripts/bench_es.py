@@ -191,7 +191,8 @@ def _run_to_475(workdir: Path, mode: str, seed: int) -> tuple[float | None, floa
 
 
 def async_vs_sync(generations: int, throughput_seeds: int, seeds: int, runs_475: int) -> dict:
-    """Evaluations/s of the two modes on widely varying episode lengths, and time to 475."""
+    """Evaluations/s of sync and async on widely varying episode lengths, and time to 475 of the three
+    :data:`MODES`."""
     figures = {}
     with tempfile.TemporaryDirectory() as folder:
         workdir = Path(folder)

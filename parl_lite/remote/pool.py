@@ -12,6 +12,7 @@ hold the socket open long after the worker is gone. Each worker leads its own pr
 the group is killed when the worker ends, so nothing an actor started outlives it.
 """
 import collections
+import functools
 import itertools
 import json
 import logging
@@ -153,7 +154,8 @@ class WorkerProcess(ActorChannel):
                     break
                 try:
                     if not future.done() and not self._dead:
-                        self._dispatch(self._poller.poll())  # a frame, or the worker's end
+                        events = self._poller.poll()  # a frame, or the worker's end; a Ctrl-C here loses nothing
+                        ctrl_c_held_back(functools.partial(self._dispatch, events))  # the frame is read whole
                 finally:
                     self._read_lock.release()
             if not future.done():
@@ -343,11 +345,7 @@ class WorkerProcess(ActorChannel):
             os.close(self._pidfd)
 
     def _read_one(self) -> bool:
-        """Read and dispatch one frame (the read lock is held; a poll said it is arriving), a Ctrl-C
-        held back meanwhile (:mod:`parl_lite.remote.interrupts`); False once the worker is gone."""
-        return ctrl_c_held_back(self._read_and_dispatch)
-
-    def _read_and_dispatch(self) -> bool:
+        """Read and dispatch one frame (the read lock is held); False once the worker is gone."""
         try:
             frame = self._connection.recv_bytes()
         except (EOFError, OSError):
