@@ -59,8 +59,7 @@ def sample_generation(config: ESConfig, checkpoint: "str | os.PathLike", log_pat
         generation = solver.generation
         extra_round = shard // shards
         asked = solver.ask(extra_round)
-        group = 2 if config.solver.type == "BASIC_ES" and config.solver.mirrored_sampling else 1
-        indices = [i for i in range(len(asked)) if (i // group) % shards == shard % shards]
+        indices = [i for i in range(len(asked)) if (i // solver.group_size) % shards == shard % shards]
         infos = [asked[i] for i in indices]
         mean, std = normalisation(agent.config, agent.obs_stats)
         all_seeds = candidate_seeds(config, generation, len(asked) * (extra_round + 1))[len(asked) * extra_round:]

@@ -6,9 +6,7 @@ the negated ascent direction. State is a dict of arrays so that it saves to HDF5
 
 import numpy as np
 
-from evokit_py.config import OptimizerConfig
-
-__all__ = ["Optimizer", "SGD", "Momentum", "Adam", "make_optimizer"]
+__all__ = ["Optimizer", "SGD", "Momentum", "Adam"]
 
 
 class Optimizer:
@@ -80,11 +78,3 @@ class Adam(Optimizer):
         self.m = np.array(state["m"], dtype=np.float64)
         self.v = np.array(state["v"], dtype=np.float64)
 
-
-def make_optimizer(config: OptimizerConfig, dim: int) -> Optimizer:
-    """The optimizer ``solver.optimizer`` describes, for ``dim`` parameters."""
-    if config.type == "SGD":
-        return SGD(dim, config.base_lr)
-    if config.type == "MOMENTUM":
-        return Momentum(dim, config.base_lr, config.momentum.mu)
-    return Adam(dim, config.base_lr, config.adam.beta1, config.adam.beta2, config.adam.epsilon)

@@ -14,7 +14,7 @@ import numpy as np
 from evokit_py.config import ESConfig
 from evokit_py.noise import NoiseSource, NoiseTable, SamplingInfo
 from evokit_py.policy import OnnxPolicy, build_mlp
-from evokit_py.solvers.base import Basis
+from evokit_py.basis import Basis
 
 __all__ = ["ObsStats", "NoiseSpec", "Sampler", "make_env", "make_policy", "check_policy", "episode_seed",
            "candidate_seeds", "candidate_episode_seeds", "ActionMap", "aggregate"]

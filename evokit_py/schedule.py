@@ -198,7 +198,6 @@ def async_batches(agent: ESAgent, pool: EvaluationPool,
     Closing the generator waits for the evaluation episodes still running and records them; the
     candidates still running are left to finish on their own (no update would take their results)."""
     solver, config = agent.solver, agent.config
-    group = 2 if config.solver.type == "BASIC_ES" and config.solver.mirrored_sampling else 1
     lookahead = config.train.lookahead and solver.can_preview
     pending: deque = deque()  # (index, infos) of the current version not handed out yet, a call each
     version: int | None = None  # the solver version ``basis`` is of
@@ -228,6 +227,7 @@ def async_batches(agent: ESAgent, pool: EvaluationPool,
                 if not pending:
                     infos = solver.ask(extra_round)
                     size = len(infos)
+                    group = solver.group_size
                     pending.extend((size * extra_round + i, infos[i:i + group]) for i in range(0, size, group))
                     extra_round += 1
                 worker, (index, infos) = idle.pop(), pending.popleft()

@@ -41,7 +41,7 @@ from evokit_py.pool import EvaluationPool
 from evokit_py.rollout import ObsStats, episode_seed
 from evokit_py.schedule import (EVALUATION_INFO, EvaluationQueue, EvaluationRequest, async_batches, normalisation,
                                 sync_batches)
-from evokit_py.solvers.base import Basis
+from evokit_py.basis import Basis
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
 

@@ -20,7 +20,7 @@ from evokit_py.noise import NoiseSource, SamplingInfo
 from evokit_py.offline import sample_generation, update_from_log
 from evokit_py.pool import EvaluationPool
 from evokit_py.schedule import EvaluationQueue, _around_preview, async_batches
-from evokit_py.solvers.base import Basis
+from evokit_py.basis import Basis
 from evokit_py.solvers import StaleSampleError, make_solver
 from evokit_py.train import train
 

@@ -16,7 +16,6 @@ def test_defaults_and_round_trip_through_yaml(tmp_path):
     ({"solver": {"optimizer": {"adam": {"beta1": 1.5}}}}, "solver.optimizer.adam.beta1"),
     ({"solver": {"optimizer": {"adam": {"beta1": "high"}}}}, "solver.optimizer.adam.beta1"),
     ({"solver": {"optimizer": {"adam": {"gamma": 0.5}}}}, "solver.optimizer.adam.gamma"),
-    ({"solver": {"type": "PSO"}}, "solver.type"),
     ({"solver": {"sampling": {"gaussian_sampling": {"std": -1}}}}, "solver.sampling.gaussian_sampling.std"),
     ({"solver": {"sampling": {"gaussian_sampling": {"cached": "yes"}}}}, "solver.sampling.gaussian_sampling.cached"),
     ({"solver": {"population_size": 7}}, "solver.population_size"),

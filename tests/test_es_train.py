@@ -55,6 +55,11 @@ def test_es_train_command_reports_config_errors_with_the_key(tmp_path):
     out = subprocess.run([sys.executable, "-m", "parl_lite.cli", "es-train", "--config", str(bad)],
                          env=ENV, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "solver.optimizer.adam.beta1: must be in [0, 1)" in out.stderr
+    unknown = subprocess.run([sys.executable, "-m", "parl_lite.cli", "es-train", "--set", "solver.type=PSO", "--set",
+                              f"train.log_dir={tmp_path}/run", "--set", f"train.checkpoint_dir={tmp_path}/run/ck"],
+                             env=ENV, capture_output=True, text=True, timeout=60)
+    assert unknown.returncode != 0 and "solver.type: must be one of BASIC_ES" in unknown.stderr
+    assert "Traceback" not in unknown.stderr  # checked when the solver is built, reported as cleanly
 
 
 @pytest.mark.timeout(120)

@@ -223,9 +223,14 @@ agent.close()
 
 def test_an_unknown_solver_type_lists_the_available_ones():
     from evokit_py.config import ConfigError, resolve_config
+    import numpy as np
 
+    from evokit_py.noise import NoiseSource
+    from evokit_py.solvers import make_solver
+
+    config = resolve_config(None, ["solver.type=PSO"])  # checked when the solver is built
     with pytest.raises(ConfigError, match=r"solver\.type: must be one of BASIC_ES, CMA_ES, SEP_CMA_ES, GA.*got 'PSO'"):
-        resolve_config(None, ["solver.type=PSO"])
+        make_solver(config.solver, np.zeros(2), NoiseSource(0, 2))
 
 
 def test_the_built_in_backend_is_registered_like_a_plugin():

@@ -1,5 +1,6 @@
-"""The ask/tell interface every solver implements, and what it hands to evaluators.
+"""The ask/tell interface every solver implements.
 
+A solver is built from plain values (the config is read by :mod:`evokit_py.solvers.registry`).
 A generation is ``infos = solver.ask()``; every candidate ``solver.basis().candidate(info, noise)``
 is evaluated somewhere (any process holding the same noise); ``solver.tell(infos, fitness)``.
 Only the basis (once per generation), the infos and the fitness values cross process boundaries.
@@ -21,60 +22,18 @@ part of a checkpoint.
 """
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
-from evokit_py.config import SolverConfig
+from evokit_py.basis import Basis
 from evokit_py.noise import NoiseSource, SamplingInfo
 
-__all__ = ["Basis", "Solver", "StaleSampleError", "centered_rank"]
+__all__ = ["Solver", "StaleSampleError", "centered_rank"]
 
 
 class StaleSampleError(ValueError):
     """A sampling info was drawn around a parameter version the solver no longer keeps."""
-
-
-@dataclass
-class Basis:
-    """What candidates of one generation are built from: ``centers[parent] + sigma * sign * T @ eps``.
-
-    Attributes:
-        centers: (k, dim) float64; k = 1 except for GA (its parents).
-        sigma: the noise scale.
-        transform: (dim, dim) matrix T (CMA-ES's B·D), a (dim,) vector (a diagonal T: separable
-            CMA-ES), or ``None`` for the identity.
-    """
-    centers: np.ndarray
-    sigma: float
-    transform: np.ndarray | None = None
-
-    def candidate(self, info: SamplingInfo, noise: NoiseSource) -> np.ndarray:
-        """The parameters of the candidate ``info`` describes (float64, a new array)."""
-        x = np.array(self.centers[info.parent], dtype=np.float64)
-        if info.sign:
-            eps = noise.get(info).astype(np.float64)
-            if self.transform is not None:
-                eps = self.transform @ eps if np.ndim(self.transform) == 2 else self.transform * eps
-            x += (self.sigma * info.sign) * eps
-        return x
-
-    def candidates(self, infos: Sequence[SamplingInfo], noise: NoiseSource) -> np.ndarray:
-        """The parameters of all ``infos`` as rows of one (len(infos), dim) float64 array (one matrix
-        product instead of one per candidate)."""
-        eps = np.stack([noise.get(info) if info.sign else np.zeros(noise.dim, np.float32) for info in infos])
-        eps = eps.astype(np.float64) * (self.sigma * np.array([info.sign for info in infos], dtype=np.float64))[:, None]
-        if self.transform is not None:
-            eps = eps @ self.transform.T if np.ndim(self.transform) == 2 else eps * self.transform
-        return self.centers[[info.parent for info in infos]] + eps
-
-    def to_dict(self) -> dict:
-        return {"centers": self.centers, "sigma": self.sigma, "transform": self.transform}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Basis":
-        return cls(np.asarray(data["centers"]), float(data["sigma"]), data["transform"])
 
 
 def centered_rank(fitness: np.ndarray) -> np.ndarray:
@@ -89,28 +48,33 @@ class Solver:
     """Base of the ask/tell state machines; fitness is *maximised* (pass ``-f`` to minimise ``f``).
 
     Args:
-        config: the ``solver`` block of the config.
         x0: the initial parameters (flat).
         noise: where sampling infos get their noise.
+        population_size: candidates per generation.
+        sigma: the noise scale (the initial step size, the mutation std).
+        max_staleness: versions back whose samples a solver that ``accepts_stale`` still corrects.
     """
 
-    def __init__(self, config: SolverConfig, x0: np.ndarray, noise: NoiseSource):
+    def __init__(self, x0: np.ndarray, noise: NoiseSource, population_size: int, sigma: float,
+                 max_staleness: int = 0):
         x0 = np.asarray(x0, dtype=np.float64)
         if x0.shape != (noise.dim,):
             raise ValueError(f"x0 has shape {x0.shape}, the noise source has dim {noise.dim}")
-        self.config = config
         self.noise = noise
         self.dim = noise.dim
-        self.population_size = config.population_size
-        self.sigma = config.sampling.gaussian_sampling.std
+        self.population_size = population_size
+        self.sigma = sigma
         self.generation = 0
-        self.max_staleness = config.max_staleness
+        self.max_staleness = max_staleness
         self.dropped_samples = 0  # stale infos dropped by tell(..., stale="drop") so far
         self.previews: dict[int, tuple[int, Any]] = {}  # preview id -> (its version, what _preview made)
         self._last_preview_id = 0
 
     accepts_stale = False  # whether _tell corrects infos of older versions
     can_preview = False  # whether _preview and preview_basis are implemented (needs accepts_stale)
+    # how many consecutive infos of an ask() belong together (a mirrored pair): an evaluator that
+    # splits a generation keeps each group whole, so that it lands in one update
+    group_size = 1
 
     def _rng(self, extra_round: int = 0) -> np.random.Generator:
         key = [self.noise.seed, self.generation] + ([extra_round] if extra_round else [])

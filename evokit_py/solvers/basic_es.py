@@ -12,31 +12,48 @@ A candidate drawn around a preview (the parameters an update was heading to, bef
 is corrected the same way, by the difference between the preview and the current parameters.
 """
 import copy
+from typing import Literal
 
 import numpy as np
 
-from evokit_py.config import SolverConfig
+from evokit_py.basis import Basis
 from evokit_py.noise import NoiseSource, SamplingInfo
-from evokit_py.optimizers import Optimizer, make_optimizer
-from evokit_py.solvers.base import Basis, Solver, centered_rank
+from evokit_py.optimizers import Optimizer
+from evokit_py.solvers.base import Solver, centered_rank
 
 __all__ = ["BasicES"]
 
 
 class BasicES(Solver):
-    """OpenAI-style Gaussian ES (``solver.type: BASIC_ES``); corrects stale samples (see above)."""
+    """OpenAI-style Gaussian ES (``solver.type: BASIC_ES``); corrects stale samples (see above).
+
+    Args:
+        x0, noise, population_size, sigma, max_staleness: as :class:`Solver`'s.
+        optimizer: what steps the parameters (for ``len(x0)`` parameters).
+        mirrored: candidates in pairs ``+eps``, ``-eps`` (``population_size`` must be even).
+        fitness_shaping: ``"centered_rank"`` or ``"none"`` (the returns as they are).
+        weight_decay: added to the descent direction times the parameters.
+    """
 
     accepts_stale = True
     can_preview = True
 
-    def __init__(self, config: SolverConfig, x0: np.ndarray, noise: NoiseSource):
-        super().__init__(config, x0, noise)
+    def __init__(self, x0: np.ndarray, noise: NoiseSource, population_size: int, sigma: float, optimizer: Optimizer,
+                 mirrored: bool = True, fitness_shaping: Literal["centered_rank", "none"] = "centered_rank",
+                 weight_decay: float = 0.0, max_staleness: int = 0):
+        super().__init__(x0, noise, population_size, sigma, max_staleness)
+        if mirrored and population_size % 2:
+            raise ValueError(f"population_size: must be even with mirrored sampling, got {population_size}")
         self.theta = np.array(x0, dtype=np.float64)
-        self.optimizer = make_optimizer(config.optimizer, self.dim)
+        self.optimizer = optimizer
+        self.mirrored = mirrored
+        self.group_size = 2 if mirrored else 1
+        self.fitness_shaping = fitness_shaping
+        self.weight_decay = weight_decay
         self.history: dict[int, np.ndarray] = {}  # version -> theta, the max_staleness versions before this one
 
     def _ask(self, rng: np.random.Generator) -> list[SamplingInfo]:
-        if not self.config.mirrored_sampling:
+        if not self.mirrored:
             return self.noise.draw(rng, self.population_size)
         infos = []
         for info in self.noise.draw(rng, self.population_size // 2):
@@ -56,7 +73,7 @@ class BasicES(Solver):
         return self.theta if version == self.generation else self.history[version]
 
     def _ascent(self, infos: list[SamplingInfo], fitness: np.ndarray) -> np.ndarray:
-        shaped = centered_rank(fitness) if self.config.fitness_shaping == "centered_rank" else fitness
+        shaped = centered_rank(fitness) if self.fitness_shaping == "centered_rank" else fitness
         coefficients = shaped * np.array([info.sign for info in infos], dtype=np.float64)
         eps = np.stack([self.noise.get(info) for info in infos]).astype(np.float64)
         ascent = coefficients @ eps
@@ -71,7 +88,7 @@ class BasicES(Solver):
     def _step(self, infos: list[SamplingInfo], fitness: np.ndarray, optimizer: Optimizer) -> np.ndarray:
         """The parameters after one step of ``optimizer`` (changed) on these results."""
         ascent = self._ascent(infos, fitness)
-        return optimizer.step(self.theta, -ascent + self.config.weight_decay * self.theta)
+        return optimizer.step(self.theta, -ascent + self.weight_decay * self.theta)
 
     def _preview(self, infos: list[SamplingInfo], fitness: np.ndarray) -> np.ndarray:
         return self._step(infos, fitness, copy.deepcopy(self.optimizer))

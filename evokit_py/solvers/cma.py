@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evokit_py.config import SolverConfig
+from evokit_py.basis import Basis
 from evokit_py.noise import NoiseSource, SamplingInfo
-from evokit_py.solvers.base import Basis, Solver
+from evokit_py.solvers.base import Solver
 from evokit_py.solvers.cma_stop import CRITERIA, Termination
 
 __all__ = ["CMAES", "SepCMAES", "CMAParameters"]
@@ -79,36 +79,52 @@ class CMAParameters:
 
 
 class CMAES(Solver):
-    """CMA-ES (``solver.type: CMA_ES``; ``SEP_CMA_ES`` or ``cma_es.diagonal: true`` for the
-    separable variant); initial step size = ``gaussian_sampling.std``. Stale samples are refused
-    (asynchronous mode is for BASIC_ES).
+    """CMA-ES (``solver.type: CMA_ES``; ``SEP_CMA_ES`` or ``diagonal=True`` for the separable
+    variant); initial step size = ``sigma``. Stale samples are refused (asynchronous mode is for
+    BASIC_ES).
 
-    After a termination criterion fires, :meth:`stop_reason` names it; with restarts left
-    (``cma_es.restarts``) the next generation starts again from ``x0`` with twice the population
-    and the initial step size (IPOP). :meth:`solution` is the current mean; :attr:`best_x` the best
-    candidate evaluated over all restarts.
+    After a termination criterion fires, :meth:`stop_reason` names it; with ``restarts`` left the
+    next generation starts again from ``x0`` with twice the population and the initial step size
+    (IPOP). :meth:`solution` is the current mean; :attr:`best_x` the best candidate evaluated over
+    all restarts.
+
+    Args:
+        x0, noise, population_size, sigma, max_staleness: as :class:`Solver`'s.
+        mu: parents per generation (``None``: ``population_size // 2``; scaled with the population
+            at a restart).
+        active: negative weights for the worst candidates (active CMA).
+        diagonal: separable CMA-ES (diagonal covariance).
+        restarts: IPOP restarts after a termination criterion.
+        tolfun, tolx, tolconditioncov, tolstagnation: termination thresholds
+            (:class:`~evokit_py.solvers.cma_stop.Termination`; 0 disables one).
     """
 
     diagonal = False
 
-    def __init__(self, config: SolverConfig, x0: np.ndarray, noise: NoiseSource):
-        super().__init__(config, x0, noise)
-        self.diagonal = self.diagonal or config.cma_es.diagonal
+    def __init__(self, x0: np.ndarray, noise: NoiseSource, population_size: int, sigma: float, mu: int | None = None,
+                 active: bool = True, diagonal: bool = False, restarts: int = 0, tolfun: float = 1e-11,
+                 tolx: float = 1e-11, tolconditioncov: float = 1e14, tolstagnation: int | None = None,
+                 max_staleness: int = 0):
+        super().__init__(x0, noise, population_size, sigma, max_staleness)
+        self.diagonal = self.diagonal or diagonal
+        self.mu, self.active, self.restarts = mu, active, restarts
+        self.tolerances = (tolfun, tolx, tolconditioncov, tolstagnation)
+        self.initial_population_size = population_size
         self.x0 = np.array(x0, dtype=np.float64)
         self.sigma0 = self.sigma
         self.restarts_done = 0
         self._stop_reason: str | None = None
         self.best_x, self.best_f = self.x0.copy(), math.inf
-        self._start_run(config.population_size)
+        self._start_run(population_size)
 
     def _start_run(self, lam: int) -> None:
         """(Re)initialise the distribution around ``x0`` for ``lam`` candidates per generation."""
-        n, cma = self.dim, self.config.cma_es
-        mu = lam // 2 if cma.mu is None else min(lam, cma.mu * lam // self.config.population_size)
+        n = self.dim
+        mu = lam // 2 if self.mu is None else min(lam, self.mu * lam // self.initial_population_size)
         if not 1 <= mu <= lam:
             raise ValueError(f"solver.cma_es.mu must be in [1, population_size], got {mu}")
         self.population_size = lam
-        self.params = CMAParameters.create(n, lam, mu, cma.active, self.diagonal)
+        self.params = CMAParameters.create(n, lam, mu, self.active, self.diagonal)
         self.mean = self.x0.copy()
         self.sigma = self.sigma0
         variances = np.exp(1e-4 / n * np.arange(n))  # pycma's start (module docstring)
@@ -119,7 +135,7 @@ class CMAES(Solver):
         self.ps = np.zeros(n)
         self.run_generation = 0
         self.eigen_generation = 0
-        self.termination = Termination(n, lam, cma.tolfun, cma.tolx, cma.tolconditioncov, cma.tolstagnation)
+        self.termination = Termination(n, lam, *self.tolerances)
         self._transform: np.ndarray | None = None
 
     @property
@@ -209,7 +225,7 @@ class CMAES(Solver):
         reason = self.termination.reason(values, self.sigma, self.pc, diag_c, self.D ** 2)
         if reason is None:
             return
-        if self.restarts_done < self.config.cma_es.restarts:
+        if self.restarts_done < self.restarts:
             self.restarts_done += 1
             self._start_run(2 * self.population_size)
         else:

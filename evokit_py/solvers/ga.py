@@ -9,24 +9,34 @@ import math
 
 import numpy as np
 
-from evokit_py.config import SolverConfig
+from evokit_py.basis import Basis
 from evokit_py.noise import NoiseSource, SamplingInfo
-from evokit_py.solvers.base import Basis, Solver
+from evokit_py.solvers.base import Solver
 
 __all__ = ["GA"]
 
 
 class GA(Solver):
-    """Truncation-selection GA (``solver.type: GA``); mutation std = ``gaussian_sampling.std``.
-    Stale samples are refused (asynchronous mode is for BASIC_ES)."""
+    """Truncation-selection GA (``solver.type: GA``); mutation std = ``sigma``. Stale samples are
+    refused (asynchronous mode is for BASIC_ES).
 
-    def __init__(self, config: SolverConfig, x0: np.ndarray, noise: NoiseSource):
-        super().__init__(config, x0, noise)
+    Args:
+        x0, noise, population_size, sigma, max_staleness: as :class:`Solver`'s.
+        elite_count: the best parents re-evaluated unchanged each generation (fewer than ``population_size``).
+        truncation: the fraction of the population that becomes parents, in (0, 1].
+    """
+
+    def __init__(self, x0: np.ndarray, noise: NoiseSource, population_size: int, sigma: float, elite_count: int = 1,
+                 truncation: float = 0.2, max_staleness: int = 0):
+        super().__init__(x0, noise, population_size, sigma, max_staleness)
+        if not 0 <= elite_count < population_size:
+            raise ValueError(f"elite_count: must be in [0, population_size), got {elite_count}")
+        self.elite_count = elite_count
         self.parents = np.array(x0, dtype=np.float64)[None]  # sorted best first
-        self.parent_count = max(1, math.ceil(config.ga.truncation * self.population_size))
+        self.parent_count = max(1, math.ceil(truncation * self.population_size))
 
     def _ask(self, rng: np.random.Generator) -> list[SamplingInfo]:
-        elites = min(self.config.ga.elite_count, len(self.parents))
+        elites = min(self.elite_count, len(self.parents))
         infos = [SamplingInfo(self.noise.seed, 0, 0, parent=i) for i in range(elites)]
         mutations = self.noise.draw(rng, self.population_size - elites)
         parents = rng.integers(0, len(self.parents), size=len(mutations))
