@@ -25,8 +25,8 @@ from evokit_py.checkpoint import SolverCheckpointError, check_resume, read_check
 from evokit_py.config import ESConfig, config_from_yaml_text, default_config, load_config
 from evokit_py.noise import NoiseSource, NoiseTable, SamplingInfo
 from evokit_py.policy import OnnxPolicy
-from evokit_py.rollout import (OBS_CLIP, ActionMap, NoiseSpec, ObsStats, check_policy, make_env, make_policy,
-                               observation_size)
+from evokit_py.obs_stats import ObsStats, normalisation, normalise
+from evokit_py.rollout import ActionMap, NoiseSpec, check_policy, make_env, make_policy, observation_size
 from evokit_py.solvers import Solver, make_solver
 from parl_lite.io.atomic import write_bytes_atomically
 
@@ -161,10 +161,7 @@ class ESAgent:
     def predict(self, obs: np.ndarray):
         """The action for one observation (normalised with the shared statistics when configured)."""
         policy = self._refresh()
-        x = np.asarray(obs, dtype=np.float32)[None]
-        if self.config.observation_normalization:
-            stats = self.obs_stats
-            x = np.clip((x - stats.mean()) / stats.std(), -OBS_CLIP, OBS_CLIP).astype(np.float32)
+        x = normalise(obs, *normalisation(self.obs_stats, self.config.observation_normalization))
         return self._action_map(policy(x)[0])
 
     def update(self, sampling_infos: Sequence[SamplingInfo], rewards: Sequence[float],
@@ -210,14 +207,9 @@ class ESAgent:
             obs_stats: the normalisation statistics (an :meth:`ObsStats.state_dict`) that go with
                 ``params``; default: the current ones.
         """
-        normalise = self.config.observation_normalization
         params = self.solver.solution() if params is None else params
-        stats = self.obs_stats
-        if obs_stats is not None:
-            stats = ObsStats(len(stats.mean()))
-            stats.load_state_dict(obs_stats)
-        model = self._loaded_policy().to_onnx(params, stats.mean() if normalise else None,
-                                              stats.std() if normalise else None)
+        stats = self.obs_stats if obs_stats is None else ObsStats.from_state_dict(obs_stats)
+        model = self._loaded_policy().to_onnx(params, *normalisation(stats, self.config.observation_normalization))
         self._generation = -1  # to_onnx changed the policy's parameters
         write_bytes_atomically(path, model.SerializeToString())
 

@@ -20,8 +20,8 @@ import numpy as np
 from evokit_py.agent import ESAgent
 from evokit_py.config import ESConfig
 from evokit_py.noise import SamplingInfo
+from evokit_py.obs_stats import normalisation
 from evokit_py.rollout import Sampler, aggregate, candidate_seeds
-from evokit_py.schedule import normalisation
 
 __all__ = ["sample_generation", "update_from_log", "LINES_APPLIED"]
 
@@ -61,7 +61,7 @@ def sample_generation(config: ESConfig, checkpoint: "str | os.PathLike", log_pat
         asked = solver.ask(extra_round)
         indices = [i for i in range(len(asked)) if (i // solver.group_size) % shards == shard % shards]
         infos = [asked[i] for i in indices]
-        mean, std = normalisation(agent.config, agent.obs_stats)
+        mean, std = normalisation(agent.obs_stats, config.observation_normalization)
         all_seeds = candidate_seeds(config, generation, len(asked) * (extra_round + 1))[len(asked) * extra_round:]
         seeds = [all_seeds[i] for i in indices]
         sampler = Sampler(config, agent.policy_bytes(), agent.noise_spec())

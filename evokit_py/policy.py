@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import onnxruntime as ort
 
+from evokit_py.obs_stats import OBS_CLIP
+
 if TYPE_CHECKING:
     import onnx
 
@@ -181,7 +183,7 @@ class OnnxPolicy:
     def to_onnx(self, params: np.ndarray, obs_mean: np.ndarray | None = None,
                 obs_std: np.ndarray | None = None) -> "onnx.ModelProto":
         """A standalone model: weights = ``params`` as initializers; with ``obs_mean``/``obs_std`` the
-        input is normalised and clipped to [-5, 5] first, as during training."""
+        input is normalised and clipped to ``[-OBS_CLIP, OBS_CLIP]`` first, as during training."""
         import onnx
         from onnx import helper, numpy_helper
 
@@ -202,8 +204,8 @@ class OnnxPolicy:
             graph.initializer.extend([
                 numpy_helper.from_array(np.asarray(obs_mean, np.float32), "obs_mean"),
                 numpy_helper.from_array(np.asarray(obs_std, np.float32), "obs_std"),
-                numpy_helper.from_array(np.asarray(-5.0, np.float32), "clip_low"),
-                numpy_helper.from_array(np.asarray(5.0, np.float32), "clip_high")])
+                numpy_helper.from_array(np.asarray(-OBS_CLIP, np.float32), "clip_low"),
+                numpy_helper.from_array(np.asarray(OBS_CLIP, np.float32), "clip_high")])
             prefix = [helper.make_node("Sub", [raw, "obs_mean"], ["obs__centred"]),
                       helper.make_node("Div", ["obs__centred", "obs_std"], ["obs__scaled"]),
                       helper.make_node("Clip", ["obs__scaled", "clip_low", "clip_high"], [internal])]

@@ -13,14 +13,12 @@ import numpy as np
 
 from evokit_py.config import ESConfig
 from evokit_py.noise import NoiseSource, NoiseTable, SamplingInfo
+from evokit_py.obs_stats import normalise
 from evokit_py.policy import OnnxPolicy, build_mlp
 from evokit_py.basis import Basis
 
-__all__ = ["ObsStats", "NoiseSpec", "Sampler", "make_env", "make_policy", "check_policy", "episode_seed",
+__all__ = ["NoiseSpec", "Sampler", "make_env", "make_policy", "check_policy", "episode_seed",
            "candidate_seeds", "candidate_episode_seeds", "ActionMap", "aggregate"]
-
-OBS_CLIP = 5.0
-
 
 def make_env(config: ESConfig) -> gym.Env:
     """The environment of ``config.env`` (errors name ``env.id`` / ``env.kwargs``)."""
@@ -141,41 +139,6 @@ class ActionMap:
         return np.clip(output, self.low, self.high)
 
 
-class ObsStats:
-    """Running sums of observations (count, sum, sum of squares) -> mean and std (OpenAI ES)."""
-
-    def __init__(self, dim: int):
-        self.count = 0.0
-        self.total = np.zeros(dim)
-        self.total_sq = np.zeros(dim)
-
-    def add(self, total: np.ndarray, total_sq: np.ndarray, count: float) -> None:
-        self.count += float(count)
-        self.total += total
-        self.total_sq += total_sq
-
-    def mean(self) -> np.ndarray:
-        return self.total / self.count if self.count else np.zeros_like(self.total)
-
-    def std(self) -> np.ndarray:
-        if self.count < 2:
-            return np.ones_like(self.total)
-        return np.sqrt(np.maximum(self.total_sq / self.count - self.mean() ** 2, 1e-2))
-
-    def state_dict(self) -> dict[str, np.ndarray]:
-        return {"count": np.asarray(self.count), "sum": self.total.copy(), "sumsq": self.total_sq.copy()}
-
-    def copy(self) -> "ObsStats":
-        stats = ObsStats(len(self.total))
-        stats.load_state_dict(self.state_dict())
-        return stats
-
-    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
-        self.count = float(state["count"])
-        self.total = np.array(state["sum"], dtype=np.float64)
-        self.total_sq = np.array(state["sumsq"], dtype=np.float64)
-
-
 @functools.lru_cache(maxsize=4096)  # a SeedSequence costs ~40 us; with common seeds a batch asks the same ones
 def episode_seed(seed: int, generation: int, index: int, episode: int) -> int:
     """The reset seed of one episode: independent of which worker runs it (resume reproduces it)."""
@@ -266,10 +229,7 @@ class Sampler:
         policy, action_map, step = self.policy, self.action_map, self.env.step
         for _ in range(self.max_steps):
             observations.append(obs)
-            x = np.asarray(obs, dtype=np.float32)[None]
-            if obs_mean is not None:
-                x = np.clip((x - obs_mean) / obs_std, -OBS_CLIP, OBS_CLIP).astype(np.float32)
-            obs, reward, terminated, truncated, _ = step(action_map(policy(x)[0]))
+            obs, reward, terminated, truncated, _ = step(action_map(policy(normalise(obs, obs_mean, obs_std))[0]))
             total += float(reward)
             if terminated or truncated:
                 break

@@ -41,12 +41,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from evokit_py.agent import ESAgent
-from evokit_py.config import ESConfig
 from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
-from evokit_py.rollout import ObsStats, aggregate, candidate_episode_seeds, candidate_seeds
+from evokit_py.obs_stats import normalisation
+from evokit_py.rollout import aggregate, candidate_episode_seeds, candidate_seeds
 
-__all__ = ["Batch", "EvaluationQueue", "EvaluationRequest", "sync_batches", "async_batches", "normalisation"]
+__all__ = ["Batch", "EvaluationQueue", "EvaluationRequest", "sync_batches", "async_batches"]
 
 EVALUATION_INFO = SamplingInfo(0, 0, 0).to_list()  # the solution itself (sign 0: no noise)
 
@@ -135,14 +135,6 @@ class EvaluationQueue:
         return left
 
 
-def normalisation(config: ESConfig, stats: ObsStats) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """The observation mean and std of ``stats`` the workers normalise with (``None, None`` when
-    ``config`` has normalisation off)."""
-    if not config.observation_normalization:
-        return None, None
-    return stats.mean().astype(np.float32), stats.std().astype(np.float32)
-
-
 class _Completions:
     """Futures handed back as they finish (a done-callback each): cheaper, per result, than
     ``concurrent.futures.wait`` over every future still running."""
@@ -175,7 +167,8 @@ def _around_preview(agent: ESAgent, arrived: list[tuple[SamplingInfo, dict]], in
     for _, row in arrived:
         stats.add(row["obs_sum"][0], row["obs_sumsq"][0], float(row["steps"][0]))
     moved = [dataclasses.replace(info, version=solver.generation + 1, preview=preview) for info in infos]
-    return moved, (solver.preview_basis(preview).to_dict(), *normalisation(agent.config, stats))
+    mean, std = normalisation(stats, agent.config.observation_normalization)
+    return moved, (solver.preview_basis(preview).to_dict(), mean, std)
 
 
 def sync_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None, None]:
@@ -183,7 +176,7 @@ def sync_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None,
     solver, config = agent.solver, agent.config
     while True:
         tick = time.perf_counter()
-        mean, std = normalisation(agent.config, agent.obs_stats)
+        mean, std = normalisation(agent.obs_stats, config.observation_normalization)
         infos = solver.ask()
         seeds = candidate_seeds(config, solver.generation, len(infos))
         result = pool.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds)
@@ -217,7 +210,8 @@ def async_batches(agent: ESAgent, pool: EvaluationPool,
             if version != solver.generation:
                 version, basis, extra_round, pending = solver.generation, solver.basis().to_dict(), 0, deque()
             if normalised != (version, agent.obs_stats.count):  # the trainer updates both between batches
-                normalised, (mean, std) = (version, agent.obs_stats.count), normalisation(config, agent.obs_stats)
+                normalised = version, agent.obs_stats.count
+                mean, std = normalisation(agent.obs_stats, config.observation_normalization)
             while idle:
                 started = evaluations.submit_next(pool, idle[-1])
                 if started is not None:

@@ -38,9 +38,9 @@ from evokit_py.agent import ESAgent
 from evokit_py.checkpoint import check_trainer_extra, read_checkpoint
 from evokit_py.config import ConfigError, ESConfig
 from evokit_py.pool import EvaluationPool
-from evokit_py.rollout import ObsStats, episode_seed
-from evokit_py.schedule import (EVALUATION_INFO, EvaluationQueue, EvaluationRequest, async_batches, normalisation,
-                                sync_batches)
+from evokit_py.obs_stats import ObsStats, normalisation
+from evokit_py.rollout import episode_seed
+from evokit_py.schedule import EVALUATION_INFO, EvaluationQueue, EvaluationRequest, async_batches, sync_batches
 from evokit_py.basis import Basis
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
@@ -492,9 +492,7 @@ class _Evaluator:
 def _evaluation(config: ESConfig, generation: int, solution: np.ndarray, obs_stats: dict) -> EvaluationRequest:
     """What evaluating ``solution`` (the one after ``generation``) takes: its basis (no noise), the
     normalisation of ``obs_stats`` (an :meth:`ObsStats.state_dict`), one episode seed per episode."""
-    stats = ObsStats(len(obs_stats["sum"]))
-    stats.load_state_dict(obs_stats)
-    mean, std = normalisation(config, stats)
+    mean, std = normalisation(ObsStats.from_state_dict(obs_stats), config.observation_normalization)
     seeds = [[episode_seed(config.seed, generation, _EVAL_INDEX + j, 0)] for j in range(config.train.eval_episodes)]
     return Basis(solution[None], 0.0).to_dict(), mean, std, seeds
 

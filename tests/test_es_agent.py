@@ -186,3 +186,35 @@ def test_a_checkpoint_missing_solver_state_is_a_clear_error(tmp_path, agent):
         del file["solver/theta"]
     with pytest.raises(SolverCheckpointError, match="BASIC_ES state has no 'theta'"):
         agent.load_solver(path)
+
+
+def test_predict_plays_bit_for_bit_the_episode_a_sampling_worker_plays():
+    """One normalisation (float32 throughout) for the workers and predict: a continuous action
+    feeds any difference in the last bit back into the trajectory, so equal returns mean equal inputs."""
+    import gymnasium as gym
+
+    from evokit_py.obs_stats import normalisation
+    from evokit_py.rollout import Sampler
+
+    config = parse_config({"env": {"id": "Pendulum-v1"}, "policy": {"mlp": {"hidden": [8], "init_std": 0.5}}})
+    agent = ESAgent(config)
+    agent.load_inference_model()
+    agent.init_solver()
+    agent.obs_stats.add(np.array([7.0, -14.0, 21.0]), np.array([35.0, 63.0, 210.0]), 7.0)
+    sampler = Sampler(config, agent.policy_bytes(), agent.noise_spec())
+    env = gym.make("Pendulum-v1")
+    try:
+        sampler.policy.set_parameters(agent.parameters())
+        for seed in range(3):
+            worker_return, observations = sampler.run_episode(seed, *normalisation(agent.obs_stats))
+            obs, _ = env.reset(seed=seed)
+            seen, total, done = [], 0.0, False
+            while not done:
+                seen.append(obs)
+                obs, reward, terminated, truncated, _ = env.step(agent.predict(obs))
+                total, done = total + float(reward), terminated or truncated
+            assert total == worker_return and np.array_equal(np.asarray(seen, np.float64), observations)
+    finally:
+        env.close()
+        sampler.release()
+        agent.close()
