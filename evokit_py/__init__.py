@@ -4,7 +4,7 @@
     from evokit_py.train import train          # the es-train loop (the module evokit_py.train)
 
 The names below are loaded on first use (PEP 562), so that a sampling worker, which imports
-``evokit_py.rollout`` only, does not pay for the trainer's modules (checkpoints, the training loop).
+``evokit_py.sampler`` only, does not pay for the trainer's modules (checkpoints, the training loop).
 ``train`` is not among them: it would be shadowed by the module of that name once imported.
 """
 from parl_lite.lazy import lazy_exports

@@ -14,6 +14,7 @@ Clones share the master's solver, noise and observation statistics; each has its
 A clone that has not added noise predicts with the master's current solution; after an ``update`` a
 clone's noise is dropped (it sees the new parameters until it adds noise again).
 """
+import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,10 +24,10 @@ import numpy as np
 
 from evokit_py.checkpoint import SolverCheckpointError, check_resume, read_checkpoint, write_checkpoint
 from evokit_py.config import ESConfig, config_from_yaml_text, default_config, load_config
-from evokit_py.noise import NoiseSource, NoiseTable, SamplingInfo
-from evokit_py.policy import OnnxPolicy
+from evokit_py.envs import ActionMap, make_env, observation_size
+from evokit_py.noise import NoiseSource, NoiseSpec, NoiseTable, SamplingInfo
 from evokit_py.obs_stats import ObsStats, normalisation, normalise
-from evokit_py.rollout import ActionMap, NoiseSpec, check_policy, make_env, make_policy, observation_size
+from evokit_py.policy import OnnxPolicy, make_policy
 from evokit_py.solvers import Solver, make_solver
 from parl_lite.io.atomic import write_bytes_atomically
 
@@ -38,12 +39,12 @@ class _Shared:
 
     def __init__(self, config: ESConfig):
         self.config = config
-        self.env = make_env(config)  # spaces only: action mapping and observation size
+        self.env = make_env(config.env)  # spaces only: action mapping and observation size
         self.x0: np.ndarray | None = None
         self.table: NoiseTable | None = None
         self.noise: NoiseSource | None = None
         self.solver: Solver | None = None
-        self.obs_stats = ObsStats(observation_size(self.env))
+        self.obs_stats = ObsStats(observation_size(self.env.observation_space))
         self.pending: list[SamplingInfo] = []
         self.pending_generation = -1
 
@@ -90,16 +91,10 @@ class ESAgent:
             ValueError: the policy does not fit the environment (naming the file and the space).
         """
         shared = self._shared
-        if onnx_path is not None:
-            self._policy, shared.x0 = OnnxPolicy.from_file(onnx_path)
-        else:
-            self._policy, shared.x0 = make_policy(self.config, shared.env)
-        onnx_file = onnx_path or self.config.policy.onnx
-        source = f"policy.onnx {onnx_file}" if onnx_file else "policy.mlp"
-        check_policy(self._policy, shared.env, source)
-        tanh = onnx_path is None and self.config.policy.onnx is None and \
-            self.config.policy.mlp.output_activation in ("auto", "tanh")
-        self._action_map = ActionMap(shared.env.action_space, tanh)
+        policy = self.config.policy if onnx_path is None else dataclasses.replace(self.config.policy,
+                                                                                     onnx=str(onnx_path))
+        self._policy, shared.x0 = make_policy(policy, self.config.seed, shared.env)
+        self._action_map = ActionMap(shared.env.action_space, policy)
 
     def init_solver(self) -> None:
         """Build the noise (the shared table when cached; this agent owns it) and the solver."""

@@ -21,7 +21,7 @@ import numpy as np
 
 from parl_lite.remote.shm import process_segment_name
 
-__all__ = ["SamplingInfo", "NoiseSource", "NoiseTable", "StreamNoise", "attach_shared_memory"]
+__all__ = ["SamplingInfo", "NoiseSpec", "NoiseSource", "NoiseTable", "StreamNoise", "attach_shared_memory"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,16 @@ class SamplingInfo:
         if len(values) not in (4, 5, 6):
             raise ValueError(f"a sampling info is [seed, offset, sign, parent, version, preview], got {values}")
         return cls(*values)
+
+
+@dataclass
+class NoiseSpec:
+    """How a sampling worker finds the noise: the table's shared-memory name (cached sampling) or
+    just the seed (uncached)."""
+    seed: int
+    dim: int
+    table_name: str | None = None
+    table_size: int = 0
 
 
 _ATTACH_LOCK = threading.Lock()

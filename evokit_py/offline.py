@@ -21,7 +21,8 @@ from evokit_py.agent import ESAgent
 from evokit_py.config import ESConfig
 from evokit_py.noise import SamplingInfo
 from evokit_py.obs_stats import normalisation
-from evokit_py.rollout import Sampler, aggregate, candidate_seeds
+from evokit_py.sampler import Sampler, aggregate
+from evokit_py.seeds import candidate_seeds
 
 __all__ = ["sample_generation", "update_from_log", "LINES_APPLIED"]
 

@@ -7,23 +7,28 @@ become inputs and together form the flat parameter vector, in file order. :meth:
 turns the inputs back into initializers holding chosen values, optionally behind an
 observation-normalisation prefix, for deployment.
 
-A sampling worker builds its policy from bytes and only runs it, so the ``onnx`` package (graph
-building and editing, 35 ms to import) is imported where a graph is built, read or edited.
+:func:`make_policy` makes the policy the config's ``policy`` block describes and checks it against
+the environment's spaces. A sampling worker builds its policy from bytes and only runs it, so the
+``onnx`` package (graph building and editing, 35 ms to import) is imported where a graph is built,
+read or edited.
 """
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import gymnasium as gym
 import numpy as np
 import onnxruntime as ort
 
+from evokit_py.config import PolicyConfig
+from evokit_py.envs import action_size, mlp_output_activation, observation_size
 from evokit_py.obs_stats import OBS_CLIP
 
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["OnnxPolicy", "build_mlp", "session_options"]
+__all__ = ["OnnxPolicy", "build_mlp", "session_options", "make_policy", "check_policy"]
 
 OPSET = 17
 
@@ -214,3 +219,67 @@ class OnnxPolicy:
             graph.node.extend(nodes)
         onnx.checker.check_model(model)
         return model
+
+
+def make_policy(config: PolicyConfig, seed: int, env: gym.Env) -> tuple[OnnxPolicy, np.ndarray]:
+    """The policy the ``policy`` block describes for ``env`` (made by :func:`evokit_py.envs.make_env`),
+    checked against its spaces (:func:`check_policy`), and its initial parameters: an ONNX file's
+    weights, or the MLP's (zeros, or normal draws of std ``init_std`` from ``seed``).
+
+    Raises:
+        ValueError: naming ``policy.onnx`` and the file, or ``policy.mlp`` (see :func:`check_policy`).
+    """
+    if config.onnx:
+        policy, x0 = OnnxPolicy.from_file(config.onnx)
+        check_policy(policy, env, f"policy.onnx {config.onnx}")
+        return policy, x0
+    mlp = config.mlp
+    policy = OnnxPolicy(build_mlp(observation_size(env.observation_space), action_size(env.action_space), mlp.hidden,
+                                  mlp.activation, mlp_output_activation(mlp, env.action_space)))
+    check_policy(policy, env, "policy.mlp")
+    rng = np.random.default_rng(seed)
+    x0 = np.zeros(policy.param_size)
+    if mlp.init_std > 0:
+        x0 = mlp.init_std * rng.standard_normal(policy.param_size)
+    return policy, x0
+
+
+def _output_op(policy: OnnxPolicy) -> str:
+    """The op type that produces the policy's output, looking through Identity nodes."""
+    producers = {output: node for node in policy.model.graph.node for output in node.output}
+    node = producers.get(policy.output_name)
+    while node is not None and node.op_type == "Identity":
+        node = producers.get(node.input[0])
+    return node.op_type if node is not None else ""
+
+
+def check_policy(policy: OnnxPolicy, env: gym.Env, source: str) -> None:
+    """Refuse a policy that does not fit ``env`` (made by :func:`evokit_py.envs.make_env`) before
+    any episode runs.
+
+    Args:
+        source: what the policy came from, for the message (the ONNX file, or ``policy.mlp``).
+
+    Raises:
+        ValueError: naming ``source`` and the space: the observation does not go in, the output
+            size is not the action count (Discrete) or the action size (Box), or a softmax output
+            drives a continuous action.
+    """
+    obs_space, act_space = env.observation_space, env.action_space
+    obs_size = observation_size(obs_space)
+    try:
+        output = policy(np.zeros((1, obs_size), dtype=np.float32))
+    except Exception as error:  # onnxruntime raises its own exception types for a wrong input
+        raise ValueError(f"{source}: does not take the observations of {obs_space} "
+                         f"(shape [1, {obs_size}]): {error}") from error
+    if output.ndim != 2 or output.shape[0] != 1:
+        raise ValueError(f"{source}: gives an output of shape {list(output.shape)} for one observation; "
+                         f"expected [1, actions]")
+    size, needed = output.shape[1], action_size(act_space)
+    discrete = isinstance(act_space, gym.spaces.Discrete)
+    if size != needed:
+        raise ValueError(f"{source}: has {size} output(s), the action space {act_space} needs {needed}"
+                         + (" (one score per action, the action is their argmax)" if discrete else ""))
+    if not discrete and _output_op(policy) == "Softmax":
+        raise ValueError(f"{source}: ends in a softmax, which cannot drive the continuous action space "
+                         f"{act_space} (use tanh, scaled to the bounds, or no output activation)")

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from evokit_py.config import ESConfig
-from evokit_py.rollout import NoiseSpec, Sampler, aggregate
+from evokit_py.noise import NoiseSpec
+from evokit_py.sampler import Sampler, aggregate
 
 __all__ = ["EvaluationPool"]
 

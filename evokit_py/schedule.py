@@ -44,7 +44,8 @@ from evokit_py.agent import ESAgent
 from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
 from evokit_py.obs_stats import normalisation
-from evokit_py.rollout import aggregate, candidate_episode_seeds, candidate_seeds
+from evokit_py.sampler import aggregate
+from evokit_py.seeds import candidate_episode_seeds, candidate_seeds
 
 __all__ = ["Batch", "EvaluationQueue", "EvaluationRequest", "sync_batches", "async_batches"]
 

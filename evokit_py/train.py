@@ -39,7 +39,7 @@ from evokit_py.checkpoint import check_trainer_extra, read_checkpoint
 from evokit_py.config import ConfigError, ESConfig
 from evokit_py.pool import EvaluationPool
 from evokit_py.obs_stats import ObsStats, normalisation
-from evokit_py.rollout import episode_seed
+from evokit_py.seeds import evaluation_seeds
 from evokit_py.schedule import EVALUATION_INFO, EvaluationQueue, EvaluationRequest, async_batches, sync_batches
 from evokit_py.basis import Basis
 from parl_lite.train.progress import Reporter
@@ -53,7 +53,6 @@ ONNX_NAME = "policy.onnx"
 CSV_FIELDS = ["generation", "mean_return", "max_return", "min_return", "eval_return", "episodes", "steps",
               "train_seconds", "episodes_per_second"]
 _INTEGER_FIELDS = ("generation", "episodes", "steps")
-_EVAL_INDEX = 1 << 30  # episode-seed namespace of evaluation episodes
 _BYTES_PER_CANDIDATE = 1024  # sampling info, seeds and result of one candidate, in the trainer's memory
 
 
@@ -493,8 +492,7 @@ def _evaluation(config: ESConfig, generation: int, solution: np.ndarray, obs_sta
     """What evaluating ``solution`` (the one after ``generation``) takes: its basis (no noise), the
     normalisation of ``obs_stats`` (an :meth:`ObsStats.state_dict`), one episode seed per episode."""
     mean, std = normalisation(ObsStats.from_state_dict(obs_stats), config.observation_normalization)
-    seeds = [[episode_seed(config.seed, generation, _EVAL_INDEX + j, 0)] for j in range(config.train.eval_episodes)]
-    return Basis(solution[None], 0.0).to_dict(), mean, std, seeds
+    return Basis(solution[None], 0.0).to_dict(), mean, std, evaluation_seeds(config, generation)
 
 
 def _evaluate(pool: EvaluationPool, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,

@@ -45,7 +45,7 @@ from evokit_py.config import parse_config, resolve_config
 from evokit_py.noise import NoiseSource, StreamNoise
 from evokit_py.policy import OnnxPolicy, build_mlp
 from evokit_py.pool import EvaluationPool
-from evokit_py.rollout import episode_seed
+from evokit_py.seeds import episode_seed
 from evokit_py.solvers import make_solver
 from evokit_py.train import train
 

@@ -333,7 +333,8 @@ def test_shipped_names_and_contents_that_differ_in_number_are_refused_before_wri
 def test_a_sampler_where_the_noise_table_does_not_exist_rebuilds_it():
     from evokit_py.agent import ESAgent
     from evokit_py.config import resolve_config
-    from evokit_py.rollout import NoiseSpec, Sampler
+    from evokit_py.noise import NoiseSpec
+    from evokit_py.sampler import Sampler
 
     agent = ESAgent(resolve_config(None, ["env.max_steps=40"]))
     agent.load_inference_model()

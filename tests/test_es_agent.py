@@ -194,7 +194,7 @@ def test_predict_plays_bit_for_bit_the_episode_a_sampling_worker_plays():
     import gymnasium as gym
 
     from evokit_py.obs_stats import normalisation
-    from evokit_py.rollout import Sampler
+    from evokit_py.sampler import Sampler
 
     config = parse_config({"env": {"id": "Pendulum-v1"}, "policy": {"mlp": {"hidden": [8], "init_std": 0.5}}})
     agent = ESAgent(config)

@@ -154,12 +154,13 @@ from evokit_py.train import train
 @parl_lite.remote_class
 class Probe:
     def trainer_modules_loaded(self):
-        import evokit_py.rollout  # all that unpickling a Sampler actor imports
+        import evokit_py.sampler  # all that unpickling a Sampler actor imports
         return [name for name in ("h5py", "onnx", "tqdm", "importlib.metadata", "evokit_py.agent", "evokit_py.train",
-                                  "evokit_py.checkpoint", "parl_lite.train") if name in sys.modules]
+                                  "evokit_py.checkpoint", "evokit_py.solvers", "evokit_py.training",
+                                  "evokit_py.pool", "parl_lite.train") if name in sys.modules]
 
     def paddle_loaded(self):
-        import evokit_py.rollout, evokit_py.pool, evokit_py.agent
+        import evokit_py.sampler, evokit_py.pool, evokit_py.agent
         return "paddle" in sys.modules
 
 config = resolve_config(None, ["train.generations=1", "env.max_steps=20", "train.log_dir=" + sys.argv[1],

@@ -1,0 +1,95 @@
+"""Episodes of an ONNX policy in a gymnasium environment: all that a sampling worker imports.
+
+Nothing here imports paddle, the solvers or the trainer's modules. A :class:`Sampler` holds one
+environment, one ONNX session and a view of the noise table; it receives a basis (once per
+generation) and sampling infos, and returns returns plus observation sums for the normalisation
+statistics.
+"""
+from collections.abc import Sequence
+
+import numpy as np
+
+from evokit_py.basis import Basis
+from evokit_py.config import ESConfig
+from evokit_py.envs import ActionMap, make_env, observation_size
+from evokit_py.noise import NoiseSource, NoiseSpec, NoiseTable, SamplingInfo
+from evokit_py.obs_stats import normalise
+from evokit_py.policy import OnnxPolicy
+
+__all__ = ["Sampler", "aggregate"]
+
+
+def aggregate(per_candidate: dict) -> dict:
+    """Totals of :meth:`Sampler.evaluate` results (all candidates, in candidate order): ``returns``
+    stays per candidate; ``steps``, ``obs_sum``, ``obs_sumsq`` and ``obs_count`` are totals."""
+    steps = int(per_candidate["steps"].sum())
+    return {"returns": per_candidate["returns"], "steps": steps, "obs_sum": per_candidate["obs_sum"].sum(axis=0),
+            "obs_sumsq": per_candidate["obs_sumsq"].sum(axis=0), "obs_count": steps}
+
+
+class Sampler:
+    """One environment + one ONNX session + the noise: evaluates candidates given by sampling infos.
+
+    Args:
+        config: the ES config (env, max steps, episodes per candidate, normalisation).
+        policy_bytes: the serialized weights-as-inputs policy graph.
+        noise: where the noise table lives (attached, never owned, by the sampler; rebuilt from
+            its seed where that shared memory does not exist).
+    """
+
+    def __init__(self, config: ESConfig, policy_bytes: bytes, noise: NoiseSpec):
+        self.config = config
+        self.env = make_env(config.env)
+        self.policy = OnnxPolicy.from_bytes(policy_bytes)
+        self._table = (NoiseTable.attach_or_rebuild(noise.table_name, noise.seed, noise.table_size)
+                       if noise.table_name else None)
+        self.noise = NoiseSource(noise.seed, noise.dim, self._table)
+        self.action_map = ActionMap(self.env.action_space, config.policy)
+        self.max_steps = config.env.max_steps or 10**9
+
+    def evaluate(self, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
+                 infos: Sequence[Sequence[int]], seeds: Sequence[Sequence[int]]) -> dict:
+        """Evaluate candidates: ``infos[i]`` (a :class:`SamplingInfo` as a list) for the episodes
+        reset with ``seeds[i]``.
+
+        Returns:
+            Per candidate: ``returns`` (mean episode return), ``steps``, and ``obs_sum``,
+            ``obs_sumsq`` (rows) over the observations seen, for the normalisation statistics.
+            Per-candidate rows keep the sums independent of how candidates are split among workers.
+        """
+        basis_obj = Basis.from_dict(basis)
+        obs_dim = observation_size(self.env.observation_space)
+        returns, steps = np.zeros(len(infos)), np.zeros(len(infos), dtype=np.int64)
+        obs_sum, obs_sumsq = np.zeros((len(infos), obs_dim)), np.zeros((len(infos), obs_dim))
+        for i, (info, episode_seeds) in enumerate(zip(infos, seeds, strict=True)):
+            self.policy.set_parameters(basis_obj.candidate(SamplingInfo.from_list(info), self.noise))
+            for seed in episode_seeds:
+                episode_return, observations = self.run_episode(int(seed), obs_mean, obs_std)
+                returns[i] += episode_return / len(episode_seeds)
+                steps[i] += len(observations)
+                obs_sum[i] += observations.sum(axis=0)
+                obs_sumsq[i] += np.square(observations).sum(axis=0)
+        return {"returns": returns, "steps": steps, "obs_sum": obs_sum, "obs_sumsq": obs_sumsq}
+
+    def run_episode(self, seed: int, obs_mean: np.ndarray | None = None,
+                    obs_std: np.ndarray | None = None) -> "tuple[float, np.ndarray]":
+        """One episode with the current parameters; returns its return and the raw observations."""
+        obs, _ = self.env.reset(seed=seed)
+        observations: list[np.ndarray] = []
+        total = 0.0
+        policy, action_map, step = self.policy, self.action_map, self.env.step
+        for _ in range(self.max_steps):
+            observations.append(obs)
+            obs, reward, terminated, truncated, _ = step(action_map(policy(normalise(obs, obs_mean, obs_std))[0]))
+            total += float(reward)
+            if terminated or truncated:
+                break
+        return total, np.asarray(observations, dtype=np.float64)
+
+    def release(self) -> None:
+        """Close the environment and unmap the noise table. For samplers in this process: a remote
+        sampler's worker process does this as it ends, so that closing the actor (no ``close``
+        method to run) does not wait behind an episode still running."""
+        self.env.close()
+        if self._table is not None:
+            self._table.close()
