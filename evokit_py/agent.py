@@ -1,18 +1,17 @@
-"""ESAgent: EvoKit's agent interface in Python.
+"""ESAgent: EvoKit's agent interface in Python, a facade over a run's set-up
+(:func:`evokit_py.training.setup.setup_run`).
 
-    agent = ESAgent()
-    agent.load_config("es.yaml")
-    agent.load_inference_model()          # the config's ONNX file or MLP; or a path
-    agent.init_solver()
+    agent = ESAgent("es.yaml")            # or an ESConfig; model="paddle.onnx" for a policy file
     sampler = agent.clone()               # shares the solver: sees every update
     info = sampler.add_noise()            # perturbs the clone; info = (seed, offset, sign, parent)
     action = sampler.predict(obs)
     agent.update([info, ...], [reward, ...])
     agent.save_solver("solver.h5"); agent.save_inference_model("policy.onnx")
 
-Clones share the master's solver, noise and observation statistics; each has its own parameters.
-A clone that has not added noise predicts with the master's current solution; after an ``update`` a
-clone's noise is dropped (it sees the new parameters until it adds noise again).
+The agent is complete once made: policy, noise (the shared table, which this agent owns), solver and
+statistics. Clones share the master's solver, noise and observation statistics; each has its own
+parameters. A clone that has not added noise predicts with the master's current solution; after an
+``update`` a clone's noise is dropped (it sees the new parameters until it adds noise again).
 """
 import dataclasses
 import os
@@ -22,131 +21,104 @@ from typing import Literal
 
 import numpy as np
 
-from evokit_py.checkpoint import SolverCheckpointError, check_resume, read_checkpoint, write_checkpoint
-from evokit_py.config import ESConfig, config_from_yaml_text, default_config, load_config
-from evokit_py.envs import ActionMap, make_env, observation_size
-from evokit_py.noise import NoiseSource, NoiseSpec, NoiseTable, SamplingInfo
-from evokit_py.obs_stats import ObsStats, normalisation, normalise
-from evokit_py.policy import OnnxPolicy, make_policy
-from evokit_py.solvers import Solver, make_solver
-from parl_lite.io.atomic import write_bytes_atomically
+from evokit_py.config import ESConfig, default_config, load_config
+from evokit_py.noise import NoiseSpec, SamplingInfo
+from evokit_py.obs_stats import ObsStats, normalise
+from evokit_py.policy import OnnxPolicy
+from evokit_py.solvers import Solver
+from evokit_py.training.saving import export_policy, restore_checkpoint, save_checkpoint
+from evokit_py.training.setup import setup_run
 
 __all__ = ["ESAgent"]
 
+class _Candidates:
+    """The candidates of the current generation not handed out yet, shared by an agent and its
+    clones, and how many times the solver was restored from a checkpoint (clones then drop their noise)."""
 
-class _Shared:
-    """What a master agent and its clones share."""
+    def __init__(self) -> None:
+        self.generation = -1  # the generation ``infos`` are of
+        self.infos: list[SamplingInfo] = []
+        self.restores = 0
 
-    def __init__(self, config: ESConfig):
-        self.config = config
-        self.env = make_env(config.env)  # spaces only: action mapping and observation size
-        self.x0: np.ndarray | None = None
-        self.table: NoiseTable | None = None
-        self.noise: NoiseSource | None = None
-        self.solver: Solver | None = None
-        self.obs_stats = ObsStats(observation_size(self.env.observation_space))
-        self.pending: list[SamplingInfo] = []
-        self.pending_generation = -1
+    def reset(self) -> None:
+        """Forget the candidates not handed out (the solver was told or restored)."""
+        self.generation, self.infos = -1, []
+
+    def next(self, solver: Solver, population_size: int) -> SamplingInfo:
+        if self.generation != solver.generation:
+            self.infos, self.generation = list(solver.ask()), solver.generation
+        if not self.infos:
+            raise RuntimeError(f"all {population_size} candidates of generation {solver.generation} are out: "
+                               f"call update() with their rewards")
+        return self.infos.pop(0)
 
 
 class ESAgent:
-    """An ES agent (see the module docstring). ``config`` defaults to the built-in CartPole job."""
+    """An ES agent (see the module docstring).
 
-    def __init__(self, config: ESConfig | None = None):
-        self._reset(config or default_config())
+    Args:
+        config: the config, or the path of a YAML config; default: the built-in CartPole job.
+        model: an ONNX file to use instead of the config's ``policy`` (its float weights become
+            the initial parameters).
 
-    def _reset(self, config: ESConfig) -> None:
-        self._shared = _Shared(config)
-        self._policy: OnnxPolicy | None = None
-        self._info: SamplingInfo | None = None
-        self._generation = -1
+    Raises:
+        ConfigError: a bad config (naming the key); ValueError: the policy does not fit the
+            environment (naming the file and the space).
+    """
+
+    def __init__(self, config: "ESConfig | str | Path | None" = None,
+                 model: "str | os.PathLike | None" = None):
+        if config is None:
+            config = default_config()
+        elif not isinstance(config, ESConfig):
+            config = load_config(config)
+        if model is not None:
+            config = dataclasses.replace(config, policy=dataclasses.replace(config.policy, onnx=str(model)))
+        self._run = setup_run(config)
+        self._candidates = _Candidates()
         self.is_clone = False
+        self._start_policy()
+
+    def _start_policy(self) -> None:
+        """This agent's own policy session, showing the solution until it adds noise."""
+        self._policy = OnnxPolicy.from_bytes(self._run.policy.to_bytes())
+        self._seen = (-1, -1)  # (restores, generation) the policy's parameters are of
 
     @property
     def config(self) -> ESConfig:
-        return self._shared.config
+        return self._run.config
 
     @property
     def solver(self) -> Solver:
-        if self._shared.solver is None:
-            raise RuntimeError("call init_solver() first")
-        return self._shared.solver
+        return self._run.solver
 
     @property
     def obs_stats(self) -> ObsStats:
-        return self._shared.obs_stats
-
-    def load_config(self, path: "str | Path") -> None:
-        """Read and validate a YAML config (errors name the key); resets the agent (and releases
-        the noise table it owned)."""
-        config = load_config(path)
-        self.close()
-        self._reset(config)
-
-    def load_inference_model(self, onnx_path: "str | Path | None" = None) -> None:
-        """Use the ONNX policy at ``onnx_path`` (its float weights become the initial parameters),
-        or, with no path, the config's ``policy`` (ONNX file or MLP).
-
-        Raises:
-            ValueError: the policy does not fit the environment (naming the file and the space).
-        """
-        shared = self._shared
-        policy = self.config.policy if onnx_path is None else dataclasses.replace(self.config.policy,
-                                                                                     onnx=str(onnx_path))
-        self._policy, shared.x0 = make_policy(policy, self.config.seed, shared.env)
-        self._action_map = ActionMap(shared.env.action_space, policy)
-
-    def init_solver(self) -> None:
-        """Build the noise (the shared table when cached; this agent owns it) and the solver."""
-        shared = self._shared
-        if shared.x0 is None:
-            self.load_inference_model()
-        x0 = shared.x0
-        assert x0 is not None, "load_inference_model() sets the initial parameters"
-        sampling = self.config.solver.sampling.gaussian_sampling
-        self._release_table()
-        if sampling.cached:
-            shared.table = NoiseTable.create(sampling.seed, sampling.cache_size)
-        shared.noise = NoiseSource(sampling.seed, len(x0), shared.table)
-        shared.solver = make_solver(self.config.solver, x0, shared.noise)
+        return self._run.obs_stats
 
     def clone(self) -> "ESAgent":
         """A sampling agent sharing this agent's solver, noise and statistics, with its own parameters."""
-        if self._policy is None:
-            raise RuntimeError("call load_inference_model() before clone()")
         twin = ESAgent.__new__(ESAgent)
-        twin._shared = self._shared
-        twin._policy = OnnxPolicy(self._policy.to_bytes())
-        twin._action_map = self._action_map
-        twin._info = None
-        twin._generation = -1
-        twin.is_clone = True
+        twin._run, twin._candidates, twin.is_clone = self._run, self._candidates, True
+        twin._start_policy()
         return twin
 
     def noise_spec(self) -> NoiseSpec:
         """How a sampling worker in another process finds this agent's noise."""
-        noise, table = self._shared.noise, self._shared.table
-        if noise is None:
-            raise RuntimeError("call init_solver() first")
-        return NoiseSpec(noise.seed, noise.dim, table.name if table else None, table.size if table else 0)
+        return self._run.noise_spec()
 
     def policy_bytes(self) -> bytes:
         """The serialized weights-as-inputs policy graph (what sampling workers load)."""
-        return self._loaded_policy().to_bytes()
+        return self._run.policy.to_bytes()
 
     def add_noise(self, info: SamplingInfo | None = None) -> SamplingInfo:
         """Perturb this agent's parameters with the next candidate of the generation (or with the
         given ``info``, which reproduces that candidate exactly); returns the sampling info."""
-        solver, shared = self.solver, self._shared
+        solver = self.solver
         if info is None:
-            if shared.pending_generation != solver.generation:
-                shared.pending, shared.pending_generation = list(solver.ask()), solver.generation
-            if not shared.pending:
-                raise RuntimeError(f"all {self.config.solver.population_size} candidates of generation "
-                                   f"{solver.generation} are out: call update() with their rewards")
-            info = shared.pending.pop(0)
-        self._loaded_policy().set_parameters(solver.basis().candidate(info, self._noise()))
-        self._info, self._generation = info, solver.generation
+            info = self._candidates.next(solver, self.config.solver.population_size)
+        self._policy.set_parameters(solver.basis().candidate(info, self._run.noise))
+        self._seen = (self._candidates.restores, solver.generation)
         return info
 
     def parameters(self) -> np.ndarray:
@@ -154,10 +126,10 @@ class ESAgent:
         return self._refresh().get_parameters()
 
     def predict(self, obs: np.ndarray):
-        """The action for one observation (normalised with the shared statistics when configured)."""
-        policy = self._refresh()
-        x = normalise(obs, *normalisation(self.obs_stats, self.config.observation_normalization))
-        return self._action_map(policy(x)[0])
+        """The action for one observation, normalised as the workers normalise it (with the shared
+        statistics, when configured)."""
+        output = self._refresh()(normalise(obs, *self._run.normalisation()))
+        return self._run.action_map(output[0])
 
     def update(self, sampling_infos: Sequence[SamplingInfo], rewards: Sequence[float],
                stale: Literal["refuse", "drop"] = "refuse") -> int:
@@ -168,30 +140,17 @@ class ESAgent:
         left out and counted (``stale="drop"``). Returns the number dropped.
         """
         dropped = self.solver.tell(list(sampling_infos), rewards, stale)
-        self._shared.pending = []
+        self._candidates.reset()
         return dropped
 
-    def _loaded_policy(self) -> OnnxPolicy:
-        if self._policy is None:
-            raise RuntimeError("call load_inference_model() first")
-        return self._policy
-
-    def _noise(self) -> NoiseSource:
-        if self._shared.noise is None:
-            raise RuntimeError("call init_solver() first")
-        return self._shared.noise
-
     def _refresh(self) -> OnnxPolicy:
-        """The policy, with the current solution unless this agent perturbed it in this generation."""
-        policy = self._loaded_policy()
-        solver = self._shared.solver
-        if solver is None:
-            return policy  # no solver yet: the policy keeps its loaded parameters
-        if self._info is None or self._generation != solver.generation:
-            self._info = None
-            policy.set_parameters(solver.solution())
-            self._generation = solver.generation
-        return policy
+        """The policy, with the current solution unless this agent perturbed it since the last
+        update or restore."""
+        now = (self._candidates.restores, self.solver.generation)
+        if self._seen != now:
+            self._policy.set_parameters(self.solver.solution())
+            self._seen = now
+        return self._policy
 
     def save_inference_model(self, path: "str | os.PathLike", params: np.ndarray | None = None,
                              obs_stats: dict | None = None) -> None:
@@ -202,64 +161,28 @@ class ESAgent:
             obs_stats: the normalisation statistics (an :meth:`ObsStats.state_dict`) that go with
                 ``params``; default: the current ones.
         """
-        params = self.solver.solution() if params is None else params
-        stats = self.obs_stats if obs_stats is None else ObsStats.from_state_dict(obs_stats)
-        model = self._loaded_policy().to_onnx(params, *normalisation(stats, self.config.observation_normalization))
-        self._generation = -1  # to_onnx changed the policy's parameters
-        write_bytes_atomically(path, model.SerializeToString())
+        export_policy(self._run, path, params, obs_stats)
 
     def save_solver(self, path: "str | Path", extra: dict | None = None) -> None:
         """Write parameters, solver and optimizer state, noise seed, generation and observation
         statistics to an HDF5 file, atomically."""
-        solver = self.solver
-        write_checkpoint(path, solver_type=self.config.solver.type, config_yaml=self.config.to_yaml(),
-                         noise_seed=self._noise().seed, params=solver.solution(),
-                         solver_state=solver.state_dict(), obs_stats=self.obs_stats.state_dict(), extra=extra)
+        save_checkpoint(self._run, path, extra)
 
     def load_solver(self, path: "str | Path") -> dict:
         """Restore what :meth:`save_solver` wrote; returns its ``extra`` datasets.
 
         Raises:
-            SolverCheckpointError: the file is unreadable or corrupted, or was written with another
-                value of a key a resumed run must keep (see ``evokit_py.checkpoint.RESUME_FIXED_KEYS``)
-                or for another number of parameters.
+            SolverCheckpointError: see :func:`evokit_py.training.saving.restore_checkpoint`.
         """
-        attrs, groups = read_checkpoint(path)
-        solver = self.solver
-        stored = config_from_yaml_text(str(attrs["config"]))
-        check_resume(path, stored, self.config)
-        if attrs["solver_type"] != self.config.solver.type:
-            raise SolverCheckpointError(f"{path} holds a {attrs['solver_type']} solver, the config says "
-                                        f"solver.type {self.config.solver.type}")
-        if int(attrs["noise_seed"]) != self._noise().seed:
-            raise SolverCheckpointError(f"{path} was sampled with solver.sampling.gaussian_sampling.seed "
-                                        f"{attrs['noise_seed']}, the config says {self._noise().seed}")
-        if groups["params"]["params"].shape != (solver.dim,):
-            raise SolverCheckpointError(f"{path} has {groups['params']['params'].shape[0]} parameters, "
-                                        f"the policy has {solver.dim}")
-        if stored.solver.population_size != self.config.solver.population_size:
-            raise SolverCheckpointError(f"{path}: solver.population_size was {stored.solver.population_size}, "
-                                        f"the config says {self.config.solver.population_size}")
-        try:
-            solver.load_state_dict(groups["solver"])
-        except KeyError as error:
-            raise SolverCheckpointError(f"{path}: the {attrs['solver_type']} state has no {error} (written by an "
-                                        f"older evokit_py?)") from error
-        self.obs_stats.load_state_dict(groups["obs_stats"])
-        self._shared.pending = []
-        self._generation = -1
-        return groups["extra"]
-
-    def _release_table(self) -> None:
-        if self._shared.table is not None:
-            self._shared.table.unlink()
-            self._shared.table = None
+        extra = restore_checkpoint(self._run, path)
+        self._candidates.reset()
+        self._candidates.restores += 1
+        return extra
 
     def close(self) -> None:
         """Master only: destroy the shared noise table (clones just drop their reference)."""
         if not self.is_clone:
-            self._release_table()
-            self._shared.env.close()
+            self._run.close()
 
     def __enter__(self) -> "ESAgent":
         return self

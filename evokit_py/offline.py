@@ -17,24 +17,26 @@ from typing import Literal
 
 import numpy as np
 
-from evokit_py.agent import ESAgent
 from evokit_py.config import ESConfig
 from evokit_py.noise import SamplingInfo
-from evokit_py.obs_stats import normalisation
 from evokit_py.sampler import Sampler, aggregate
 from evokit_py.seeds import candidate_seeds
+from evokit_py.training.saving import export_policy, restore_checkpoint, save_checkpoint
+from evokit_py.training.setup import Run, setup_run
 
 __all__ = ["sample_generation", "update_from_log", "LINES_APPLIED"]
 
 LINES_APPLIED = "log_lines_applied"  # checkpoint extra: how many lines of the sampling log are in the solver
 
 
-def _agent(config: ESConfig, checkpoint: Path) -> "tuple[ESAgent, dict]":
-    """An agent at the checkpoint (or at the start) and the checkpoint's extra datasets."""
-    agent = ESAgent(config)
-    agent.load_inference_model()
-    agent.init_solver()
-    return agent, (agent.load_solver(checkpoint) if checkpoint.is_file() else {})
+def _run(config: ESConfig, checkpoint: Path) -> "tuple[Run, dict]":
+    """A run at the checkpoint (or at the start) and the checkpoint's extra datasets."""
+    run = setup_run(config)
+    try:
+        return run, (restore_checkpoint(run, checkpoint) if checkpoint.is_file() else {})
+    except BaseException:
+        run.close()
+        raise
 
 
 def sample_generation(config: ESConfig, checkpoint: "str | os.PathLike", log_path: "str | os.PathLike",
@@ -54,18 +56,18 @@ def sample_generation(config: ESConfig, checkpoint: "str | os.PathLike", log_pat
     if shard < 0 or shards < 1:
         raise ValueError(f"need shard >= 0 and shards >= 1, got shard {shard} of {shards}")
     checkpoint, log_path = Path(checkpoint), Path(log_path)
-    agent, _ = _agent(config, checkpoint)
-    with agent:
-        solver = agent.solver
+    run, _ = _run(config, checkpoint)
+    with run:
+        solver = run.solver
         generation = solver.generation
         extra_round = shard // shards
         asked = solver.ask(extra_round)
         indices = [i for i in range(len(asked)) if (i // solver.group_size) % shards == shard % shards]
         infos = [asked[i] for i in indices]
-        mean, std = normalisation(agent.obs_stats, config.observation_normalization)
+        mean, std = run.normalisation()
         all_seeds = candidate_seeds(config, generation, len(asked) * (extra_round + 1))[len(asked) * extra_round:]
         seeds = [all_seeds[i] for i in indices]
-        sampler = Sampler(config, agent.policy_bytes(), agent.noise_spec())
+        sampler = Sampler(config, run.policy.to_bytes(), run.noise_spec())
         try:
             result = aggregate(sampler.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos],
                                                 seeds))
@@ -99,19 +101,19 @@ def update_from_log(config: ESConfig, checkpoint: "str | os.PathLike", log_path:
         StaleSampleError: a sample is too old and ``stale`` is ``"refuse"``.
     """
     checkpoint, log_path = Path(checkpoint), Path(log_path)
-    agent, extra = _agent(config, checkpoint)
-    with agent:
+    run, extra = _run(config, checkpoint)
+    with run:
         applied = int(extra.get(LINES_APPLIED, 0))
         lines = [line for line in Path(log_path).read_text().splitlines() if line.strip()]
         records = [json.loads(line) for line in lines[applied:]]
         if not records:
             raise ValueError(f"sampling log {log_path} has no line after the {applied} already applied")
         infos = [SamplingInfo.from_list(i) for record in records for i in record["infos"]]
-        agent.update(infos, [reward for record in records for reward in record["rewards"]], stale)
+        run.solver.tell(infos, [reward for record in records for reward in record["rewards"]], stale)
         if config.observation_normalization:
             for record in records:
-                agent.obs_stats.add(np.asarray(record["obs_sum"]), np.asarray(record["obs_sumsq"]), record["obs_count"])
-        agent.save_solver(checkpoint, extra={LINES_APPLIED: np.asarray(len(lines))})
+                run.obs_stats.add(np.asarray(record["obs_sum"]), np.asarray(record["obs_sumsq"]), record["obs_count"])
+        save_checkpoint(run, checkpoint, extra={LINES_APPLIED: np.asarray(len(lines))})
         if onnx_path is not None:
-            agent.save_inference_model(onnx_path)
-        return agent.solver.generation
+            export_policy(run, onnx_path)
+        return run.solver.generation

@@ -40,12 +40,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evokit_py.agent import ESAgent
 from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
-from evokit_py.obs_stats import normalisation
 from evokit_py.sampler import aggregate
 from evokit_py.seeds import candidate_episode_seeds, candidate_seeds
+from evokit_py.training.setup import Run
 
 __all__ = ["Batch", "EvaluationQueue", "EvaluationRequest", "sync_batches", "async_batches"]
 
@@ -154,44 +153,43 @@ class _Completions:
         return done
 
 
-def _around_preview(agent: ESAgent, arrived: list[tuple[SamplingInfo, dict]], infos: list[SamplingInfo],
+def _around_preview(run: Run, arrived: list[tuple[SamplingInfo, dict]], infos: list[SamplingInfo],
                     around: tuple) -> tuple[list[SamplingInfo], tuple]:
     """``infos`` moved to a preview of the next update made from the results ``arrived`` so far, and
     what to evaluate them with instead of ``around`` (basis, observation mean, std): the preview's
     basis and the statistics with those results' observations in. Both unchanged if no arrived result
     is recent enough for a preview."""
-    solver = agent.solver
+    solver = run.solver
     preview = solver.preview([info for info, _ in arrived], [float(row["returns"][0]) for _, row in arrived])
     if not preview:
         return infos, around
-    stats = agent.obs_stats.copy()
+    stats = run.obs_stats.copy()
     for _, row in arrived:
         stats.add(row["obs_sum"][0], row["obs_sumsq"][0], float(row["steps"][0]))
     moved = [dataclasses.replace(info, version=solver.generation + 1, preview=preview) for info in infos]
-    mean, std = normalisation(stats, agent.config.observation_normalization)
-    return moved, (solver.preview_basis(preview).to_dict(), mean, std)
+    return moved, (solver.preview_basis(preview).to_dict(), *run.normalisation(stats))
 
 
-def sync_batches(agent: ESAgent, pool: EvaluationPool) -> Generator[Batch, None, None]:
+def sync_batches(run: Run, pool: EvaluationPool) -> Generator[Batch, None, None]:
     """One batch per generation, evaluated whole (see the module docstring)."""
-    solver, config = agent.solver, agent.config
+    solver, config = run.solver, run.config
     while True:
         tick = time.perf_counter()
-        mean, std = normalisation(agent.obs_stats, config.observation_normalization)
+        mean, std = run.normalisation()
         infos = solver.ask()
         seeds = candidate_seeds(config, solver.generation, len(infos))
         result = pool.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds)
         yield Batch(infos, result, time.perf_counter() - tick)
 
 
-def async_batches(agent: ESAgent, pool: EvaluationPool,
+def async_batches(run: Run, pool: EvaluationPool,
                   evaluations: EvaluationQueue | None = None) -> Generator[Batch | None, None, None]:
     """A batch whenever ``population_size`` results arrived, workers never idle between updates
     (see the module docstring); the episodes of ``evaluations`` go first, and ``None`` comes as soon
     as one of them reached its target (the trainer can stop without waiting for the next batch).
     Closing the generator waits for the evaluation episodes still running and records them; the
     candidates still running are left to finish on their own (no update would take their results)."""
-    solver, config = agent.solver, agent.config
+    solver, config = run.solver, run.config
     lookahead = config.train.lookahead and solver.can_preview
     pending: deque = deque()  # (index, infos) of the current version not handed out yet, a call each
     version: int | None = None  # the solver version ``basis`` is of
@@ -210,9 +208,9 @@ def async_batches(agent: ESAgent, pool: EvaluationPool,
         while True:
             if version != solver.generation:
                 version, basis, extra_round, pending = solver.generation, solver.basis().to_dict(), 0, deque()
-            if normalised != (version, agent.obs_stats.count):  # the trainer updates both between batches
-                normalised = version, agent.obs_stats.count
-                mean, std = normalisation(agent.obs_stats, config.observation_normalization)
+            if normalised != (version, run.obs_stats.count):  # the trainer updates both between batches
+                normalised = version, run.obs_stats.count
+                mean, std = run.normalisation()
             while idle:
                 started = evaluations.submit_next(pool, idle[-1])
                 if started is not None:
@@ -231,7 +229,7 @@ def async_batches(agent: ESAgent, pool: EvaluationPool,
                 seeds = [candidate_episode_seeds(config, batch_generation, index + k) for k in range(len(infos))]
                 around = basis, mean, std
                 if lookahead and ahead >= solver.population_size and arrived:
-                    infos, around = _around_preview(agent, arrived, infos, around)
+                    infos, around = _around_preview(run, arrived, infos, around)
                 future = pool.submit(worker, *around, [info.to_list() for info in infos], seeds)
                 running[future] = (worker, infos)
                 completions.watch(future)

@@ -34,12 +34,13 @@ from pathlib import Path
 
 import numpy as np
 
-from evokit_py.agent import ESAgent
 from evokit_py.checkpoint import check_trainer_extra, read_checkpoint
 from evokit_py.config import ConfigError, ESConfig
 from evokit_py.pool import EvaluationPool
-from evokit_py.obs_stats import ObsStats, normalisation
+from evokit_py.obs_stats import ObsStats
 from evokit_py.seeds import evaluation_seeds
+from evokit_py.training.saving import export_policy, restore_checkpoint, save_checkpoint
+from evokit_py.training.setup import Run, setup_run
 from evokit_py.schedule import EVALUATION_INFO, EvaluationQueue, EvaluationRequest, async_batches, sync_batches
 from evokit_py.basis import Basis
 from parl_lite.train.progress import Reporter
@@ -176,17 +177,15 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     _check_before_training(config, log_dir, checkpoint_path, resume)
     csv_path = log_dir / CSV_NAME
     checkpoint_error = None
-    agent = ESAgent(config)
-    agent.load_inference_model()
-    agent.init_solver()
-    solver = agent.solver
-    progress = _Progress(-math.inf, solver.solution(), agent.obs_stats.state_dict())
+    run = setup_run(config)
+    solver = run.solver
+    progress = _Progress(-math.inf, solver.solution(), run.obs_stats.state_dict())
     rows: list[dict] = []
     held_rows: list[dict] = []
     pending: dict[int, tuple[np.ndarray, dict]] = {}
     if resume and checkpoint_path.is_file():
-        extra = agent.load_solver(checkpoint_path)
-        progress = _Progress.from_extra(extra, agent.obs_stats)
+        extra = restore_checkpoint(run, checkpoint_path)
+        progress = _Progress.from_extra(extra, run.obs_stats)
         held_rows, pending = _ProgressLog.held_from_extra(extra), _Evaluator.pending_from_extra(extra)
         held = {row["generation"] for row in held_rows}
         rows = [row for row in _read_rows(csv_path, solver.generation) if int(row["generation"]) not in held]
@@ -201,17 +200,17 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
     resumed_seconds = progress.train_seconds
 
     try:
-        pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), hp.workers, backend, hp.address)
+        pool = EvaluationPool(config, run.policy.to_bytes(), run.noise_spec(), hp.workers, backend, hp.address)
         startup = time.perf_counter() - started
         echo(f"es-train: {config.env.id}, {config.solver.type}, {solver.dim} parameters, population "
              f"{config.solver.population_size}, {hp.workers} worker(s) ({hp.address or backend}), {hp.mode} updates, "
-             f"{_noise_text(agent)}, start-up {startup:.2f}s")
+             f"{_noise_text(run)}, start-up {startup:.2f}s")
         with _StopFlag() as stop, _ProgressLog(csv_path, rows) as log:
-            evaluator = _Evaluator(agent, pool, EvaluationQueue(hp.target_return) if hp.mode == "async" else None)
+            evaluator = _Evaluator(run, pool, EvaluationQueue(hp.target_return) if hp.mode == "async" else None)
             for row in held_rows:
                 log.add(row, awaiting=row["generation"] - 1 in pending)
             evaluator.restore(pending)
-            batches = async_batches(agent, pool, evaluator.queue) if evaluator.queue else sync_batches(agent, pool)
+            batches = async_batches(run, pool, evaluator.queue) if evaluator.queue else sync_batches(run, pool)
             reporter = Reporter(config.solver.type, hp.generations, solver.generation, progress_bar,
                                 unit="generation", echo=echo)
             while solver.generation < hp.generations and not solved and stop_reason is None:
@@ -225,9 +224,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 tick = time.perf_counter()
                 generation = solver.generation
                 infos, result = batch.infos, batch.result
-                agent.update(infos, result["returns"], stale="drop")
-                if config.observation_normalization:
-                    agent.obs_stats.add(result["obs_sum"], result["obs_sumsq"], result["obs_count"])
+                run.update(infos, result)
                 elapsed = batch.seconds + time.perf_counter() - tick
                 cpu_seconds += time.process_time() - cpu_tick
                 stop_reason = solver.stop_reason()
@@ -253,11 +250,11 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
                 _report(reporter, solver.generation, progress.train_seconds - resumed_seconds, row, last_eval,
                         solver.dropped_samples)
                 if solver.generation % hp.checkpoint_every == 0:
-                    checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, log, evaluator, echo)
+                    checkpoint_error = _save_checkpoint(run, checkpoint_path, progress, log, evaluator, echo)
                 if stop.requested:
                     interrupted = True
                     break
-            checkpoint_error = _save_checkpoint(agent, checkpoint_path, progress, log, evaluator, echo)
+            checkpoint_error = _save_checkpoint(run, checkpoint_path, progress, log, evaluator, echo)
     finally:
         if reporter is not None:
             reporter.close()
@@ -265,11 +262,11 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
             batches.close()  # async: waits for the evaluation episodes still running
         if pool is not None:
             pool.close()
-        agent.close()
+        run.close()
     onnx_path = None
     if not interrupted:
         onnx_path = log_dir / ONNX_NAME
-        agent.save_inference_model(onnx_path, progress.best_params, progress.best_obs_stats)
+        export_policy(run, onnx_path, progress.best_params, progress.best_obs_stats)
     total = time.perf_counter() - started
     status = "interrupted (checkpoint written)" if interrupted else ("solved" if solved else (
         f"solver stopped ({stop_reason})" if stop_reason else "generation budget spent"))
@@ -329,12 +326,12 @@ def _check_before_training(config: ESConfig, log_dir: Path, checkpoint_path: Pat
         check_trainer_extra(groups, checkpoint_path)
 
 
-def _save_checkpoint(agent: ESAgent, path: Path, progress: "_Progress", log: "_ProgressLog", evaluator: "_Evaluator",
+def _save_checkpoint(run: Run, path: Path, progress: "_Progress", log: "_ProgressLog", evaluator: "_Evaluator",
                      echo: Callable[[str], None]) -> str | None:
     """Write a checkpoint (with the rows held for their evaluation and the solutions still to be
     evaluated); on failure say so and return why (training goes on: the policy is kept)."""
     try:
-        agent.save_solver(path, extra={**progress.to_extra(), **log.to_extra(), **evaluator.to_extra()})
+        save_checkpoint(run, path, extra={**progress.to_extra(), **log.to_extra(), **evaluator.to_extra()})
     except OSError as error:
         reason = f"cannot write checkpoint {path}: {error}"
         echo(f"es-train: warning: {reason}; training goes on")
@@ -342,8 +339,8 @@ def _save_checkpoint(agent: ESAgent, path: Path, progress: "_Progress", log: "_P
     return None
 
 
-def _noise_text(agent: ESAgent) -> str:
-    spec = agent.noise_spec()
+def _noise_text(run: Run) -> str:
+    spec = run.noise_spec()
     if spec.table_name is None:
         return "noise from per-sample seeds"
     return f"noise table {spec.table_name} ({spec.table_size * 4 / 2**20:.1f} MB shared)"
@@ -427,14 +424,14 @@ class _Evaluator:
     """Evaluations of the solution: at once (sync mode), or through ``queue`` between the candidates
     (async mode), each reported with the solution and observation statistics it evaluated."""
 
-    def __init__(self, agent: ESAgent, pool: EvaluationPool, queue: EvaluationQueue | None):
-        self.agent, self.pool, self.queue = agent, pool, queue
+    def __init__(self, run: Run, pool: EvaluationPool, queue: EvaluationQueue | None):
+        self.run, self.pool, self.queue = run, pool, queue
         self._solutions: dict[int, tuple[np.ndarray, dict]] = {}  # generation -> (solution, obs stats)
         self._done: list[tuple[int, float]] = []
 
     def request(self, generation: int) -> None:
         """Evaluate the current solution, the one after ``generation``."""
-        self._request(generation, self.agent.solver.solution(), self.agent.obs_stats.state_dict())
+        self._request(generation, self.run.solver.solution(), self.run.obs_stats.state_dict())
 
     def restore(self, pending: dict[int, tuple[np.ndarray, dict]]) -> None:
         """Request again the evaluations a checkpoint had pending (:meth:`pending_from_extra`)."""
@@ -443,7 +440,7 @@ class _Evaluator:
 
     def _request(self, generation: int, solution: np.ndarray, obs_stats: dict) -> None:
         self._solutions[generation] = (solution, obs_stats)
-        request = _evaluation(self.agent.config, generation, solution, obs_stats)
+        request = _evaluation(self.run, generation, solution, obs_stats)
         if self.queue is None:
             self._done.append((generation, _evaluate(self.pool, *request)))
         else:
@@ -453,7 +450,7 @@ class _Evaluator:
         """The evaluations requested and not finished, for a checkpoint: generation, solution and
         observation statistics of each."""
         pending = sorted(self._solutions.items())
-        dim, obs_dim = self.agent.solver.dim, len(self.agent.obs_stats.total)
+        dim, obs_dim = self.run.solver.dim, len(self.run.obs_stats.total)
         extra = {"log/pending_generations": np.array([generation for generation, _ in pending], dtype=np.int64),
                  "log/pending_solutions": np.array([solution for _, (solution, _) in pending]).reshape(-1, dim)}
         for key, shape in (("count", ()), ("sum", (obs_dim,)), ("sumsq", (obs_dim,))):
@@ -488,11 +485,11 @@ class _Evaluator:
         return [(generation, value, *self._solutions.pop(generation)) for generation, value in done]
 
 
-def _evaluation(config: ESConfig, generation: int, solution: np.ndarray, obs_stats: dict) -> EvaluationRequest:
+def _evaluation(run: Run, generation: int, solution: np.ndarray, obs_stats: dict) -> EvaluationRequest:
     """What evaluating ``solution`` (the one after ``generation``) takes: its basis (no noise), the
     normalisation of ``obs_stats`` (an :meth:`ObsStats.state_dict`), one episode seed per episode."""
-    mean, std = normalisation(ObsStats.from_state_dict(obs_stats), config.observation_normalization)
-    return Basis(solution[None], 0.0).to_dict(), mean, std, evaluation_seeds(config, generation)
+    mean, std = run.normalisation(ObsStats.from_state_dict(obs_stats))
+    return Basis(solution[None], 0.0).to_dict(), mean, std, evaluation_seeds(run.config, generation)
 
 
 def _evaluate(pool: EvaluationPool, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,

@@ -40,7 +40,6 @@ from pathlib import Path
 import click
 import numpy as np
 
-from evokit_py.agent import ESAgent
 from evokit_py.config import parse_config, resolve_config
 from evokit_py.noise import NoiseSource, StreamNoise
 from evokit_py.policy import OnnxPolicy, build_mlp
@@ -48,6 +47,7 @@ from evokit_py.pool import EvaluationPool
 from evokit_py.seeds import episode_seed
 from evokit_py.solvers import make_solver
 from evokit_py.train import train
+from evokit_py.training.setup import setup_run
 
 
 def _median_us(function, calls: int) -> float:
@@ -117,10 +117,8 @@ def policy_latency(calls: int) -> dict:
 
 def episodes_per_second(candidates: int, repeats: int) -> dict:
     config = resolve_config(None, ["env.max_steps=200"])
-    agent = ESAgent(config)
-    agent.load_inference_model()
-    agent.init_solver()
-    solver = agent.solver
+    run = setup_run(config)
+    solver = run.solver
     infos = [i.to_list() for i in (solver.ask() * (candidates // config.solver.population_size + 1))[:candidates]]
     basis = solver.basis()
     basis.centers[0, 1:8:2] = [0.0, 0.0, 1.0, 1.0]  # push right when the pole falls right: long episodes
@@ -131,7 +129,7 @@ def episodes_per_second(candidates: int, repeats: int) -> dict:
     steps = 0
     try:
         for label, (workers, backend) in configurations.items():
-            pools[label] = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), workers, backend)
+            pools[label] = EvaluationPool(config, run.policy.to_bytes(), run.noise_spec(), workers, backend)
             pools[label].evaluate(basis.to_dict(), None, None, infos[:4], seeds[:4])  # warm-up
         for _ in range(repeats):  # interleaved, so that every configuration sees the same background load
             for label, pool in pools.items():
@@ -141,7 +139,7 @@ def episodes_per_second(candidates: int, repeats: int) -> dict:
     finally:
         for pool in pools.values():
             pool.close()
-        agent.close()
+        run.close()
     results = {}
     for label, rate in best.items():
         results[f"episodes_per_s_{label}"] = round(rate, 1)

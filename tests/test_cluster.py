@@ -337,8 +337,6 @@ def test_a_sampler_where_the_noise_table_does_not_exist_rebuilds_it():
     from evokit_py.sampler import Sampler
 
     agent = ESAgent(resolve_config(None, ["env.max_steps=40"]))
-    agent.load_inference_model()
-    agent.init_solver()
     spec = agent.noise_spec()
     elsewhere = NoiseSpec(spec.seed, spec.dim, "parl_lite_no_such_noise_table", spec.table_size)
     infos = [info.to_list() for info in agent.solver.ask()]

@@ -18,8 +18,6 @@ def _config(**solver):
 @pytest.fixture
 def agent():
     agent = ESAgent(_config())
-    agent.load_inference_model()
-    agent.init_solver()
     yield agent
     agent.close()
 
@@ -29,7 +27,7 @@ def test_add_noise_info_reproduces_the_noise(agent):
     a, b = agent.clone(), agent.clone()
     info = a.add_noise()
     assert isinstance(info, SamplingInfo) and info.sign in (1, -1)
-    noise = agent._shared.table.values[info.offset:info.offset + len(center)]
+    noise = agent.solver.noise.table.values[info.offset:info.offset + len(center)]
     assert np.allclose(a.parameters(), center + 0.1 * info.sign * noise, atol=1e-6)
     assert b.add_noise(info) == info and np.array_equal(b.parameters(), a.parameters())
     mirrored = b.add_noise()
@@ -56,8 +54,6 @@ def test_solver_round_trip_and_inference_model(tmp_path, agent):
     agent.obs_stats.add(np.ones(4), np.ones(4) * 2, 1.0)
     agent.save_solver(tmp_path / "solver.h5")
     other = ESAgent(_config())
-    other.load_inference_model()
-    other.init_solver()
     other.load_solver(tmp_path / "solver.h5")
     assert other.solver.generation == 1 and np.array_equal(other.parameters(), agent.parameters())
     assert np.array_equal(other.obs_stats.total_sq, agent.obs_stats.total_sq)
@@ -74,8 +70,6 @@ def test_solver_round_trip_and_inference_model(tmp_path, agent):
 def test_load_solver_refuses_other_solvers_and_bad_files(tmp_path, agent):
     agent.save_solver(tmp_path / "solver.h5")
     cma = ESAgent(_config(type="CMA_ES"))
-    cma.load_inference_model()
-    cma.init_solver()
     with pytest.raises(SolverCheckpointError, match="holds a BASIC_ES solver"):
         cma.load_solver(tmp_path / "solver.h5")
     cma.close()
@@ -90,22 +84,24 @@ def test_agent_loads_a_user_onnx_file(tmp_path):
     from test_es_policy import _paddle_like_file
     path = tmp_path / "paddle.onnx"
     w, b = _paddle_like_file(path)
-    agent = ESAgent(_config())
-    agent.load_inference_model(path)
-    agent.init_solver()
+    agent = ESAgent(_config(), model=path)
     assert np.array_equal(agent.parameters(), np.concatenate([w.ravel(), b]))
     assert agent.predict(np.ones(4)) == int((np.ones(4) @ w + b).argmax())
     agent.close()
 
 
-def test_load_config_resets_the_agent_and_releases_its_table(tmp_path, agent):
+def test_an_agent_from_a_config_file_owns_its_noise_table_and_close_releases_it(tmp_path):
     from pathlib import Path
-    table = agent._shared.table.name.lstrip("/")
     path = tmp_path / "es.yaml"
     path.write_text("solver: {type: GA, population_size: 6}\n")
-    agent.load_config(path)
-    assert agent.config.solver.type == "GA" and agent._shared.solver is None
-    assert not Path("/dev/shm", table).exists()
+    agent = ESAgent(path)
+    table = Path("/dev/shm", agent.noise_spec().table_name.lstrip("/"))
+    assert agent.config.solver.type == "GA" and agent.solver.generation == 0 and table.exists()
+    clone = agent.clone()
+    clone.close()  # a clone only drops its reference
+    assert table.exists()
+    agent.close()
+    assert not table.exists()
 
 
 def _onnx_file(tmp_path, obs_dim, act_dim, output="none"):
@@ -125,21 +121,13 @@ def _onnx_file(tmp_path, obs_dim, act_dim, output="none"):
 def test_a_policy_that_does_not_fit_the_env_is_refused_naming_file_and_space(tmp_path, env_id, obs_dim, act_dim,
                                                                              output, message):
     path = _onnx_file(tmp_path, obs_dim, act_dim, output)
-    agent = ESAgent(parse_config({"env": {"id": env_id}, "policy": {"onnx": str(path)}}))
-    try:
-        with pytest.raises(ValueError, match=f"policy.onnx {path}: .*" + message):
-            agent.load_inference_model()
-    finally:
-        agent.close()
+    with pytest.raises(ValueError, match=f"policy.onnx {path}: .*" + message):
+        ESAgent(parse_config({"env": {"id": env_id}, "policy": {"onnx": str(path)}}))
 
 
 def test_a_softmax_mlp_on_a_box_space_is_refused():
-    agent = ESAgent(parse_config({"env": {"id": "Pendulum-v1"}, "policy": {"mlp": {"output_activation": "softmax"}}}))
-    try:
-        with pytest.raises(ValueError, match="policy.mlp: ends in a softmax"):
-            agent.load_inference_model()
-    finally:
-        agent.close()
+    with pytest.raises(ValueError, match="policy.mlp: ends in a softmax"):
+        ESAgent(parse_config({"env": {"id": "Pendulum-v1"}, "policy": {"mlp": {"output_activation": "softmax"}}}))
 
 
 def test_the_exported_policy_carries_the_statistics_of_the_best_weights(tmp_path):
@@ -198,8 +186,6 @@ def test_predict_plays_bit_for_bit_the_episode_a_sampling_worker_plays():
 
     config = parse_config({"env": {"id": "Pendulum-v1"}, "policy": {"mlp": {"hidden": [8], "init_std": 0.5}}})
     agent = ESAgent(config)
-    agent.load_inference_model()
-    agent.init_solver()
     agent.obs_stats.add(np.array([7.0, -14.0, 21.0]), np.array([35.0, 63.0, 210.0]), 7.0)
     sampler = Sampler(config, agent.policy_bytes(), agent.noise_spec())
     env = gym.make("Pendulum-v1")

@@ -20,6 +20,7 @@ from evokit_py.noise import NoiseSource, SamplingInfo
 from evokit_py.offline import sample_generation, update_from_log
 from evokit_py.pool import EvaluationPool
 from evokit_py.schedule import EvaluationQueue, _around_preview, async_batches
+from evokit_py.training.setup import setup_run
 from evokit_py.basis import Basis
 from evokit_py.solvers import StaleSampleError, make_solver
 from evokit_py.train import train
@@ -234,11 +235,9 @@ def test_closing_the_async_schedule_does_not_wait_for_a_candidate_still_running(
     os.mkfifo(gate)
     config = _config(tmp_path, "env.id=gated_env:GatedCartPole-v0", f"env.kwargs={{gate: {gate}}}",
                      "solver.population_size=2", "train.mode=async")
-    agent = ESAgent(config)
-    agent.load_inference_model()
-    agent.init_solver()
-    pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), 2, "remote")
-    batches = async_batches(agent, pool)
+    run = setup_run(config)
+    pool = EvaluationPool(config, run.policy.to_bytes(), run.noise_spec(), 2, "remote")
+    batches = async_batches(run, pool)
     stopper = threading.Thread(target=lambda: (batches.close(), pool.close()))
     try:
         assert len(next(batches).infos) == 2  # the other worker's pair, while the gated one waits
@@ -250,7 +249,7 @@ def test_closing_the_async_schedule_does_not_wait_for_a_candidate_still_running(
         if stopper.is_alive():
             stopper.join(timeout=30)
         pool.close()
-        agent.close()
+        run.close()
         parl_lite.shutdown()
 
 
@@ -265,13 +264,11 @@ def test_a_candidate_handed_out_past_a_full_batch_is_drawn_around_a_preview(tmp_
     os.mkfifo(gate)
     config = _config(tmp_path, "env.id=gated_env:GatedCartPole-v0", f"env.kwargs={{gate: {gate}}}",
                      "solver.population_size=4", "train.mode=async", f"train.lookahead={str(lookahead).lower()}")
-    agent = ESAgent(config)
-    agent.load_inference_model()
-    agent.init_solver()
-    solver = agent.solver
+    run = setup_run(config)
+    solver = run.solver
     twin = make_solver(config.solver, solver.solution(), solver.noise)
-    pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), 2, "remote")
-    batches = async_batches(agent, pool)
+    pool = EvaluationPool(config, run.policy.to_bytes(), run.noise_spec(), 2, "remote")
+    batches = async_batches(run, pool)
     try:
         batch = next(batches)
         first, ahead = batch.infos[:2], batch.infos[2:]
@@ -283,49 +280,45 @@ def test_a_candidate_handed_out_past_a_full_batch_is_drawn_around_a_preview(tmp_
         assert preview > 0 and {info.version for info in ahead} == {1}
         twin.tell(first, batch.result["returns"][:2])
         assert np.array_equal(solver.preview_basis(preview).centers[0], twin.solution())
-        agent.update(batch.infos, batch.result["returns"])  # the early preview pair is corrected, not refused
+        run.solver.tell(batch.infos, batch.result["returns"])  # the early preview pair is corrected, not refused
     finally:
         _open_gate(gate)
         batches.close()
         pool.close()
-        agent.close()
+        run.close()
         parl_lite.shutdown()
 
 
 def test_candidates_around_a_preview_are_normalised_with_the_results_so_far():
     config = parse_config({"solver": {"population_size": 4}})
-    agent = ESAgent(config)
-    agent.load_inference_model()
-    agent.init_solver()
+    run = setup_run(config)
     try:
-        agent.obs_stats.add(np.ones(4), np.full(4, 2.0), 2)
-        infos = agent.solver.ask()
+        run.obs_stats.add(np.ones(4), np.full(4, 2.0), 2)
+        infos = run.solver.ask()
         rows = [(info, {"returns": np.array([r]), "steps": np.array([3]), "obs_sum": np.full((1, 4), 6.0),
                         "obs_sumsq": np.full((1, 4), 20.0)}) for info, r in zip(infos[:2], [1.0, 0.0])]
-        moved, (basis, mean, std) = _around_preview(agent, rows, infos[2:], ({}, None, None))
+        moved, (basis, mean, std) = _around_preview(run, rows, infos[2:], ({}, None, None))
         [preview] = {info.preview for info in moved}
         assert [(info.seed, info.offset, info.sign) for info in moved] == \
             [(info.seed, info.offset, info.sign) for info in infos[2:]]
-        assert np.array_equal(basis["centers"], agent.solver.preview_basis(preview).centers)
-        stats = agent.obs_stats.copy()
+        assert np.array_equal(basis["centers"], run.solver.preview_basis(preview).centers)
+        stats = run.obs_stats.copy()
         for _ in rows:
             stats.add(np.full(4, 6.0), np.full(4, 20.0), 3)
         assert stats.count == 8 and np.allclose(mean, stats.mean()) and np.allclose(std, stats.std())
     finally:
-        agent.close()
+        run.close()
 
 
 @pytest.mark.timeout(60)
 def test_an_evaluation_cut_short_plays_only_its_missing_episodes(tmp_path):
     """When training stops, an evaluation with some episodes played hands back the others only."""
     config = _config(tmp_path, "train.eval_episodes=3")
-    agent = ESAgent(config)
-    agent.load_inference_model()
-    agent.init_solver()
-    pool = EvaluationPool(config, agent.policy_bytes(), agent.noise_spec(), 1, "inprocess")
+    run = setup_run(config)
+    pool = EvaluationPool(config, run.policy.to_bytes(), run.noise_spec(), 1, "inprocess")
     try:
         queue = EvaluationQueue()
-        queue.request(0, Basis(agent.solver.solution()[None], 0.0).to_dict(), None, None, [[11], [12], [13]])
+        queue.request(0, Basis(run.solver.solution()[None], 0.0).to_dict(), None, None, [[11], [12], [13]])
         future, episode = queue.submit_next(pool, 0)
         queue.record(episode, future.result())
         [(generation, (_, _, _, seeds), played)] = queue.outstanding()
@@ -333,7 +326,7 @@ def test_an_evaluation_cut_short_plays_only_its_missing_episodes(tmp_path):
         assert queue.outstanding() == [] and queue.submit_next(pool, 0) is None
     finally:
         pool.close()
-        agent.close()
+        run.close()
 
 
 @pytest.mark.timeout(60)
@@ -420,8 +413,6 @@ def test_an_offline_update_mixes_samples_of_several_versions(tmp_path):
     assert update_from_log(config, checkpoint, log) == 2
     # the same two updates done by hand
     agent = ESAgent(config)
-    agent.load_inference_model()
-    agent.init_solver()
     try:
         agent.update([SamplingInfo.from_list(i) for r in first for i in r["infos"]],
                      [x for r in first for x in r["rewards"]])

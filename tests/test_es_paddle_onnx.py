@@ -31,8 +31,6 @@ def test_exported_paddle_model_is_an_es_policy(tmp_path):
                                    f"train.log_dir={tmp_path}/run", f"train.checkpoint_dir={tmp_path}/run",
                                    "train.generations=2", "env.max_steps=50", "train.eval_episodes=1"])
     agent = ESAgent(config)
-    agent.load_inference_model()
-    agent.init_solver()
     weights = model.get_weights()
     policy, x0 = OnnxPolicy.from_file(path)
     assert sorted(policy.weight_names) == sorted(weights)  # the weights, named as in get_weights()

@@ -203,13 +203,11 @@ try:
     parl_lite.connect("broken://x")
 except PluginError as error:
     print("backend:", error)
-agent = ESAgent(resolve_config(None, ["solver.type=BROKEN_ES"]))  # the name is known: config is valid
-agent.load_inference_model()
+config = resolve_config(None, ["solver.type=BROKEN_ES"])  # the name is known: the config is valid
 try:
-    agent.init_solver()
+    ESAgent(config)
 except PluginError as error:
     print("solver:", error)
-agent.close()
 """
     out = run_python(code, plugin_path, tmp_path)
     assert out.returncode == 0, out.stderr
