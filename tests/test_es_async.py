@@ -19,7 +19,8 @@ from evokit_py.config import ConfigError, parse_config, resolve_config
 from evokit_py.noise import NoiseSource, SamplingInfo
 from evokit_py.offline import sample_generation, update_from_log
 from evokit_py.pool import EvaluationPool
-from evokit_py.schedule import EvaluationQueue, _around_preview, async_batches
+from evokit_py.training.evaluations import EvaluationQueue
+from evokit_py.training.schedule import _around_preview, async_batches
 from evokit_py.training.setup import setup_run
 from evokit_py.basis import Basis
 from evokit_py.solvers import StaleSampleError, make_solver
@@ -280,7 +281,8 @@ def test_a_candidate_handed_out_past_a_full_batch_is_drawn_around_a_preview(tmp_
         assert preview > 0 and {info.version for info in ahead} == {1}
         twin.tell(first, batch.result["returns"][:2])
         assert np.array_equal(solver.preview_basis(preview).centers[0], twin.solution())
-        run.solver.tell(batch.infos, batch.result["returns"])  # the early preview pair is corrected, not refused
+        # the schedule told the solver the batch: the early preview pair was corrected, not refused
+        assert batch.generation == 0 and solver.generation == 1 and solver.dropped_samples == 0
     finally:
         _open_gate(gate)
         batches.close()

@@ -1,5 +1,10 @@
 """How es-train turns worker time into solver updates: one :class:`Batch` per update.
 
+Each batch is handed to the run (:meth:`Run.update <evokit_py.training.setup.Run.update>`: the solver
+told the returns, the statistics fed the observations) before it is yielded: while it runs, the
+schedule is the only one to change the solver and the statistics, and the next candidates are drawn
+around what its own update left. The trainer only reads them (the generation, the solution).
+
 - ``sync`` (:func:`sync_batches`): the solver asks a whole generation, the pool evaluates it (chunks
   to whichever worker is free), the batch is that generation. Every draw depends only on (seed,
   generation, index): a resumed run ends exactly where an uninterrupted one does.
@@ -7,7 +12,7 @@
   parameters as soon as it is free (a mirrored pair goes to one worker in one call, so that both
   halves land in the same batch; past the generation's ``population_size`` candidates, further
   ones: ``solver.ask(extra_round)``); a batch is closed whenever ``population_size`` results have
-  arrived, whatever version they were drawn around, and the trainer updates while the workers go
+  arrived, whatever version they were drawn around, and the run is updated while the workers go
   on. Candidates still running then come back one or more versions stale and go into the next
   batch (BASIC_ES corrects them). Episode start states follow the batch a candidate is expected to
   land in (results counted so far plus those running), so that with common episode seeds a stale
@@ -22,13 +27,8 @@
   One call per worker at a time: a second one waiting in each worker's queue gave no more
   evaluations/s but twice the candidates in flight at each update, hence more stale samples and
   more updates to a target (measured in docs/evokit.md).
-  The solution's evaluations are asynchronous too (:class:`EvaluationQueue`): their episodes go to
-  the next free workers, ahead of any candidate, and their mean return comes back during a later
-  update. An evaluation done in between (``pool.evaluate``) would be a barrier: both workers would
-  finish their candidates, play the evaluation episodes and wait for each other after every update.
-
-The trainer updates the solver between two ``next()`` calls of the generator; the next candidates
-are drawn around what it left.
+  The solution's evaluations go first: the episodes of an
+  :class:`~evokit_py.training.evaluations.EvaluationQueue`, one per call, to the next free workers.
 """
 import concurrent.futures
 import dataclasses
@@ -44,95 +44,27 @@ from evokit_py.noise import SamplingInfo
 from evokit_py.pool import EvaluationPool
 from evokit_py.sampler import aggregate
 from evokit_py.seeds import candidate_episode_seeds, candidate_seeds
+from evokit_py.training.evaluations import EvaluationQueue
 from evokit_py.training.setup import Run
 
-__all__ = ["Batch", "EvaluationQueue", "EvaluationRequest", "sync_batches", "async_batches"]
-
-EVALUATION_INFO = SamplingInfo(0, 0, 0).to_list()  # the solution itself (sign 0: no noise)
+__all__ = ["Batch", "sync_batches", "async_batches"]
 
 
 @dataclass
 class Batch:
-    """The evaluated candidates of one update.
+    """The evaluated candidates of one update, already applied to the run.
 
     Attributes:
+        generation: the solver's generation the batch was told at (its update made ``generation + 1``).
         infos: their sampling infos (versions may differ in async mode).
         result: :func:`aggregate` totals (``returns`` per candidate, steps, observation sums).
-        seconds: wall-clock spent producing the batch (the trainer's own work excluded in async mode).
+        seconds: wall-clock spent producing the batch and the update (the trainer's own work
+            excluded in async mode).
     """
+    generation: int
     infos: list[SamplingInfo]
     result: dict
     seconds: float
-
-
-EvaluationRequest = tuple[dict, np.ndarray | None, np.ndarray | None, list[list[int]]]
-"""An evaluation of a solution: the basis (its centre), the observation mean and std, the episode seeds."""
-
-
-@dataclass
-class _Evaluation:
-    basis: dict
-    obs_mean: np.ndarray | None
-    obs_std: np.ndarray | None
-    seeds: list[list[int]]  # the episode seeds, one episode each
-    returns: dict[int, float]  # episode index -> its return, as they arrive
-
-
-class EvaluationQueue:
-    """Evaluations of the solution that ``async_batches`` runs between candidates, an episode per call,
-    ahead of any candidate; the trainer requests them and collects the finished ones.
-    """
-
-    def __init__(self, target: float | None = None) -> None:
-        self.target = target  # a finished evaluation at least this good ends a wait at once (``async_batches``)
-        self._evaluations: dict[int, _Evaluation] = {}  # generation -> evaluation, finished ones removed
-        self._waiting: deque[tuple[int, int]] = deque()  # (generation, episode index) not handed out yet
-        self._finished: list[tuple[int, float]] = []
-
-    def request(self, generation: int, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
-                seeds: list[list[int]]) -> None:
-        """Evaluate the centre of ``basis`` (the solution after ``generation``) on one episode per seed."""
-        self._evaluations[generation] = _Evaluation(basis, obs_mean, obs_std, seeds, {})
-        self._waiting.extend((generation, index) for index in range(len(seeds)))
-
-    def submit_next(self, pool: EvaluationPool,
-                    worker: int) -> tuple[concurrent.futures.Future, tuple[int, int]] | None:
-        """Start the next waiting episode on ``worker``; ``None`` when none waits."""
-        if not self._waiting:
-            return None
-        generation, index = self._waiting.popleft()
-        evaluation = self._evaluations[generation]
-        future = pool.submit(worker, evaluation.basis, evaluation.obs_mean, evaluation.obs_std, [EVALUATION_INFO],
-                             [evaluation.seeds[index]])
-        return future, (generation, index)
-
-    def record(self, episode: tuple[int, int], result: dict) -> None:
-        """Take the result of an episode :meth:`submit_next` started."""
-        generation, index = episode
-        evaluation = self._evaluations[generation]
-        evaluation.returns[index] = float(result["returns"][0])
-        if len(evaluation.returns) == len(evaluation.seeds):
-            self._finished.append((generation, float(np.mean(list(evaluation.returns.values())))))
-            del self._evaluations[generation]
-
-    def reached_target(self) -> bool:
-        """Whether an evaluation not taken yet reached :attr:`target`."""
-        return self.target is not None and any(value >= self.target for _, value in self._finished)
-
-    def take_finished(self) -> list[tuple[int, float]]:
-        """(generation, mean return) of the evaluations finished since the last call, oldest first."""
-        finished, self._finished = sorted(self._finished), []
-        return finished
-
-    def outstanding(self) -> list[tuple[int, EvaluationRequest, list[float]]]:
-        """(generation, (basis, obs mean, obs std, seeds of the episodes still to play), returns of
-        those played) of the evaluations not finished, to finish once the workers are free; forgets them."""
-        left = [(generation, (e.basis, e.obs_mean, e.obs_std,
-                              [seeds for index, seeds in enumerate(e.seeds) if index not in e.returns]),
-                 list(e.returns.values()))
-                for generation, e in sorted(self._evaluations.items())]
-        self._evaluations, self._waiting = {}, deque()
-        return left
 
 
 class _Completions:
@@ -171,7 +103,7 @@ def _around_preview(run: Run, arrived: list[tuple[SamplingInfo, dict]], infos: l
 
 
 def sync_batches(run: Run, pool: EvaluationPool) -> Generator[Batch, None, None]:
-    """One batch per generation, evaluated whole (see the module docstring)."""
+    """One batch per generation, evaluated whole, the run updated with it (see the module docstring)."""
     solver, config = run.solver, run.config
     while True:
         tick = time.perf_counter()
@@ -179,14 +111,23 @@ def sync_batches(run: Run, pool: EvaluationPool) -> Generator[Batch, None, None]
         infos = solver.ask()
         seeds = candidate_seeds(config, solver.generation, len(infos))
         result = pool.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds)
-        yield Batch(infos, result, time.perf_counter() - tick)
+        yield _updated(run, infos, result, tick)
+
+
+def _updated(run: Run, infos: list[SamplingInfo], result: dict, tick: float) -> Batch:
+    """The batch of ``infos`` and their ``result`` once the run has taken it (samples older than
+    the solver keeps are dropped and counted); its seconds counted from ``tick``."""
+    generation = run.solver.generation
+    run.update(infos, result, stale="drop")
+    return Batch(generation, infos, result, time.perf_counter() - tick)
 
 
 def async_batches(run: Run, pool: EvaluationPool,
                   evaluations: EvaluationQueue | None = None) -> Generator[Batch | None, None, None]:
-    """A batch whenever ``population_size`` results arrived, workers never idle between updates
-    (see the module docstring); the episodes of ``evaluations`` go first, and ``None`` comes as soon
-    as one of them reached its target (the trainer can stop without waiting for the next batch).
+    """A batch whenever ``population_size`` results arrived, the run updated with it, workers never
+    idle between updates (see the module docstring); the episodes of ``evaluations`` go first, and
+    ``None`` comes as soon as one of them reached its target (the trainer can stop without waiting
+    for the next batch).
     Closing the generator waits for the evaluation episodes still running and records them; the
     candidates still running are left to finish on their own (no update would take their results)."""
     solver, config = run.solver, run.config
@@ -206,9 +147,9 @@ def async_batches(run: Run, pool: EvaluationPool,
     try:
         tick = time.perf_counter()
         while True:
-            if version != solver.generation:
+            if version != solver.generation:  # the start, or an update below moved the solver
                 version, basis, extra_round, pending = solver.generation, solver.basis().to_dict(), 0, deque()
-            if normalised != (version, run.obs_stats.count):  # the trainer updates both between batches
+            if normalised != (version, run.obs_stats.count):  # the start, or an update below fed the statistics
                 normalised = version, run.obs_stats.count
                 mean, std = run.normalisation()
             while idle:
@@ -250,7 +191,7 @@ def async_batches(run: Run, pool: EvaluationPool,
             while len(arrived) >= size:
                 batch, arrived = arrived[:size], arrived[size:]
                 result = aggregate({key: np.concatenate([r[key] for _, r in batch]) for key in batch[0][1]})
-                yield Batch([info for info, _ in batch], result, time.perf_counter() - tick)
+                yield _updated(run, [info for info, _ in batch], result, tick)
                 tick = time.perf_counter()
     finally:
         concurrent.futures.wait(evaluating)

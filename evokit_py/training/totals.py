@@ -1,0 +1,54 @@
+"""The running totals of a training run that a checkpoint carries besides the solver: the best
+evaluated solution (with the observation statistics it was evaluated with), training seconds,
+episodes and environment steps."""
+from dataclasses import dataclass
+
+import numpy as np
+
+from evokit_py.obs_stats import ObsStats
+from evokit_py.training.schedule import Batch
+from evokit_py.training.setup import Run
+
+__all__ = ["Totals"]
+
+
+@dataclass
+class Totals:
+    """See the module docstring; evaluations of the solution are not counted."""
+    best_return: float
+    best_params: np.ndarray
+    best_obs_stats: dict[str, np.ndarray]  # the normalisation the best parameters were evaluated with
+    train_seconds: float = 0.0
+    episodes: int = 0
+    steps: int = 0
+
+    @classmethod
+    def start(cls, run: Run) -> "Totals":
+        """Nothing evaluated yet: the run's initial solution and statistics stand as the best."""
+        return cls(-np.inf, run.solver.solution(), run.obs_stats.state_dict())
+
+    def add(self, batch: Batch, episodes_per_candidate: int) -> None:
+        """Count in the episodes, steps and seconds of ``batch``."""
+        self.train_seconds += batch.seconds
+        self.episodes += len(batch.infos) * episodes_per_candidate
+        self.steps += int(batch.result["steps"])
+
+    def record(self, value: float, params: np.ndarray, obs_stats: dict[str, np.ndarray]) -> None:
+        """Keep ``params`` (and the statistics they were evaluated with) if ``value`` is the best so far."""
+        if value > self.best_return:
+            self.best_return, self.best_params, self.best_obs_stats = value, params, obs_stats
+
+    def to_extra(self) -> dict[str, np.ndarray]:
+        """The totals as checkpoint datasets (``extra/*``)."""
+        obs = {f"best_obs_stats/{key}": value for key, value in self.best_obs_stats.items()}
+        return {"best_return": np.asarray(self.best_return), "best_params": self.best_params, **obs,
+                "train_seconds": np.asarray(self.train_seconds), "episodes": np.asarray(self.episodes),
+                "steps": np.asarray(self.steps)}
+
+    @classmethod
+    def from_extra(cls, extra: dict[str, np.ndarray], obs_stats: ObsStats) -> "Totals":
+        """What :meth:`to_extra` saved (``obs_stats`` stand for the best's in a checkpoint from before
+        they were saved)."""
+        obs = {key.split("/", 1)[1]: value for key, value in extra.items() if key.startswith("best_obs_stats/")}
+        return cls(float(extra["best_return"]), np.asarray(extra["best_params"]), obs or obs_stats.state_dict(),
+                   float(extra["train_seconds"]), int(extra["episodes"]), int(extra["steps"]))
