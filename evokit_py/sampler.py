@@ -77,10 +77,10 @@ class Sampler:
         obs, _ = self.env.reset(seed=seed)
         observations: list[np.ndarray] = []
         total = 0.0
-        policy, action_map, step = self.policy, self.action_map, self.env.step
+        policy, action_map, step, normalise_obs = self.policy, self.action_map, self.env.step, normalise
         for _ in range(self.max_steps):
             observations.append(obs)
-            obs, reward, terminated, truncated, _ = step(action_map(policy(normalise(obs, obs_mean, obs_std))[0]))
+            obs, reward, terminated, truncated, _ = step(action_map(policy(normalise_obs(obs, obs_mean, obs_std))[0]))
             total += float(reward)
             if terminated or truncated:
                 break
