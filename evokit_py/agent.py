@@ -44,11 +44,16 @@ class _Candidates:
         """Forget the candidates not handed out (the solver was told or restored)."""
         self.generation, self.infos = -1, []
 
-    def next(self, solver: Solver, population_size: int) -> SamplingInfo:
+    def next(self, solver: Solver) -> SamplingInfo:
+        """The next candidate of the solver's generation not handed out yet.
+
+        Raises:
+            RuntimeError: every candidate of the generation is out (``update`` starts the next).
+        """
         if self.generation != solver.generation:
             self.infos, self.generation = list(solver.ask()), solver.generation
         if not self.infos:
-            raise RuntimeError(f"all {population_size} candidates of generation {solver.generation} are out: "
+            raise RuntimeError(f"all {solver.population_size} candidates of generation {solver.generation} are out: "
                                f"call update() with their rewards")
         return self.infos.pop(0)
 
@@ -116,7 +121,7 @@ class ESAgent:
         given ``info``, which reproduces that candidate exactly); returns the sampling info."""
         solver = self.solver
         if info is None:
-            info = self._candidates.next(solver, self.config.solver.population_size)
+            info = self._candidates.next(solver)
         self._policy.set_parameters(solver.basis().candidate(info, self._run.noise))
         self._seen = (self._candidates.restores, solver.generation)
         return info

@@ -1,5 +1,6 @@
-"""Which solver ``solver.type`` names, and building it from the config: the only reader of the
-``solver`` block. Solvers and optimizers take plain values; this module turns the block into them.
+"""Which solver ``solver.type`` names, and building it from the config: the only place where the
+``solver`` block becomes a solver. Solvers and optimizers take plain values; this module turns the
+block into them.
 
 A distribution adds a solver by registering its class under the entry-point group
 ``evokit_py.solvers`` with the ``solver.type`` name that selects it (see :mod:`parl_lite.ext`). A
