@@ -5,6 +5,8 @@ once (a *session* connection that stays open: the node sends on it why an actor 
 connection of the actor's own to the node, which hands it to the worker process hosting the actor.
 From then on calls and replies travel between this process and that worker directly.
 """
+import math
+import numbers
 import os
 import socket
 import sys
@@ -12,7 +14,6 @@ import threading
 import uuid
 from collections.abc import Sequence
 from typing import Any
-
 
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.channel import ClusterActor
@@ -82,7 +83,8 @@ class ClusterBackend(Backend):
             address = address.split("://", 1)[1]
         wire.split_address(address)
         self.address = address
-        self.placement_timeout = placement_timeout
+        self.placement_timeout = _finite_number("placement_timeout", placement_timeout, "seconds", zero=True)
+        _finite_number("max_ship_mb", max_ship_mb, "MB", zero=False)
         self._token = load_token(token_file)
         self._files = collect_files(list(distributed_files), max_ship_mb)
         main = sys.modules.get("__main__")
@@ -179,6 +181,17 @@ class ClusterBackend(Backend):
                 actor.node.actors.pop(actor.actor_id, None)
             if self._closed and not self._closings:
                 return
+
+
+def _finite_number(name: str, value: Any, unit: str, zero: bool) -> float:
+    """``value`` as a float if it is a finite number above 0 (or 0 when ``zero``), else an error
+    naming ``name``."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise TypeError(f"parl_lite.connect(): {name} must be a number of {unit}, got {value!r}")
+    if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
+        bound = "0 or more" if zero else "above 0"
+        raise ValueError(f"parl_lite.connect(): {name} must be a finite number of {unit}, {bound}; got {value!r}")
+    return float(value)
 
 
 def connect_cluster(address: str, **options: Any) -> ClusterBackend:

@@ -34,8 +34,11 @@ HEARTBEAT_PERIOD = 0.5  # seconds between a node's reports to the master and bea
 SILENCE_LIMIT = 3.0  # seconds without a word after which a node is taken for dead
 
 
-class ClusterError(RuntimeError):
-    """The cluster cannot do what was asked (unreachable, refused, full, gone)."""
+class ClusterError(RuntimeError, ConnectionError):
+    """The cluster cannot do what was asked (unreachable, refused, full, gone).
+
+    Also a ``ConnectionError``: a program that handles a backend it cannot use (as
+    ``parl_lite.connect("ray://...")`` raises when no Ray answers) handles this one too."""
 
 
 class AuthenticationError(ClusterError):
