@@ -152,6 +152,7 @@ def stop_clusters() -> None:
 
 
 _ray_processes: List[int] = []  # raylet, GCS server and the rest of the Ray this session started
+_ray_folder: List[str] = []  # and its session folder
 
 
 @contextlib.contextmanager
@@ -163,7 +164,7 @@ def ray_backend(folder: Path) -> Iterator[Backend]:
 
     parl_lite.shutdown()
     if not ray.is_initialized():
-        start_local_ray(RAY_CPUS)
+        _ray_folder[:] = [start_local_ray(RAY_CPUS)]
         _ray_processes[:] = ray_session_processes()
     backend = parl_lite.connect("ray://local")
     yield backend
@@ -209,9 +210,9 @@ def stop_ray() -> None:
     none of its processes is left."""
     if not _ray_processes:
         return
-    import ray
+    from parl_lite.ext.ray.backend import stop_local_ray
 
-    ray.shutdown()
+    stop_local_ray(_ray_folder.pop())
     alive = [pid for pid in _ray_processes if not wait_for_exit(pid, timeout=15)]
     _ray_processes.clear()
     assert alive == [], f"Ray processes left after ray.shutdown(): {alive}"

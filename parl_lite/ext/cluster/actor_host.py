@@ -115,7 +115,7 @@ class ActorHost:
                 reply = (protocol.OK, call_id, value)
                 if kind == protocol.CREATE:
                     self._state = "alive"
-            except Exception as exc:
+            except BaseException as exc:  # sys.exit() and KeyboardInterrupt in a method are its errors too
                 self._last_error = f"{type(exc).__qualname__}: {exc}"
                 reply = (protocol.ERROR, call_id, RemoteFailure.from_exception(exc))
             message = value = None
