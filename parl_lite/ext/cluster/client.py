@@ -17,6 +17,7 @@ from typing import Any
 
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.channel import ClusterActor
+from parl_lite.ext.cluster.limits import Limits
 from parl_lite.ext.cluster.local_state import load_token
 from parl_lite.ext.cluster.shipping import DEFAULT_LIMIT_MB, collect_files
 from parl_lite.remote.backend import ActorOptions, Backend
@@ -57,6 +58,7 @@ class NodeSession:
         self.gone = True
         for actor in list(self.actors.values()):
             actor.give_verdict("node", "its connection closed")
+        self.framed.close()  # we give this session up: the node stops what is left of its actors
 
     def close(self) -> None:
         self.framed.close()
@@ -85,6 +87,7 @@ class ClusterBackend(Backend):
         self.address = address
         self.placement_timeout = _finite_number("placement_timeout", placement_timeout, "seconds", zero=True)
         _finite_number("max_ship_mb", max_ship_mb, "MB", zero=False)
+        self._frame_limit = Limits.from_environment().max_frame_bytes  # an actor's arguments or reply
         self._token = load_token(token_file)
         self._files = collect_files(list(distributed_files), max_ship_mb)
         main = sys.modules.get("__main__")
@@ -112,9 +115,10 @@ class ClusterBackend(Backend):
         place = self._ask_master({"type": "place", "timeout": self.placement_timeout})
         session = self._session(place["node_id"], place["address"], place["host"])
         actor_id = uuid.uuid4().hex[:12]
-        framed, _ = wire.open_connection(place["address"], self._token, "actor", client_id=self.client_id,
-                                         actor_id=actor_id, reservation=place["reservation"],
-                                         max_memory=options.max_memory, class_name=cls.__qualname__)
+        framed, _ = wire.open_connection(place["address"], self._token, "actor", limit=self._frame_limit,
+                                         client_id=self.client_id, actor_id=actor_id,
+                                         reservation=place["reservation"], max_memory=options.max_memory,
+                                         class_name=cls.__qualname__)
         actor = ClusterActor(actor_id, cls.__qualname__, framed, session, options.max_memory, self._queue_close)
         session.actors[actor_id] = actor
         self._actors[actor_id] = actor
@@ -188,10 +192,11 @@ def _finite_number(name: str, value: Any, unit: str, zero: bool) -> float:
     naming ``name``."""
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise TypeError(f"parl_lite.connect(): {name} must be a number of {unit}, got {value!r}")
-    if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
+    number = float(value)
+    if not (math.isfinite(number) and (number >= 0 if zero else number > 0)):
         bound = "0 or more" if zero else "above 0"
         raise ValueError(f"parl_lite.connect(): {name} must be a finite number of {unit}, {bound}; got {value!r}")
-    return float(value)
+    return number
 
 
 def connect_cluster(address: str, **options: Any) -> ClusterBackend:
