@@ -8,6 +8,7 @@ import contextlib
 import glob
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -48,6 +49,7 @@ class Cluster:
         self.env["PARL_LITE_HOME"] = str(self.home)
         self.env["PARL_LITE_EXIT_WITH"] = str(os.getpid())  # a killed test run leaves no cluster
         self.address = ""
+        self.nofile: Optional[int] = None  # ulimit -n of what start/connect start (None: ours)
 
     @property
     def token_file(self) -> str:
@@ -55,16 +57,19 @@ class Cluster:
 
     def cli(self, *arguments: str, cwd: Optional[Path] = None, check: bool = True) -> subprocess.CompletedProcess:
         """Run ``parl-lite ARGUMENTS`` as a user would."""
+        limit = self.nofile
         result = subprocess.run([sys.executable, "-m", "parl_lite.cli", *arguments], env=self.env,
-                                cwd=cwd or self.folder, capture_output=True, text=True, timeout=90)
+                                cwd=cwd or self.folder, capture_output=True, text=True, timeout=90,
+                                preexec_fn=None if limit is None else
+                                lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit)))
         if check and result.returncode != 0:
             raise AssertionError(f"parl-lite {' '.join(arguments)} failed:\n{result.stdout}\n{result.stderr}")
         return result
 
-    def start(self, cpus: int) -> str:
-        """``parl-lite start --port 0`` in folder ``master``; returns the master's address."""
+    def start(self, cpus: int, *extra: str) -> str:
+        """``parl-lite start --port 0 EXTRA`` in folder ``master``; returns the master's address."""
         (self.folder / "master").mkdir(parents=True)
-        self.cli("start", "--port", "0", "--cpus", str(cpus), cwd=self.folder / "master")
+        self.cli("start", "--port", "0", "--cpus", str(cpus), *extra, cwd=self.folder / "master")
         self.address = next(entry["address"] for entry in self.processes() if entry["role"] == "master")
         return self.address
 
@@ -137,7 +142,7 @@ def cluster_backend(folder: Path) -> Iterator[Backend]:
     while True:
         status = cluster.status()
         mine = [a for a in status["actors"] if a["client"] == client_id and a["state"] in ("starting", "alive")]
-        work = glob.glob(str(folder / "*" / ".parl_lite_node_*" / f"client-{client_id}"))
+        work = glob.glob(str(folder / "*" / ".parl_lite_node_*" / f"client-{client_id}*"))
         if not mine and not work:
             break
         assert time.monotonic() < deadline, f"actors {mine} or work folders {work} left after shutdown"
@@ -152,6 +157,7 @@ def stop_clusters() -> None:
 
 
 _ray_processes: List[int] = []  # raylet, GCS server and the rest of the Ray this session started
+_ray_folder: List[str] = []  # and its session folder
 
 
 @contextlib.contextmanager
@@ -163,7 +169,7 @@ def ray_backend(folder: Path) -> Iterator[Backend]:
 
     parl_lite.shutdown()
     if not ray.is_initialized():
-        start_local_ray(RAY_CPUS)
+        _ray_folder[:] = [start_local_ray(RAY_CPUS)]
         _ray_processes[:] = ray_session_processes()
     backend = parl_lite.connect("ray://local")
     yield backend
@@ -209,9 +215,9 @@ def stop_ray() -> None:
     none of its processes is left."""
     if not _ray_processes:
         return
-    import ray
+    from parl_lite.ext.ray.backend import stop_local_ray
 
-    ray.shutdown()
+    stop_local_ray(_ray_folder.pop())
     alive = [pid for pid in _ray_processes if not wait_for_exit(pid, timeout=15)]
     _ray_processes.clear()
     assert alive == [], f"Ray processes left after ray.shutdown(): {alive}"

@@ -55,6 +55,12 @@ class Counter:
     def exit_now(self) -> None:
         os._exit(3)
 
+    def exit_with(self, message: str) -> None:
+        sys.exit(message)
+
+    def interrupt(self) -> None:
+        raise KeyboardInterrupt("stop it")
+
     def block_after_signal(self, path: str) -> None:
         """Write ``path`` (the caller waits for it), then block for a long time."""
         with open(path, "w") as marker:

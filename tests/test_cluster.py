@@ -284,17 +284,27 @@ def test_stop_while_actors_run_leaves_nothing(cluster):
     assert "no cluster process" in cluster.cli("stop").stdout  # nothing more to stop
 
 
-def test_master_death_ends_the_nodes_and_clients_get_a_clear_error(cluster):
-    _connect(cluster)
-    actor = RemoteCounter()
-    master = next(entry for entry in cluster.processes() if entry["role"] == "master")
-    os.kill(master["pid"], signal.SIGKILL)
-    for pid in cluster.node_pids():
-        assert wait_for_exit(pid, timeout=5)  # nodes exit (they do not retry)
-    with pytest.raises(parl_lite.ActorDiedError):
-        actor.add(1)
-    with pytest.raises(wire.ClusterError, match="master .* is gone"):
-        RemoteCounter()
+def test_after_the_masters_death_actors_serve_until_the_nodes_reconnect_grace_ends(tmp_path):
+    parl_lite.shutdown()
+    cluster = Cluster(tmp_path)
+    try:
+        cluster.start(1, "--reconnect-grace", "2")
+        _connect(cluster)
+        actor = RemoteCounter()
+        master = next(entry for entry in cluster.processes() if entry["role"] == "master")
+        os.kill(master["pid"], signal.SIGKILL)
+        killed = time.monotonic()
+        assert actor.add(1) == 1  # the node keeps serving while it tries to reach the master
+        with pytest.raises(wire.ClusterError, match="master .* is gone"):
+            RemoteCounter()
+        for pid in cluster.node_pids():
+            assert wait_for_exit(pid, timeout=10)  # then gives up and exits
+        assert time.monotonic() - killed > 1.5
+        with pytest.raises(parl_lite.ActorDiedError):
+            actor.add(1)
+    finally:
+        parl_lite.shutdown()
+        cluster.stop()
 
 
 def test_a_cluster_started_for_a_process_ends_with_it(tmp_path):

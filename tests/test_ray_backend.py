@@ -52,6 +52,8 @@ assert not ray.is_initialized()
     assert wait_for_exit(int(actor_pid), timeout=10)
     left = [path for path in Path("/proc").glob("[0-9]*/cmdline") if _reads(path, session)]
     assert left == [], f"Ray processes of session {session} left: {left}"
+    assert not os.path.lexists(session)  # nor its folder (Ray leaves /tmp/ray/session_* behind)
+    assert not os.path.lexists(os.path.dirname(session))  # the folder Ray was told to use
 
 
 def _reads(path: Path, text: str) -> bool:

@@ -217,6 +217,18 @@ def test_a_worker_that_exits_fails_its_call(backend):
         actor.add(1)
 
 
+def test_sys_exit_and_keyboard_interrupt_in_a_method_leave_the_actor_usable(backend):
+    actor = RemoteCounter(1)
+    pid = actor.pid()
+    with pytest.raises(parl_lite.RemoteError, match="SystemExit: fatal") as caught:
+        actor.exit_with("fatal")
+    assert not isinstance(caught.value, SystemExit)
+    with pytest.raises(parl_lite.RemoteError, match="KeyboardInterrupt: stop it") as caught:
+        actor.interrupt()
+    assert not isinstance(caught.value, KeyboardInterrupt)
+    assert actor.add(1) == 2 and actor.pid() == pid
+
+
 def test_memory_limit_stops_the_actor(backend):
     Limited = remote_class(Counter, max_memory=150)
     actor = Limited()

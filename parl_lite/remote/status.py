@@ -29,6 +29,11 @@ _MAX_BYTES = 64 * 2**20
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "pid": int, "started_at": (int, float), "process_start": int, "workers": list,
 }
+_NUMBER = (int, float)
+_WORKER_FIELDS: dict[str, type | tuple[type, ...]] = {  # what readers of a worker entry use
+    "pid": int, "actor": (str, type(None)), "state": str, "rss_mb": _NUMBER,
+    "max_memory_mb": (*_NUMBER, type(None)), "calls_served": int, "last_error": (str, type(None)),
+}
 
 
 class StatusError(RuntimeError):
@@ -158,11 +163,20 @@ def _read_entry(pid: int, path: str) -> dict[str, Any]:
         status = json.loads(raw)
     except ValueError as error:
         raise StatusError(f"{path}: not JSON ({error})") from error
+    except RecursionError:
+        raise StatusError(f"{path}: not a pool status (JSON nested too deeply to read)") from None
     if not isinstance(status, dict):
         raise StatusError(f"{path}: not a pool status (a JSON {type(status).__name__})")
     for key, kind in _REQUIRED.items():
         if not isinstance(status.get(key), kind):
             raise StatusError(f"{path}: not a pool status (field {key!r} missing or of the wrong type)")
+    if not isinstance(status.setdefault("ended", []), list):
+        raise StatusError(f"{path}: not a pool status (field 'ended' of the wrong type)")
+    for worker in status["workers"] + status["ended"]:
+        if not isinstance(worker, dict) or any(not isinstance(worker.get(key), kind)
+                                               for key, kind in _WORKER_FIELDS.items()):
+            raise StatusError(f"{path}: not a pool status (a worker entry without the fields "
+                              f"{', '.join(_WORKER_FIELDS)})")
     if status["pid"] != pid or status["process_start"] != process_start_time(pid):
         raise StatusError(f"{path}: written by another process than {pid}")
     return status

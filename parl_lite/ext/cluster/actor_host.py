@@ -14,6 +14,7 @@ import threading
 from typing import Any, TextIO, cast
 
 from parl_lite.ext.cluster import framing
+from parl_lite.ext.cluster.limits import Limits
 from parl_lite.remote import protocol
 from parl_lite.remote.errors import RemoteFailure
 from parl_lite.remote.worker import _Channel, _ForwardedStream, _run
@@ -77,7 +78,8 @@ class ActorHost:
             _, fds, _, _ = socket.recv_fds(unix, 1, 1)
         if not fds:
             raise RuntimeError("the node handed over no client socket")
-        self._framed = framing.FramedSocket(socket.socket(fileno=fds[0]), "the client")
+        self._framed = framing.FramedSocket(socket.socket(fileno=fds[0]), "the client",
+                                            Limits.from_environment().max_frame_bytes)
         os.chdir(work_folder)
         sys.path.insert(0, work_folder)
         # _ForwardedStream only calls send() on its channel, which _TeeChannel has
@@ -101,6 +103,9 @@ class ActorHost:
                 body, buffers = self.framed.receive()
             except (EOFError, OSError):
                 return
+            except framing.FrameTooLargeError as exc:  # nothing after it can be read: answer, and end
+                self.send((protocol.ERROR, UNKNOWN_CALL, RemoteFailure.from_exception(exc)))
+                raise
             try:
                 message = framing.decode(body, buffers)
             except Exception as exc:  # e.g. an argument's class does not exist here
@@ -115,7 +120,7 @@ class ActorHost:
                 reply = (protocol.OK, call_id, value)
                 if kind == protocol.CREATE:
                     self._state = "alive"
-            except Exception as exc:
+            except BaseException as exc:  # sys.exit() and KeyboardInterrupt in a method are its errors too
                 self._last_error = f"{type(exc).__qualname__}: {exc}"
                 reply = (protocol.ERROR, call_id, RemoteFailure.from_exception(exc))
             message = value = None

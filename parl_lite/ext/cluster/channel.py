@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.actor_host import UNKNOWN_CALL
+from parl_lite.ext.cluster.framing import FrameTooLargeError, frame_size
 from parl_lite.remote import protocol
 from parl_lite.remote.backend import ActorChannel
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, SerializationError
@@ -59,7 +60,7 @@ class ClusterActor(ActorChannel):
         """Wait for the worker's hello, then build the actor (raises what ``__init__`` raised)."""
         try:
             body, buffers = self._framed.receive()
-        except (EOFError, OSError) as exc:
+        except (EOFError, OSError, ValueError) as exc:
             self._dead = True
             self._framed.close()
             raise ActorDiedError(f"{self.class_name}: the node {self.node.address} closed the actor's "
@@ -131,6 +132,11 @@ class ClusterActor(ActorChannel):
         except Exception as exc:
             raise SerializationError(f"{self.class_name}.{what}: an argument cannot be pickled: "
                                      f"{type(exc).__name__}: {exc}") from exc
+        size = frame_size(body, buffers)
+        if size > self._framed.limit:  # the worker would refuse it (the same limit), and end the actor
+            raise SerializationError(f"{self.class_name}.{what}: the arguments take {size} bytes, over the "
+                                     f"limit of {self._framed.limit} bytes of a message to a cluster actor "
+                                     f"(PARL_LITE_MAX_FRAME_MB, on this machine and the nodes)")
         with self._send_lock:
             if self._dead or self._closing:
                 future.set_exception(self._death_error(what))
@@ -174,6 +180,10 @@ class ClusterActor(ActorChannel):
         try:
             body, buffers = self._framed.receive()
         except (EOFError, OSError):
+            self._on_disconnect()
+            return
+        except FrameTooLargeError as exc:  # the rest of the connection cannot be read: end it
+            self.give_verdict("refused", f"{exc} (PARL_LITE_MAX_FRAME_MB); the actor's connection was closed")
             self._on_disconnect()
             return
         try:
@@ -257,6 +267,8 @@ class ClusterActor(ActorChannel):
                                     f"and was stopped")
         if kind == "node":
             return ActorDiedError(f"{where}: its node {self.node.address} is gone ({text})")
+        if kind == "refused":
+            return ActorDiedError(f"{where}: {text}")
         if self._closing and not kind:
             return ActorDiedError(f"{where}: the actor was closed")
         return ActorDiedError(f"{where}: the worker process exited{': ' + text if text else ''}")

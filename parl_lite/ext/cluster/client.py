@@ -5,6 +5,8 @@ once (a *session* connection that stays open: the node sends on it why an actor 
 connection of the actor's own to the node, which hands it to the worker process hosting the actor.
 From then on calls and replies travel between this process and that worker directly.
 """
+import math
+import numbers
 import os
 import socket
 import sys
@@ -13,9 +15,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.channel import ClusterActor
+from parl_lite.ext.cluster.limits import Limits
 from parl_lite.ext.cluster.local_state import load_token
 from parl_lite.ext.cluster.shipping import DEFAULT_LIMIT_MB, collect_files
 from parl_lite.remote.backend import ActorOptions, Backend
@@ -56,6 +58,7 @@ class NodeSession:
         self.gone = True
         for actor in list(self.actors.values()):
             actor.give_verdict("node", "its connection closed")
+        self.framed.close()  # we give this session up: the node stops what is left of its actors
 
     def close(self) -> None:
         self.framed.close()
@@ -82,7 +85,9 @@ class ClusterBackend(Backend):
             address = address.split("://", 1)[1]
         wire.split_address(address)
         self.address = address
-        self.placement_timeout = placement_timeout
+        self.placement_timeout = _finite_number("placement_timeout", placement_timeout, "seconds", zero=True)
+        _finite_number("max_ship_mb", max_ship_mb, "MB", zero=False)
+        self._frame_limit = Limits.from_environment().max_frame_bytes  # an actor's arguments or reply
         self._token = load_token(token_file)
         self._files = collect_files(list(distributed_files), max_ship_mb)
         main = sys.modules.get("__main__")
@@ -110,9 +115,10 @@ class ClusterBackend(Backend):
         place = self._ask_master({"type": "place", "timeout": self.placement_timeout})
         session = self._session(place["node_id"], place["address"], place["host"])
         actor_id = uuid.uuid4().hex[:12]
-        framed, _ = wire.open_connection(place["address"], self._token, "actor", client_id=self.client_id,
-                                         actor_id=actor_id, reservation=place["reservation"],
-                                         max_memory=options.max_memory, class_name=cls.__qualname__)
+        framed, _ = wire.open_connection(place["address"], self._token, "actor", limit=self._frame_limit,
+                                         client_id=self.client_id, actor_id=actor_id,
+                                         reservation=place["reservation"], max_memory=options.max_memory,
+                                         class_name=cls.__qualname__)
         actor = ClusterActor(actor_id, cls.__qualname__, framed, session, options.max_memory, self._queue_close)
         session.actors[actor_id] = actor
         self._actors[actor_id] = actor
@@ -179,6 +185,18 @@ class ClusterBackend(Backend):
                 actor.node.actors.pop(actor.actor_id, None)
             if self._closed and not self._closings:
                 return
+
+
+def _finite_number(name: str, value: Any, unit: str, zero: bool) -> float:
+    """``value`` as a float if it is a finite number above 0 (or 0 when ``zero``), else an error
+    naming ``name``."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise TypeError(f"parl_lite.connect(): {name} must be a number of {unit}, got {value!r}")
+    number = float(value)
+    if not (math.isfinite(number) and (number >= 0 if zero else number > 0)):
+        bound = "0 or more" if zero else "above 0"
+        raise ValueError(f"parl_lite.connect(): {name} must be a finite number of {unit}, {bound}; got {value!r}")
+    return number
 
 
 def connect_cluster(address: str, **options: Any) -> ClusterBackend:

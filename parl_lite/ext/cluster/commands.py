@@ -63,6 +63,17 @@ def _is_ours(pid: int) -> bool:
         return False
 
 
+def _grace_option(function):
+    return click.option("--reconnect-grace", type=click.FloatRange(min=0, min_open=True), default=None,
+                        help="Seconds a node keeps trying to rejoin a master that went away (its actors keep "
+                             "serving meanwhile) before it stops them and exits (default: "
+                             "$PARL_LITE_RECONNECT_GRACE, else 60).")(function)
+
+
+def _grace_arguments(reconnect_grace: float | None) -> list[str]:
+    return [] if reconnect_grace is None else ["--reconnect-grace", repr(reconnect_grace)]
+
+
 def _token_option(function):
     return click.option("--token-file", type=click.Path(dir_okay=False), default=None,
                         help=f"The cluster token (default: ${local_state.TOKEN_VARIABLE}, else "
@@ -79,7 +90,9 @@ def _token_option(function):
               help="Port of the web monitor (default: the master's port + 1; 0: any free one). Off "
                    "127.0.0.1 the page asks for the cluster token.")
 @click.option("--no-monitor", is_flag=True, help="Do not serve the web monitor.")
-def start(port: int, host: str, cpus: int | None, monitor_port: int | None, no_monitor: bool) -> None:
+@_grace_option
+def start(port: int, host: str, cpus: int | None, monitor_port: int | None, no_monitor: bool,
+          reconnect_grace: float | None) -> None:
     """Start a cluster master on this machine (and a node with this machine's CPUs).
 
     A new random token is written to ~/.parl_lite/token (mode 0600); every other machine needs a
@@ -102,7 +115,8 @@ def start(port: int, host: str, cpus: int | None, monitor_port: int | None, no_m
     click.echo(f"token: {token} (mode 0600; copy it to machines that join)")
     cpus = len(os.sched_getaffinity(0)) if cpus is None else cpus
     if cpus > 0:
-        node = _spawn("node", ["--address", master["address"], "--cpus", str(cpus), "--host", host], str(token))
+        node = _spawn("node", ["--address", master["address"], "--cpus", str(cpus), "--host", host,
+                               *_grace_arguments(reconnect_grace)], str(token))
         click.echo(f"node with {cpus} CPU(s) at {node['address']} (pid {node['pid']}), working folder {node['cwd']}")
     if host in ("0.0.0.0", "::"):
         click.echo(f"other machines reach it at {socket.gethostname()}:{master['address'].rsplit(':', 1)[1]} "
@@ -117,7 +131,9 @@ def start(port: int, host: str, cpus: int | None, monitor_port: int | None, no_m
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface clients reach this node on.")
 @click.option("--port", type=int, default=0, show_default=True, help="TCP port for clients (0: any free one).")
 @_token_option
-def connect(address: str, cpus: int | None, host: str, port: int, token_file: str | None) -> None:
+@_grace_option
+def connect(address: str, cpus: int | None, host: str, port: int, token_file: str | None,
+            reconnect_grace: float | None) -> None:
     """Add this machine's CPUs to a cluster; the current folder is the node's working folder."""
     try:
         wire.split_address(address)
@@ -126,8 +142,8 @@ def connect(address: str, cpus: int | None, host: str, port: int, token_file: st
     cpus = len(os.sched_getaffinity(0)) if cpus is None else cpus
     if cpus < 1:
         raise click.BadParameter(f"a node needs at least one CPU, got {cpus}", param_hint="--cpus")
-    node = _spawn("node", ["--address", address, "--cpus", str(cpus), "--host", host, "--port", str(port)],
-                  token_file)
+    node = _spawn("node", ["--address", address, "--cpus", str(cpus), "--host", host, "--port", str(port),
+                           *_grace_arguments(reconnect_grace)], token_file)
     click.echo(f"node with {cpus} CPU(s) at {node['address']} (pid {node['pid']}) joined {address}")
 
 

@@ -21,12 +21,22 @@ from typing import Any
 import cloudpickle
 import numpy
 
-__all__ = ["FramedSocket", "encode", "decode", "INLINE_LIMIT"]
+__all__ = ["FramedSocket", "FrameTooLargeError", "encode", "decode", "frame_size", "INLINE_LIMIT"]
 
 INLINE_LIMIT = 64 * 1024  # buffers smaller than this stay inside the pickle
 _HEADER = struct.Struct("!IH")
 _SIZE = struct.Struct("!Q")
 _READ_CHUNK = 256 * 1024
+
+
+class FrameTooLargeError(ValueError):
+    """A message's header announces more bytes than the connection's limit (nothing was allocated
+    for it; the rest of the connection cannot be read)."""
+
+
+def frame_size(body: bytes, buffers: Sequence[memoryview]) -> int:
+    """Bytes a message takes on the wire (what the receiver's limit is checked against)."""
+    return len(body) + sum(buffer.nbytes for buffer in buffers)
 
 
 def encode(message: Any) -> tuple[bytes, list[memoryview]]:
@@ -55,12 +65,20 @@ def decode(body: bytes, buffers: Sequence[Any]) -> Any:
 
 class FramedSocket:
     """Messages over an authenticated TCP socket. ``send`` may be called from several threads;
-    one thread at a time receives."""
+    one thread at a time receives.
 
-    def __init__(self, sock: socket.socket, peer: str) -> None:
+    Args:
+        sock: the connected socket.
+        peer: who is at the other end (for messages).
+        limit: the largest message :meth:`receive` takes, in bytes (body and buffers); a header
+            announcing more raises :class:`FrameTooLargeError` before anything is allocated.
+    """
+
+    def __init__(self, sock: socket.socket, peer: str, limit: int) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock = sock
         self.peer = peer
+        self.limit = limit
         self._inbox = bytearray(_READ_CHUNK)
         self._start = 0  # unread bytes of the inbox are [_start, _end)
         self._end = 0
@@ -109,11 +127,11 @@ class FramedSocket:
 
     def _take(self, size: int) -> bytes:
         while self._end - self._start < size:
-            if len(self._inbox) - self._start < size:  # a body larger than the inbox: make room
+            if self._end == len(self._inbox):  # a body larger than the inbox: make room as it comes
                 del self._inbox[:self._start]
                 self._end -= self._start
                 self._start = 0
-                self._inbox.extend(bytes(size - len(self._inbox)))
+                self._inbox.extend(bytes(min(size - len(self._inbox), max(len(self._inbox), _READ_CHUNK))))
             self._fill()
         data = bytes(self._inbox[self._start:self._start + size])
         self._start += size
@@ -137,6 +155,7 @@ class FramedSocket:
         Raises:
             EOFError: the peer closed the connection.
             OSError: the connection broke.
+            FrameTooLargeError: the message is over :attr:`limit`.
         """
         if self._end - self._start < _HEADER.size:
             self._fill()
@@ -145,7 +164,9 @@ class FramedSocket:
             body = bytes(memoryview(self._inbox)[self._start:self._start + body_size])
             self._start += body_size
             return body, []
+        self._check_size(body_size)
         sizes = [_SIZE.unpack(self._take(_SIZE.size))[0] for _ in range(count)]
+        self._check_size(body_size + sum(sizes))
         body = self._take(body_size)
         buffers = []
         for size in sizes:
@@ -154,9 +175,22 @@ class FramedSocket:
             buffers.append(buffer)
         return body, buffers
 
-    def receive_json(self) -> dict[str, Any]:
+    def _check_size(self, size: int) -> None:
+        if size > self.limit:
+            raise FrameTooLargeError(f"{self.peer} announced a message of {size} bytes, over this "
+                                     f"connection's limit of {self.limit} bytes")
+
+    def receive_json(self) -> Any:
+        """The next message as JSON (any JSON value: the caller checks its shape).
+
+        Raises:
+            ValueError: not JSON, or over the limit (:class:`FrameTooLargeError`).
+        """
         body, _ = self.receive()
-        return json.loads(body)
+        try:
+            return json.loads(body)
+        except RecursionError:
+            raise ValueError(f"{self.peer} sent JSON nested too deeply") from None
 
     def close(self) -> None:
         try:

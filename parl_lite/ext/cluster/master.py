@@ -2,14 +2,18 @@
 
 Nodes report every half second (CPUs, memory, load, their actors' state and new output); a node
 whose connection drops, or that has not reported for :data:`NODE_TIMEOUT` seconds, is dead: its
-CPUs leave the cluster (its actors' clients learn it from their own connections). Clients ask for a
-placement before each actor: the node with the most free CPUs gets it, and one CPU is reserved until
-the node reports the actor gone. Everything is kept in memory; :meth:`Master.status` and
-:meth:`Master.actor_output` give it to ``parl-lite status`` and the web monitor.
+CPUs leave the cluster (its actors' clients learn it from their own connections). A node that
+comes back (it retries for its reconnect grace) rejoins under its id, with the actors it still
+hosts. A master that did not run for a while (stopped, swapped out) does not take its nodes for
+dead: their reports are waiting in its sockets. Clients ask for a placement before each actor: the
+node with the most free CPUs gets it, and one CPU is reserved until the node reports the actor
+gone. Everything is kept in memory; :meth:`Master.status` and :meth:`Master.actor_output` give it
+to ``parl-lite status`` and the web monitor.
 """
 import argparse
 import collections
 import logging
+import math
 import os
 import threading
 import time
@@ -17,9 +21,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from parl_lite.ext.cluster import wire
+from parl_lite.ext.cluster import hello, wire
+from parl_lite.ext.cluster.limits import CONTROL_FRAME_BYTES, Limits
 from parl_lite.ext.cluster.local_state import load_token
-from parl_lite.ext.cluster.server import Server, run_until_stopped
+from parl_lite.ext.cluster.server import Role, Server, run_until_stopped
 from parl_lite.ext.monitor.cluster import serve_master_monitor
 
 __all__ = ["Master", "NODE_TIMEOUT"]
@@ -30,7 +35,13 @@ _LOAD_POINTS = 120  # load samples kept per node: the last 10 minutes
 _LOAD_EVERY = 5.0  # seconds between two kept samples (reports come every 0.5 s)
 _OUTPUT_LINES = 500
 _ENDED_KEPT = 256  # ended actors (and their output) kept for the status; older ones are forgotten
+_WATCH_PERIOD = 0.5
 logger = logging.getLogger("parl_lite.cluster")
+
+NODE_HELLO = {"serve_address": hello.ADDRESS, "cpus": hello.COUNT, "host": hello.TEXT, "pid": hello.WHOLE,
+              "node_id": hello.optional(hello.ID)}  # node_id: the id it had, when it rejoins
+CLIENT_HELLO = {"pid": hello.optional(hello.WHOLE), "host": hello.optional(hello.TEXT),
+                "script": hello.optional(hello.TEXT)}
 
 
 @dataclass
@@ -62,16 +73,19 @@ class Master:
         host: interface to bind.
         port: TCP port (0: the OS picks; see :attr:`address`).
         token: the cluster's shared secret.
+        limits: the bounds on unauthenticated connections (default: :meth:`Limits.from_environment`).
     """
 
-    def __init__(self, host: str, port: int, token: bytes) -> None:
+    def __init__(self, host: str, port: int, token: bytes, limits: Limits | None = None) -> None:
         self._cond = threading.Condition()
         self._nodes: dict[str, NodeRecord] = {}
         self._clients: dict[str, dict[str, Any]] = {}
         self._actors: dict[str, dict[str, Any]] = {}
         self._outputs: dict[str, collections.deque[str]] = {}
-        self._server = Server(host, port, token, {"node": self._serve_node, "client": self._serve_client,
-                                                  "observer": self._serve_client})
+        self._server = Server(host, port, token, {"node": Role(self._serve_node, NODE_HELLO),
+                                                  "client": Role(self._serve_client, CLIENT_HELLO),
+                                                  "observer": Role(self._serve_client, CLIENT_HELLO)},
+                              limits or Limits.from_environment())
         self.address = f"{host}:{self._server.port}"
         self._stopped = threading.Event()
         threading.Thread(target=self._watch_nodes, daemon=True, name="parl_lite-watch").start()
@@ -110,30 +124,54 @@ class Master:
 
     # --- nodes ----------------------------------------------------------------------------------
     def _serve_node(self, framed: wire.FramedSocket, hello: dict[str, Any]) -> None:
-        node = NodeRecord(id=uuid.uuid4().hex[:8], host=str(hello.get("host")), address=str(hello["serve_address"]),
-                          cpus_total=int(hello["cpus"]), framed=framed)
-        with self._cond:
-            self._nodes[node.id] = node
-            self._cond.notify_all()
+        framed.limit = CONTROL_FRAME_BYTES
+        node = self._register_node(framed, hello)
         framed.send_json({"ok": True, "node_id": node.id})
-        logger.info("node %s joined from %s with %d CPUs", node.id, node.address, node.cpus_total)
         try:
             while True:
-                self._take_report(node, framed.receive_json())
-        except (EOFError, OSError, ValueError):
-            pass
-        self._node_died(node, "its connection closed")
+                self._take_report(node, framed, framed.receive_json())
+        except (EOFError, OSError):
+            why = "its connection closed"
+        except ValueError as error:  # not JSON, too large, or not a report
+            why = f"it sent a malformed report ({error})"
+        self._node_died(node, framed, why)
 
-    def _take_report(self, node: NodeRecord, report: dict[str, Any]) -> None:
+    def _register_node(self, framed: wire.FramedSocket, hello: dict[str, Any]) -> NodeRecord:
+        """A new node's record, or the record of a node that comes back (under the id it had)."""
+        wanted = hello.get("node_id")
+        with self._cond:
+            node = self._nodes.get(wanted) if wanted else None
+            superseded = None
+            if node is None:
+                node = NodeRecord(id=wanted or uuid.uuid4().hex[:8], host=hello["host"],
+                                  address=hello["serve_address"], cpus_total=hello["cpus"], framed=framed)
+                self._nodes[node.id] = node
+            else:  # it rejoins (its old connection, if we still hold it, is dead to it)
+                superseded = node.framed if node.alive else None
+                node.framed, node.alive, node.last_report = framed, True, time.monotonic()
+                node.host, node.address, node.cpus_total = hello["host"], hello["serve_address"], hello["cpus"]
+            self._cond.notify_all()
+        if superseded is not None:
+            superseded.close()
+        logger.info("node %s %s from %s with %d CPUs", node.id, "rejoined" if wanted else "joined", node.address,
+                    node.cpus_total)
+        return node
+
+    def _take_report(self, node: NodeRecord, framed: wire.FramedSocket, report: Any) -> None:
+        _check_report(report)
         now = time.monotonic()
         with self._cond:
+            if node.framed is not framed:  # superseded by a newer connection of the node
+                raise EOFError("superseded")
             node.last_report = now
             node.mem_used_mb = report["mem_used_mb"]
             node.mem_total_mb = report["mem_total_mb"]
             if not node.load or time.time() - node.load[-1][0] >= _LOAD_EVERY:
                 node.load.append([time.time(), report["load1"]])
-            live = set(report["reservations"])
-            node.seen |= live | set(report["released"])
+            live = report["reservations"]  # reservation -> client id: ours, or those it had when it rejoined
+            for key, client in live.items():
+                node.reservations.setdefault(key, (client, now))
+            node.seen |= set(live) | set(report["released"])
             node.reservations = {key: value for key, value in node.reservations.items()
                                  if key in live or (key not in node.seen and now - value[1] < _RESERVATION_GRACE)}
             node.seen &= set(node.reservations)
@@ -150,9 +188,9 @@ class Master:
             del self._actors[key]
             self._outputs.pop(key, None)
 
-    def _node_died(self, node: NodeRecord, why: str) -> None:
+    def _node_died(self, node: NodeRecord, framed: wire.FramedSocket, why: str) -> None:
         with self._cond:
-            if not node.alive:
+            if not node.alive or node.framed is not framed:  # already dead, or it rejoined meanwhile
                 return
             node.alive = False
             node.reservations.clear()
@@ -161,19 +199,27 @@ class Master:
                     actor["state"] = "dead"
                     actor["last_error"] = actor.get("last_error") or f"node {node.id} died"
             self._cond.notify_all()
-        node.framed.close()
+        framed.close()
         logger.warning("node %s (%s) is gone: %s", node.id, node.address, why)
 
     def _watch_nodes(self) -> None:
-        while not self._stopped.wait(0.5):
+        last = time.monotonic()
+        while not self._stopped.wait(_WATCH_PERIOD):
+            now = time.monotonic()
+            stalled, last = now - last > NODE_TIMEOUT / 2, now
             with self._cond:
+                if stalled:  # this process did not run: the reports wait unread, give them time
+                    for node in self._nodes.values():
+                        node.last_report = max(node.last_report, now)
+                    continue
                 late = [node for node in self._nodes.values()
-                        if node.alive and time.monotonic() - node.last_report > NODE_TIMEOUT]
+                        if node.alive and now - node.last_report > NODE_TIMEOUT]
             for node in late:
-                self._node_died(node, f"no report for {NODE_TIMEOUT:g} s")
+                self._node_died(node, node.framed, f"no report for {NODE_TIMEOUT:g} s")
 
     # --- clients --------------------------------------------------------------------------------
     def _serve_client(self, framed: wire.FramedSocket, hello: dict[str, Any]) -> None:
+        framed.limit = CONTROL_FRAME_BYTES
         client_id = uuid.uuid4().hex[:8]
         if hello["role"] == "client":
             with self._cond:
@@ -183,18 +229,30 @@ class Master:
         framed.send_json({"ok": True, "client_id": client_id})
         try:
             while True:
-                request = framed.receive_json()
+                try:
+                    request = framed.receive_json()
+                except wire.FrameTooLargeError as error:  # the rest of the stream cannot be read
+                    framed.send_json({"error": str(error)})
+                    break
+                except ValueError as error:  # read whole, but not JSON
+                    framed.send_json({"error": f"a request must be JSON: {error}"})
+                    continue
                 framed.send_json(self._answer(client_id, request))
-        except (EOFError, OSError, ValueError):
+        except (EOFError, OSError):
             pass
         with self._cond:
             self._clients.pop(client_id, None)
         framed.close()
 
-    def _answer(self, client_id: str, request: dict[str, Any]) -> dict[str, Any]:
+    def _answer(self, client_id: str, request: Any) -> dict[str, Any]:
+        if not isinstance(request, dict):
+            return {"error": f"a request must be a JSON object, got {type(request).__name__}"}
         kind = request.get("type")
         if kind == "place":
-            return self._place(client_id, float(request.get("timeout", 30.0)))
+            timeout = request.get("timeout", 30.0)
+            if not _seconds(timeout):
+                return {"error": f"placement_timeout must be a finite number of seconds, 0 or more; got {timeout!r}"}
+            return self._place(client_id, float(timeout))
         if kind == "status":
             return {"status": self.status()}
         if kind == "output":
@@ -213,19 +271,48 @@ class Master:
                     return {"node_id": node.id, "address": node.address, "host": node.host,
                             "reservation": reservation}
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._stopped.is_set():
+                alive = any(node.alive for node in self._nodes.values())
+                if not alive or remaining <= 0 or self._stopped.is_set():  # no node: no use waiting
                     return {"error": self._capacity_text(timeout)}
                 self._cond.wait(remaining)
 
     def _capacity_text(self, timeout: float) -> str:
         alive = [node for node in self._nodes.values() if node.alive]
         if not alive:
-            return (f"the parl_lite cluster at {self.address} has no node: add CPUs with "
+            lost = f" (its {len(self._nodes)} node(s) are gone)" if self._nodes else ""
+            return (f"the parl_lite cluster at {self.address} has no node{lost}: add CPUs with "
                     f"`parl-lite connect --address {self.address}`")
         total = sum(node.cpus_total for node in alive)
         return (f"no free CPU in the parl_lite cluster at {self.address} within {timeout:g} s: "
                 f"{len(alive)} node(s) with {total} CPU(s), all in use; close actors, add nodes, or "
                 f"raise placement_timeout=")
+
+
+def _seconds(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+_REPORT_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "mem_used_mb": (int, float), "mem_total_mb": (int, float), "load1": (int, float), "actors": list,
+    "output": dict, "reservations": dict, "released": list}
+
+
+def _check_report(report: Any) -> None:
+    """Raise ValueError naming what a node's report lacks (it is a token holder, but may be buggy)."""
+    if not isinstance(report, dict):
+        raise ValueError(f"a JSON {type(report).__name__}, not an object")
+    wrong = [key for key, kind in _REPORT_FIELDS.items() if not isinstance(report.get(key), kind)]
+    if wrong:
+        raise ValueError(f"fields {', '.join(wrong)} missing or of the wrong type")
+    if not all(isinstance(actor, dict) and isinstance(actor.get("id"), str) and isinstance(actor.get("state"), str)
+               for actor in report["actors"]):
+        raise ValueError("an actor without a string id and state")
+    if not all(isinstance(lines, list) and all(isinstance(line, str) for line in lines)
+               for lines in report["output"].values()):
+        raise ValueError("output that is not lists of strings")
+    if not all(isinstance(client, str) for client in report["reservations"].values()) or \
+            not all(isinstance(key, str) for key in report["released"]):
+        raise ValueError("reservations that are not strings")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -240,12 +327,13 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s master %(levelname)s %(message)s")
     try:
         token = load_token(args.token_file)
-        master = Master(args.host, args.port, token)
-    except (OSError, ValueError) as error:  # e.g. the port is taken: the log's last line says so
+        limits = Limits.from_environment()
+        master = Master(args.host, args.port, token, limits)
+    except (OSError, ValueError) as error:  # the port is taken, a limit is wrong: the log's last line says so
         logger.error("%s", error)
         raise SystemExit(1) from None
     try:
-        monitor = serve_master_monitor(master, args.host, args.monitor_port, token)
+        monitor = serve_master_monitor(master, args.host, args.monitor_port, token, limits)
     except OSError as error:
         master.close()
         logger.error("cannot serve the web monitor on %s:%s: %s (choose another with --monitor-port, or "

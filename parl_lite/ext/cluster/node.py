@@ -4,31 +4,38 @@ It hosts actors in a :class:`~parl_lite.remote.pool.LocalPool`, one worker proce
 clients reach them directly: a client's actor connection is authenticated here, then its socket is
 handed to the worker (:mod:`parl_lite.ext.cluster.actor_host`). The node watches the workers
 (memory limit, death) through the pool, tells the client on its session connection why an actor
-ended, and reports CPUs, memory, load and actors to the master every half second (and beats on each
-client's session, so that a client takes a node silent for 3 s for dead, as the master does).
+ended, reports CPUs, memory, load and actors to the master every half second, and beats on each
+client's session (so that a client takes a node silent for 3 s for dead, as the master does).
 
-Files live in a private folder under the node's working folder: one work folder per client (removed
-when the client leaves), the hand-over socket and the actors' statistics. When the master goes away
-the node stops its actors and exits (it does not retry: restart it with ``parl-lite connect``).
+A client's session is its stay on this node: its shipped files live in a folder of their own, and
+when the session ends (the client left, was killed, or gave this node up) the node stops the
+session's actors at once, busy or not, and removes the folder.
+
+When the master goes away the node keeps serving its actors and tries to reach the master again,
+with backoff, for its reconnect grace (``--reconnect-grace``); it rejoins under its id, with its
+actors and their CPUs. After the grace it stops its actors and exits.
 """
 import argparse
+import errno
 import json
 import logging
 import os
-import re
 import secrets
 import shutil
 import socket
+import struct
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
-from parl_lite.ext.cluster import wire
+from parl_lite.ext.cluster import hello, wire
 from parl_lite.ext.cluster.actor_host import ActorHost
+from parl_lite.ext.cluster.limits import HELLO_FRAME_BYTES, Limits
 from parl_lite.ext.cluster.local_state import load_token
-from parl_lite.ext.cluster.server import Server, run_until_stopped
+from parl_lite.ext.cluster.server import Role, Server, run_until_stopped
 from parl_lite.ext.cluster.shipping import DEFAULT_LIMIT_MB, write_files
 from parl_lite.remote.backend import ActorOptions
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError
@@ -36,26 +43,35 @@ from parl_lite.remote.pool import LocalPool, WorkerProcess
 
 __all__ = ["NodeAgent", "PRIVATE_PREFIX"]
 
-_ID = re.compile(r"[0-9a-f]{8,32}")  # client and actor ids (they name files)
 PRIVATE_PREFIX = ".parl_lite_node_"  # + pid + "_" + random: the node's private folder in its work dir
 _OUTPUT_LINES = 500
+_REJOIN_FIRST_DELAY = 0.1  # seconds before the first try to reach a master that went away, doubling ...
+_REJOIN_MOST_DELAY = 2.0  # ... up to this
+_CLIENT_LEFT = "its client left"
+_END_BY_ITSELF = 0.5  # seconds a session's actors get to end on their own (and report) before they are killed
 logger = logging.getLogger("parl_lite.cluster")
+
+SESSION_HELLO = {"client_id": hello.ID, "files": hello.TEXTS}
+ACTOR_HELLO = {"client_id": hello.ID, "actor_id": hello.ID, "reservation": hello.TEXT,
+               "max_memory": hello.optional(hello.MEGABYTES), "class_name": hello.TEXT}
 
 
 class _Actor:
     """What the node knows of one hosted actor."""
 
-    def __init__(self, actor_id: str, class_name: str, client_id: str, reservation: str,
+    def __init__(self, actor_id: str, class_name: str, session: "_ClientSession", reservation: str,
                  channel: WorkerProcess, stats_path: Path) -> None:
         self.id = actor_id
         self.class_name = class_name
-        self.client_id = client_id
+        self.session = session
+        self.client_id = session.client_id
         self.reservation = reservation
         self.channel = channel
         self.stats_path = stats_path
         self.state = "starting"
         self.ticket = ""  # claims the client's socket at the hand-over
         self.last_error: str | None = None
+        self.stopped_because: str | None = None  # set when the node stops it (its client left)
         self.new_output: list[str] = []
 
     def describe(self) -> dict[str, Any]:
@@ -71,12 +87,15 @@ class _Actor:
 
 
 class _ClientSession:
+    """One client's stay on this node: its shipped files and the connection verdicts go on."""
+
     def __init__(self, client_id: str, folder: Path, framed: wire.FramedSocket) -> None:
         self.client_id = client_id
         self.folder = folder
         self.framed = framed
         self.send_lock = threading.Lock()
         self.open = True
+        self.removed = False  # its folder is gone
 
 
 class NodeAgent:
@@ -90,23 +109,30 @@ class NodeAgent:
         port: TCP port for clients (0: the OS picks).
         work_dir: the node's working folder (its private folder is made inside).
         max_ship_mb: limit on a client's shipped files.
+        limits: the handshake and connection bounds, and the reconnect grace (default:
+            :meth:`Limits.from_environment`).
     """
 
     def __init__(self, master: str, token: bytes, cpus: int, host: str = "127.0.0.1", port: int = 0,
-                 work_dir: str = ".", max_ship_mb: float = DEFAULT_LIMIT_MB) -> None:
+                 work_dir: str = ".", max_ship_mb: float = DEFAULT_LIMIT_MB, limits: Limits | None = None) -> None:
         self.cpus = cpus
         self.max_ship_mb = max_ship_mb
+        self.limits = limits or Limits.from_environment()
         self.hostname = socket.gethostname()
+        self._master_address = master
+        self._token = token
         self.private = Path(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}_", dir=work_dir))  # 0700
         # relative to the working folder, which the workers start in too: an absolute path may be
         # over the 107 bytes a Unix socket address holds
         self.handoff_path = os.path.relpath(self.private / "handoff.sock")
         self.stopped = threading.Event()
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()  # notified when an actor has ended
+        self._master_lock = threading.Lock()  # sending to the master, and replacing its connection
+        self._report_lock = threading.Lock()  # one report at a time
         self._actors: dict[str, _Actor] = {}
         self._by_pid: dict[int, _Actor] = {}
         self._ended: list[dict[str, Any]] = []  # ended actors not yet reported
-        self._sessions: dict[str, _ClientSession] = {}
+        self._sessions: dict[str, _ClientSession] = {}  # client id -> its open session here
         self._handoffs: dict[str, socket.socket] = {}
         self.pool = LocalPool(num_workers=cpus, on_output=self._on_output)
         try:
@@ -114,18 +140,18 @@ class NodeAgent:
             self._handoff.bind(self.handoff_path)
             self._handoff.listen(64)
             threading.Thread(target=self._hand_over, daemon=True, name="parl_lite-handoff").start()
-            self._server = Server(host, port, token, {"session": self._serve_session, "actor": self._serve_actor})
-            self._master, reply = wire.open_connection(
-                master, token, "node", cpus=cpus, host=self.hostname, pid=os.getpid(),
-                serve_address=f"{self._advertised_host(host, master)}:{self._server.port}")
+            self._server = Server(host, port, token, {"session": Role(self._serve_session, SESSION_HELLO),
+                                                      "actor": Role(self._serve_actor, ACTOR_HELLO)}, self.limits)
+            self._serve_address = f"{self._advertised_host(host, master)}:{self._server.port}"
+            self._master, reply = self._join(None)
         except BaseException:
             self.pool.shutdown()
             shutil.rmtree(self.private, ignore_errors=True)
             raise
         self.node_id = reply["node_id"]
         self.address = f"{host}:{self._server.port}"
-        threading.Thread(target=self._watch_master, daemon=True, name="parl_lite-master").start()
-        threading.Thread(target=self._report, daemon=True, name="parl_lite-report").start()
+        for target, name in ((self._keep_master, "master"), (self._report, "report"), (self._beat, "beat")):
+            threading.Thread(target=target, daemon=True, name=f"parl_lite-{name}").start()
 
     @staticmethod
     def _advertised_host(host: str, master: str) -> str:
@@ -140,53 +166,85 @@ class NodeAgent:
 
     # --- client sessions: shipped files and verdicts ---------------------------------------------
     def _serve_session(self, framed: wire.FramedSocket, hello: dict[str, Any]) -> None:
-        client_id = str(hello.get("client_id"))
-        if not _ID.fullmatch(client_id):
-            framed.send_json({"ok": False, "error": f"malformed client id {client_id!r}"})
+        client_id = hello["client_id"]
+        framed.limit = int(self.max_ship_mb * 2**20) + HELLO_FRAME_BYTES
+        framed.send_json({"ok": True})
+        folder = None
+        try:
+            _, contents = framed.receive()
+            folder = self._new_folder(client_id)
+            write_files(folder, hello["files"], [content.data for content in contents], self.max_ship_mb)
+        except (OSError, ValueError) as exc:  # ValueError: over the limit, or a name outside the folder
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+            try:
+                framed.send_json({"ok": False, "error": str(exc)})
+            except OSError:
+                pass
             framed.close()
             return
-        framed.send_json({"ok": True})
-        _, contents = framed.receive()
-        folder = self.private / f"client-{client_id}"
-        try:
-            folder.mkdir()
-            write_files(folder, [str(name) for name in hello.get("files", [])], [content.data for content in contents],
-                        self.max_ship_mb)
-        except (OSError, ValueError) as exc:
-            shutil.rmtree(folder, ignore_errors=True)
-            framed.send_json({"ok": False, "error": str(exc)})
+        except EOFError:
             framed.close()
             return
         session = _ClientSession(client_id, folder, framed)
         with self._lock:
+            given_up = self._sessions.get(client_id)
             self._sessions[client_id] = session
+        if given_up is not None:  # the client took this node for dead: its thread ends it
+            given_up.framed.close()
         framed.send_json({"ok": True})
         try:
             while True:
                 framed.receive()  # the client sends nothing more: this waits for it to leave
-        except (EOFError, OSError):
+        except (EOFError, OSError, ValueError):
             pass
-        framed.close()
+        self._end_session(session)
+
+    def _new_folder(self, client_id: str) -> Path:
+        """A new work folder for a session of ``client_id`` (``client-<id>``, or ``client-<id>.<n>``
+        while an earlier session's folder is being removed)."""
+        attempt = 0
+        while True:
+            folder = self.private / (f"client-{client_id}" + (f".{attempt}" if attempt else ""))
+            try:
+                folder.mkdir()
+                return folder
+            except FileExistsError:
+                attempt += 1
+
+    def _end_session(self, session: _ClientSession) -> None:
+        """The session's client left or gave up on this node: its idle actors end by themselves (their
+        connections closed too); those still busy a moment later are killed (they would run on,
+        holding their CPUs and the folder). Then the folder is removed."""
+        session.framed.close()
         with self._lock:
             session.open = False
-        self._forget_client_if_done(client_id)
+            if self._sessions.get(session.client_id) is session:
+                del self._sessions[session.client_id]
+            self._lock.wait_for(lambda: not self._actors_of(session), timeout=_END_BY_ITSELF)
+            actors = self._actors_of(session)
+        for actor in actors:
+            actor.stopped_because = _CLIENT_LEFT
+            actor.channel.kill("closed")
+        self._remove_folder_if_done(session)
 
-    def _forget_client_if_done(self, client_id: str) -> None:
+    def _actors_of(self, session: _ClientSession) -> list[_Actor]:
+        return [actor for actor in self._actors.values() if actor.session is session]
+
+    def _remove_folder_if_done(self, session: _ClientSession) -> None:
         with self._lock:
-            session = self._sessions.get(client_id)
-            if session is None or session.open or any(a.client_id == client_id for a in self._actors.values()):
+            if session.open or session.removed or self._actors_of(session):
                 return
-            del self._sessions[client_id]
+            session.removed = True
         shutil.rmtree(session.folder, ignore_errors=True)
 
     # --- actors ---------------------------------------------------------------------------------
     def _serve_actor(self, framed: wire.FramedSocket, hello: dict[str, Any]) -> None:
-        client_id, actor_id = str(hello.get("client_id")), str(hello.get("actor_id"))
+        client_id, actor_id = hello["client_id"], hello["actor_id"]
         with self._lock:
             session = self._sessions.get(client_id)
-        if session is None or not session.open or not _ID.fullmatch(actor_id):
-            framed.send_json({"ok": False, "error": "no session of this client (its files were not shipped) "
-                                                    f"or a malformed actor id {actor_id!r}"})
+        if session is None:
+            framed.send_json({"ok": False, "error": "no session of this client (its files were not shipped)"})
             framed.close()
             return
         try:
@@ -195,25 +253,33 @@ class NodeAgent:
             framed.send_json({"ok": False, "error": f"this node cannot start a worker: {exc}"})
             framed.close()
             return
-        actor = _Actor(actor_id, str(hello.get("class_name")), client_id, str(hello.get("reservation")),
-                       channel, self.private / f"{actor_id}.json")
+        actor = _Actor(actor_id, hello["class_name"], session, hello["reservation"], channel,
+                       self.private / f"{actor_id}.json")
         ticket = actor.ticket = secrets.token_hex(16)
         with self._lock:
             self._actors[actor.id] = actor
             self._by_pid[channel.pid] = actor
             self._handoffs[ticket] = framed.sock
+            ended_meanwhile = not session.open
         framed.send_json({"ok": True})
         future = channel.call("serve", (self.handoff_path, ticket, str(session.folder), str(actor.stats_path),
                                         self.hostname), {})
-        future.add_done_callback(lambda done: self._actor_ended(actor, session, done))
+        future.add_done_callback(lambda done: self._actor_ended(actor, done))
+        if ended_meanwhile:  # the session ended before the actor was listed: it would be missed
+            actor.stopped_because = _CLIENT_LEFT
+            channel.kill("closed")
 
     def _hand_over(self) -> None:
         """Give each worker the client socket its ticket names."""
         while True:
             try:
                 connection, _ = self._handoff.accept()
-            except OSError:
-                return
+            except OSError as error:
+                if self.stopped.is_set() or error.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS,
+                                                                errno.ENOMEM, errno.ECONNABORTED):
+                    return  # closed
+                time.sleep(0.05)  # out of file descriptors: a worker waits a moment, then gets its socket
+                continue
             with connection:
                 try:
                     connection.settimeout(5)
@@ -230,10 +296,10 @@ class NodeAgent:
                     pass
                 client_socket.close()
 
-    def _actor_ended(self, actor: _Actor, session: _ClientSession, done: Any) -> None:
+    def _actor_ended(self, actor: _Actor, done: Any) -> None:
         error = done.exception()
-        if error is None:
-            kind, text = "closed", ""
+        if error is None or actor.stopped_because:
+            kind, text = "closed", actor.stopped_because or ""
         elif isinstance(error, MemoryLimitError):
             kind, text = "memory", str(error)
         elif isinstance(error, ActorDiedError):
@@ -243,6 +309,7 @@ class NodeAgent:
         actor.state = "closed" if kind == "closed" else "dead"
         if kind != "closed":
             actor.last_error = actor.last_error or (text or "the worker process exited")
+        session = actor.session
         with session.send_lock:
             try:
                 session.framed.send_json({"type": "ended", "actor_id": actor.id, "kind": kind, "text": text})
@@ -256,13 +323,14 @@ class NodeAgent:
             self._by_pid.pop(actor.channel.pid, None)
             self._ended.append({"description": description, "output": actor.new_output,
                                 "reservation": actor.reservation})
+            self._lock.notify_all()
         if unclaimed is not None:
             unclaimed.close()
         try:
             actor.stats_path.unlink()
         except FileNotFoundError:
             pass
-        self._forget_client_if_done(actor.client_id)
+        self._remove_folder_if_done(session)
 
     def _on_output(self, worker: WorkerProcess, stream_name: str, text: str) -> None:
         with self._lock:
@@ -272,18 +340,68 @@ class NodeAgent:
                 del actor.new_output[:-_OUTPUT_LINES]
 
     # --- the master -----------------------------------------------------------------------------
+    def _join(self, node_id: str | None,
+              timeout: float = wire.CONNECT_TIMEOUT) -> tuple[wire.FramedSocket, dict[str, Any]]:
+        """Register with the master (again, under ``node_id``, when it comes back)."""
+        framed, reply = wire.open_connection(self._master_address, self._token, "node", timeout=timeout,
+                                             cpus=self.cpus, host=self.hostname, pid=os.getpid(),
+                                             serve_address=self._serve_address, node_id=node_id)
+        # a report that cannot be sent for this long ends the connection (its sender would block,
+        # and a half-sent report cannot be taken back): the node then reconnects
+        seconds = int(wire.SILENCE_LIMIT)
+        framed.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", seconds, 0))
+        return framed, reply
+
+    def _keep_master(self) -> None:
+        """Watch the master's connection; when it ends, rejoin within the grace, or stop the node."""
+        while True:
+            try:
+                while True:
+                    self._master.receive()  # the master sends nothing: this returns when it goes
+            except (EOFError, OSError, ValueError):
+                pass
+            if self.stopped.is_set():
+                return
+            grace = self.limits.reconnect_grace
+            logger.warning("lost the master at %s: trying to rejoin for %g s (the actors keep serving)",
+                           self._master_address, grace)
+            if not self._rejoin(time.monotonic() + grace):
+                if not self.stopped.is_set():
+                    logger.warning("the master did not come back within %g s: stopping this node's actors "
+                                   "and exiting", grace)
+                self.stopped.set()
+                return
+
+    def _rejoin(self, deadline: float) -> bool:
+        delay = _REJOIN_FIRST_DELAY
+        while not self.stopped.wait(delay):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                framed, reply = self._join(self.node_id, timeout=min(wire.CONNECT_TIMEOUT, remaining))
+            except wire.ClusterError as error:
+                logger.debug("rejoining the master failed: %s", error)
+                delay = min(2 * delay, _REJOIN_MOST_DELAY, max(deadline - time.monotonic(), 0.0))
+                continue
+            with self._master_lock:
+                old, self._master = self._master, framed
+                self.node_id = reply["node_id"]
+            old.close()
+            logger.info("rejoined the master at %s as node %s", self._master_address, self.node_id)
+            self._send_report()  # at once: the master learns our actors and their CPUs
+            return True
+        return False
+
     def _report(self) -> None:
         while not self.stopped.wait(wire.HEARTBEAT_PERIOD):
+            self._send_report()
+
+    def _send_report(self) -> None:
+        with self._report_lock:
             with self._lock:
                 actors = list(self._actors.values())
                 ended, self._ended = self._ended, []
-                sessions = [session for session in self._sessions.values() if session.open]
-            for session in sessions:  # the clients take a silent node for dead
-                with session.send_lock:
-                    try:
-                        session.framed.send_json({"type": "alive"})
-                    except OSError:
-                        pass
             output: dict[str, list[str]] = {}
             descriptions = []
             for actor in actors:
@@ -299,29 +417,37 @@ class NodeAgent:
             used, total = _memory_mb()
             report = {"type": "report", "mem_used_mb": used, "mem_total_mb": total, "load1": os.getloadavg()[0],
                       "actors": descriptions, "output": output,
-                      "reservations": [actor.reservation for actor in actors],
+                      "reservations": {actor.reservation: actor.client_id for actor in actors},
                       "released": [record["reservation"] for record in ended]}
+            with self._master_lock:
+                master = self._master
             try:
-                self._master.send_json(report)
-            except OSError:
-                self.stopped.set()
+                master.send_json(report)
+            except OSError:  # lost (or too slow): the ended actors go in the next report, to whichever master
+                with self._lock:
+                    self._ended[:0] = ended
+                master.close()  # _keep_master sees it and rejoins
 
-    def _watch_master(self) -> None:
-        try:
-            while True:
-                self._master.receive()
-        except (EOFError, OSError):
-            pass
-        if not self.stopped.is_set():
-            logger.warning("the master is gone: stopping this node's actors and exiting")
-        self.stopped.set()
+    def _beat(self) -> None:
+        """Beat on every client's session (apart from the reports: a master that does not read must
+        not silence us to the clients)."""
+        while not self.stopped.wait(wire.HEARTBEAT_PERIOD):
+            with self._lock:
+                sessions = list(self._sessions.values())
+            for session in sessions:
+                with session.send_lock:
+                    try:
+                        session.framed.send_json({"type": "alive"})
+                    except OSError:
+                        pass
 
     def close(self) -> None:
         """Stop every actor, remove the private folder."""
         self.stopped.set()
         self._server.close()
         self._handoff.close()
-        self._master.close()
+        with self._master_lock:
+            self._master.close()
         with self._lock:
             sessions = list(self._sessions.values())
         for session in sessions:
@@ -350,12 +476,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--token-file", default=None)
     parser.add_argument("--ready-file", required=True)
+    parser.add_argument("--reconnect-grace", type=float, default=None,
+                        help="seconds to retry a master that went away (default: $PARL_LITE_RECONNECT_GRACE, else 60)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s node %(levelname)s %(message)s")
     cwd = os.getcwd()
     sys.path[:] = [entry for entry in sys.path if entry not in ("", cwd)]  # actors see shipped files only
     try:
-        agent = NodeAgent(args.address, load_token(args.token_file), args.cpus, args.host, args.port, cwd)
+        limits = Limits.from_environment(reconnect_grace=args.reconnect_grace)
+        agent = NodeAgent(args.address, load_token(args.token_file), args.cpus, args.host, args.port, cwd,
+                          limits=limits)
     except (wire.ClusterError, OSError, ValueError) as error:  # the log's last line is what `connect` shows
         logger.error("%s", error)
         raise SystemExit(1) from None

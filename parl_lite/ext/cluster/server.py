@@ -1,26 +1,109 @@
-"""A TCP server shared by the master and the node agent: authenticate, check versions, dispatch.
+"""A TCP server shared by the master and the node agent: authenticate, check the hello, dispatch.
 
-Each accepted connection gets a thread that runs the handshake (a peer without the token is dropped
-after at most :data:`~parl_lite.ext.cluster.wire.HANDSHAKE_TIMEOUT` seconds, having had nothing of
-its bytes parsed), the version hello, and then the handler of the role the peer asked for.
+Connections that have not proved they hold the token are handled by one thread, with a selector:
+the accept loop and every handshake in progress. Nothing a stranger sends is parsed (the server
+reads a fixed-size digest), and what a stranger may hold is bounded (:class:`Limits`):
+- time: one deadline for the whole handshake, from ``accept()`` to the end of the hello;
+- connections: at most ``max_unauthenticated`` in all and ``max_unauthenticated_per_peer`` per
+  address, and never more than a quarter of the process's file descriptors; a new connection
+  over a cap drops the oldest one (which has had the longest to prove itself);
+- threads: none of its own (a thread per connection would let a stranger make threads);
+- the accept loop itself: out of file descriptors (``EMFILE``/``ENFILE``) it drops the oldest
+  unauthenticated connection, pauses accepting (50 ms, doubling to 1 s while it lasts) and goes
+  on; a connection aborted before it was accepted is skipped.
+Refusals are logged as one summary line per 10 s (counts by reason), not one line each.
+
+An authenticated connection gets a thread, reads the peer's hello (JSON) before the same
+deadline, checks it against the role it names (:mod:`parl_lite.ext.cluster.hello`), answers a bad
+one with an error naming what is wrong, and then runs the role's handler.
 """
+import collections
+import errno
 import json
 import logging
 import os
 import select
+import selectors
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+from parl_lite.ext.cluster import hello as hello_fields
 from parl_lite.ext.cluster import wire
+from parl_lite.ext.cluster.limits import HELLO_FRAME_BYTES, Limits
 from parl_lite.io.atomic import write_atomically
 
-__all__ = ["Server", "run_until_stopped"]
+__all__ = ["Server", "Role", "RefusalLog", "run_until_stopped"]
 
 Handler = Callable[[wire.FramedSocket, dict[str, Any]], None]
 logger = logging.getLogger("parl_lite.cluster")
+
+_ACCEPTS_PER_ROUND = 64
+_PAUSE_FIRST = 0.05  # seconds the accept loop pauses when out of file descriptors, doubling ...
+_PAUSE_MOST = 1.0  # ... up to this
+_OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+
+
+@dataclass(frozen=True)
+class Role:
+    """What a peer may ask a connection to be for: its handler (which owns the connection) and the
+    fields its hello must hold."""
+
+    handler: Handler
+    fields: dict[str, hello_fields.Field] = field(default_factory=dict)
+
+
+class RefusalLog:
+    """Counts refused connections by reason and logs one WARNING line per ``interval`` seconds
+    (the first refusal after a quiet interval at once)."""
+
+    def __init__(self, interval: float = 10.0) -> None:
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._counts: collections.Counter[str] = collections.Counter()
+        self._peers: set[str] = set()
+        self._since = time.monotonic()
+        self._next = 0.0
+
+    def note(self, reason: str, peer: str) -> None:
+        with self._lock:
+            self._counts[reason] += 1
+            self._peers.add(peer)
+        self.flush()
+
+    def due_in(self) -> float:
+        """Seconds until counts waiting now would be logged (a long time if there are none)."""
+        with self._lock:
+            return max(0.0, self._next - time.monotonic()) if self._counts else 3600.0
+
+    def flush(self) -> None:
+        """Log what was counted, if the interval has passed."""
+        now = time.monotonic()
+        with self._lock:
+            if not self._counts or now < self._next:
+                return
+            counts, self._counts = self._counts, collections.Counter()
+            peers, self._peers = sorted(self._peers), set()
+            since, self._since, self._next = self._since, now, now + self.interval
+        shown = ", ".join(peers[:3]) + (f" and {len(peers) - 3} more" if len(peers) > 3 else "")
+        logger.warning("refused %d connection(s) in the last %.0f s from %s: %s", sum(counts.values()),
+                       now - since, shown, ", ".join(f"{count} {reason}" for reason, count in counts.most_common()))
+
+
+@dataclass
+class _Handshake:
+    """An accepted connection that has not yet proved it holds the token."""
+
+    sock: socket.socket
+    peer: str  # its address (the per-peer cap's key)
+    label: str  # address:port
+    nonce: bytes
+    deadline: float
+    answer: bytearray = field(default_factory=bytearray)
 
 
 class Server:
@@ -30,56 +113,202 @@ class Server:
         host: the interface to bind (``127.0.0.1`` unless told otherwise).
         port: the TCP port.
         token: the shared secret.
-        handlers: role named in the peer's hello -> function run on the connection (it owns it).
+        roles: role named in the peer's hello -> its handler and hello fields.
+        limits: the handshake deadline and the caps on unauthenticated connections.
     """
 
-    def __init__(self, host: str, port: int, token: bytes, handlers: dict[str, Handler]) -> None:
+    def __init__(self, host: str, port: int, token: bytes, roles: dict[str, Role], limits: Limits) -> None:
         self._token = token
-        self._handlers = handlers
+        self._roles = roles
+        self._limits = limits
+        self._caps = limits.unauthenticated_caps()
+        self.refusals = RefusalLog()
         self._listener = socket.create_server((host, port), backlog=128)
+        self._listener.setblocking(False)
         self.port = self._listener.getsockname()[1]
+        self._wake_read, self._wake_write = socket.socketpair()
+        self._selector = selectors.DefaultSelector()
+        self._handshakes: dict[socket.socket, _Handshake] = {}  # in the order accepted (oldest first)
+        self._per_peer: collections.Counter[str] = collections.Counter()
         self._closed = False
-        threading.Thread(target=self._accept, daemon=True, name="parl_lite-accept").start()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="parl_lite-accept")
+        self._thread.start()
 
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                sock, peer = self._listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(sock, f"{peer[0]}:{peer[1]}"), daemon=True).start()
-
-    def _serve(self, sock: socket.socket, peer: str) -> None:
-        try:
-            wire.server_handshake(sock, self._token)
-        except (OSError, wire.ClusterError) as exc:
-            logger.warning("dropped a connection from %s: %s", peer, exc)
-            sock.close()
-            return
-        framed = wire.FramedSocket(sock, peer)
-        try:
-            hello = wire.server_hello(framed)
-            handler = self._handlers.get(str(hello.get("role")))
-            if handler is None:
-                framed.send_json({"ok": False, "error": f"unknown role {hello.get('role')!r}"})
-                raise wire.ClusterError(f"unknown role {hello.get('role')!r}")
-        except (OSError, EOFError, ValueError, wire.ClusterError) as exc:
-            logger.warning("refused %s: %s", peer, exc)
-            framed.close()
-            return
-        try:
-            handler(framed, hello)
-        except (OSError, EOFError):
-            framed.close()
+    @property
+    def unauthenticated(self) -> int:
+        """Connections whose handshake is in progress now."""
+        return len(self._handshakes)
 
     def close(self) -> None:
-        """Stop accepting connections."""
+        """Stop accepting connections; those still authenticating are dropped."""
+        if self._closed:
+            return
         self._closed = True
         try:
-            self._listener.shutdown(socket.SHUT_RDWR)
+            self._wake_write.send(b"x")
         except OSError:
             pass
-        self._listener.close()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    # --- the accept loop and the handshakes (one thread) -----------------------------------------
+    def _run(self) -> None:
+        self._selector.register(self._wake_read, selectors.EVENT_READ)
+        self._selector.register(self._listener, selectors.EVENT_READ)
+        pause, resume_at = _PAUSE_FIRST, 0.0
+        try:
+            while not self._closed:
+                now = time.monotonic()
+                if resume_at and now >= resume_at:
+                    self._selector.register(self._listener, selectors.EVENT_READ)
+                    resume_at = 0.0
+                timeout = self.refusals.due_in()
+                if self._handshakes:
+                    timeout = min(timeout, next(iter(self._handshakes.values())).deadline - now)
+                if resume_at:
+                    timeout = min(timeout, resume_at - now)
+                ready = False
+                for key, _ in self._selector.select(max(timeout, 0.0)):
+                    if key.fileobj is self._listener:
+                        ready = True
+                    elif isinstance(key.data, _Handshake):
+                        self._advance(key.data)
+                if ready and not self._closed and not self._accept():  # out of file descriptors
+                    self._selector.unregister(self._listener)
+                    resume_at, pause = time.monotonic() + pause, min(2 * pause, _PAUSE_MOST)
+                elif ready:
+                    pause = _PAUSE_FIRST
+                self._expire()
+                self.refusals.flush()
+        finally:
+            for handshake in list(self._handshakes.values()):
+                self._forget(handshake)
+                handshake.sock.close()
+            self._selector.close()
+            self._listener.close()
+            self._wake_read.close()
+            self._wake_write.close()
+
+    def _accept(self) -> bool:
+        """Accept what is waiting; False if out of file descriptors (the oldest handshake was dropped)."""
+        # a quarter of the cap at most, then the answers that came meanwhile are read: a connection
+        # is not shed by others accepted in the same round, before its client could answer
+        for _ in range(max(1, min(_ACCEPTS_PER_ROUND, self._caps[1] // 4))):
+            try:
+                sock, address = self._listener.accept()
+            except BlockingIOError:
+                return True
+            except OSError as error:
+                if error.errno in _OUT_OF_DESCRIPTORS:
+                    self.refusals.note(f"accept() paused: {os.strerror(error.errno or 0)}", "this process")
+                    if self._handshakes:
+                        self._drop(next(iter(self._handshakes.values())), "dropped to free a file descriptor")
+                    return False
+                continue  # aborted before we took it (ECONNABORTED, EPROTO, ...): the next one
+            self._admit(sock, address)
+        return True
+
+    def _admit(self, sock: socket.socket, address: Any) -> None:
+        peer = str(address[0])
+        total, per_peer = self._caps
+        if self._per_peer[peer] >= per_peer:
+            oldest = next(h for h in self._handshakes.values() if h.peer == peer)
+            self._drop(oldest, "dropped for a newer connection from its address")
+        if len(self._handshakes) >= total:
+            self._drop(next(iter(self._handshakes.values())), "dropped for a newer connection")
+        opening, nonce = wire.challenge()
+        try:
+            sock.setblocking(False)
+            sent = sock.send(opening)  # a new socket's buffer takes these 36 bytes whole
+        except OSError:
+            sent = 0
+        if sent != len(opening):
+            sock.close()
+            return
+        handshake = _Handshake(sock, peer, f"{peer}:{address[1]}", nonce,
+                               time.monotonic() + self._limits.handshake_timeout)
+        self._handshakes[sock] = handshake
+        self._per_peer[peer] += 1
+        self._selector.register(sock, selectors.EVENT_READ, handshake)
+
+    def _advance(self, handshake: _Handshake) -> None:
+        try:
+            chunk = handshake.sock.recv(wire.ANSWER_BYTES - len(handshake.answer))
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._drop(handshake, "closed during the handshake")
+            return
+        handshake.answer += chunk
+        if len(handshake.answer) < wire.ANSWER_BYTES:
+            return
+        reply = wire.check_answer(self._token, handshake.nonce, bytes(handshake.answer))
+        if reply is None:
+            try:
+                handshake.sock.send(wire.REFUSED)
+            except OSError:
+                pass
+            self._drop(handshake, "wrong token")
+            return
+        self._forget(handshake)
+        try:
+            handshake.sock.send(reply)
+            handshake.sock.setblocking(True)
+            threading.Thread(target=self._serve, args=(handshake,), daemon=True,
+                             name=f"parl_lite-peer-{handshake.label}").start()
+        except (OSError, RuntimeError):  # gone meanwhile, or no thread can be started now
+            handshake.sock.close()
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        while self._handshakes:
+            oldest = next(iter(self._handshakes.values()))  # accepted first: the first deadline
+            if oldest.deadline > now:
+                return
+            self._drop(oldest, "handshake deadline passed")
+
+    def _drop(self, handshake: _Handshake, reason: str) -> None:
+        self._forget(handshake)
+        handshake.sock.close()
+        self.refusals.note(reason, handshake.peer)
+
+    def _forget(self, handshake: _Handshake) -> None:
+        del self._handshakes[handshake.sock]
+        self._per_peer[handshake.peer] -= 1
+        if not self._per_peer[handshake.peer]:
+            del self._per_peer[handshake.peer]
+        self._selector.unregister(handshake.sock)
+
+    # --- an authenticated connection (a thread each) ----------------------------------------------
+    def _serve(self, handshake: _Handshake) -> None:
+        sock = handshake.sock
+        framed = wire.FramedSocket(sock, handshake.label, HELLO_FRAME_BYTES)
+        try:
+            sock.settimeout(max(handshake.deadline - time.monotonic(), 1e-3))
+            hello = wire.read_hello(framed)
+            role = self._roles.get(hello["role"]) if isinstance(hello.get("role"), str) else None
+            problem = (f"unknown role {hello.get('role')!r}" if role is None
+                       else hello_fields.problem(hello, role.fields))
+            if problem:
+                framed.send_json({"ok": False, "error": f"malformed hello: {problem}"})
+                raise ValueError(problem)
+            sock.settimeout(None)
+        except TimeoutError:
+            self.refusals.note("handshake deadline passed", handshake.peer)
+            framed.close()
+            return
+        except (OSError, EOFError, ValueError, wire.ClusterError) as error:
+            self.refusals.note(f"refused a hello ({type(error).__name__})", handshake.peer)
+            logger.debug("refused the hello of %s: %s", handshake.label, error)
+            framed.close()
+            return
+        assert role is not None
+        try:
+            role.handler(framed, hello)
+        except (OSError, EOFError):
+            framed.close()
 
 
 EXIT_WITH_VARIABLE = "PARL_LITE_EXIT_WITH"  # a pid: the master and nodes stop when it exits (tests)

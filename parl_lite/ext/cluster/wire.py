@@ -13,29 +13,38 @@ import hmac
 import os
 import platform
 import socket
+import time
 from typing import Any
 
 import cloudpickle
 
-from parl_lite.ext.cluster.framing import FramedSocket, decode, encode
+from parl_lite.ext.cluster.framing import FramedSocket, FrameTooLargeError, decode, encode
+from parl_lite.ext.cluster.limits import CONTROL_FRAME_BYTES, HELLO_FRAME_BYTES
 from parl_lite.version import __version__
 
-__all__ = ["ClusterError", "AuthenticationError", "VersionMismatchError", "FramedSocket", "encode",
-           "decode", "local_versions", "server_handshake", "client_handshake", "server_hello",
-           "open_connection", "split_address"]
+__all__ = ["ClusterError", "AuthenticationError", "VersionMismatchError", "DroppedError", "FramedSocket",
+           "FrameTooLargeError",
+           "encode", "decode", "local_versions", "challenge", "check_answer", "client_handshake",
+           "read_hello", "open_connection", "split_address", "ANSWER_BYTES", "REFUSED"]
 
 _MAGIC = b"PLC1"
 _CHALLENGE_BYTES = 32
 _DIGEST_BYTES = 32
+ANSWER_BYTES = _DIGEST_BYTES + _CHALLENGE_BYTES  # what a client sends to authenticate
 _ACCEPTED = b"OK"
-_REFUSED = b"NO"
-HANDSHAKE_TIMEOUT = 5.0  # seconds a peer may take to authenticate before it is dropped
+REFUSED = b"NO"
+CONNECT_TIMEOUT = 10.0  # seconds a client gives a server to accept, authenticate and answer its hello
+_RETRY_FIRST = 0.01  # seconds before a client tries again when the server dropped it unjudged, doubling ...
+_RETRY_MOST = 0.25  # ... up to this
 HEARTBEAT_PERIOD = 0.5  # seconds between a node's reports to the master and beats to its clients
 SILENCE_LIMIT = 3.0  # seconds without a word after which a node is taken for dead
 
 
-class ClusterError(RuntimeError):
-    """The cluster cannot do what was asked (unreachable, refused, full, gone)."""
+class ClusterError(RuntimeError, ConnectionError):
+    """The cluster cannot do what was asked (unreachable, refused, full, gone).
+
+    Also a ``ConnectionError``: a program that handles a backend it cannot use (as
+    ``parl_lite.connect("ray://...")`` raises when no Ray answers) handles this one too."""
 
 
 class AuthenticationError(ClusterError):
@@ -44,6 +53,10 @@ class AuthenticationError(ClusterError):
 
 class VersionMismatchError(ClusterError):
     """The peer runs another parl_lite, Python major.minor or cloudpickle version."""
+
+
+class DroppedError(ClusterError):
+    """The server closed the connection before it had judged our token."""
 
 
 def local_versions() -> dict[str, str]:
@@ -56,9 +69,14 @@ def _digest(token: bytes, side: bytes, challenge: bytes) -> bytes:
     return hmac.new(token, side + challenge, hashlib.sha256).digest()
 
 
-def _receive_exactly(sock: socket.socket, size: int) -> bytes:
+def _receive_exactly(sock: socket.socket, size: int, deadline: float) -> bytes:
+    """``size`` bytes, all before ``deadline`` (``time.monotonic()``), however slowly they come."""
     data = bytearray()
     while len(data) < size:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the handshake took too long")
+        sock.settimeout(remaining)
         chunk = sock.recv(size - len(data))
         if not chunk:
             raise ConnectionError("the peer closed the connection")
@@ -66,43 +84,44 @@ def _receive_exactly(sock: socket.socket, size: int) -> bytes:
     return bytes(data)
 
 
-def server_handshake(sock: socket.socket, token: bytes) -> None:
-    """Authenticate the peer that connected to us, then let it authenticate us.
+def challenge() -> tuple[bytes, bytes]:
+    """A server's opening: (the bytes to send first, the challenge they carry)."""
+    nonce = os.urandom(_CHALLENGE_BYTES)
+    return _MAGIC + nonce, nonce
+
+
+def check_answer(token: bytes, nonce: bytes, answer: bytes) -> bytes | None:
+    """The server's reply to a client's :data:`ANSWER_BYTES`-byte answer to ``nonce``: acceptance
+    and our own proof, or None if the client does not hold the token (then send :data:`REFUSED`)."""
+    if not hmac.compare_digest(answer[:_DIGEST_BYTES], _digest(token, b"client", nonce)):
+        return None
+    return _ACCEPTED + _digest(token, b"server", answer[_DIGEST_BYTES:])
+
+
+def client_handshake(sock: socket.socket, token: bytes, address: str, deadline: float) -> None:
+    """Prove to the server at ``address`` that we hold the token, and check that it does too, all
+    before ``deadline`` (``time.monotonic()``).
 
     Raises:
-        AuthenticationError: the peer's digest is wrong (the connection is then useless).
-        OSError: the peer went away or took longer than :data:`HANDSHAKE_TIMEOUT`.
+        DroppedError: the server closed the connection before its verdict (it sheds the oldest
+            unauthenticated connections when strangers hold too many: worth another try).
+        AuthenticationError: it refused our token, or does not hold it.
     """
-    sock.settimeout(HANDSHAKE_TIMEOUT)
-    challenge = os.urandom(_CHALLENGE_BYTES)
-    sock.sendall(_MAGIC + challenge)
-    answer = _receive_exactly(sock, _DIGEST_BYTES + _CHALLENGE_BYTES)
-    if not hmac.compare_digest(answer[:_DIGEST_BYTES], _digest(token, b"client", challenge)):
-        sock.sendall(_REFUSED)
-        raise AuthenticationError("a peer failed authentication (wrong or no token)")
-    sock.sendall(_ACCEPTED + _digest(token, b"server", answer[_DIGEST_BYTES:]))
-    sock.settimeout(None)
-
-
-def client_handshake(sock: socket.socket, token: bytes, address: str) -> None:
-    """Prove to the server at ``address`` that we hold the token, and check that it does too."""
-    sock.settimeout(HANDSHAKE_TIMEOUT)
-    opening = _receive_exactly(sock, len(_MAGIC) + _CHALLENGE_BYTES)
-    if opening[:len(_MAGIC)] != _MAGIC:
-        raise ClusterError(f"{address} is not a parl_lite cluster server")
-    challenge = os.urandom(_CHALLENGE_BYTES)
-    sock.sendall(_digest(token, b"client", opening[len(_MAGIC):]) + challenge)
     try:
-        verdict = _receive_exactly(sock, len(_ACCEPTED))
-    except ConnectionError:
-        verdict = _REFUSED
+        opening = _receive_exactly(sock, len(_MAGIC) + _CHALLENGE_BYTES, deadline)
+        if opening[:len(_MAGIC)] != _MAGIC:
+            raise ClusterError(f"{address} is not a parl_lite cluster server")
+        nonce = os.urandom(_CHALLENGE_BYTES)
+        sock.sendall(_digest(token, b"client", opening[len(_MAGIC):]) + nonce)
+        verdict = _receive_exactly(sock, len(_ACCEPTED), deadline)
+    except ConnectionError as exc:
+        raise DroppedError(str(exc)) from exc
     if verdict != _ACCEPTED:
         raise AuthenticationError(f"the cluster at {address} refused our token (check --token-file, "
                                   f"token_file= or PARL_LITE_TOKEN)")
-    proof = _receive_exactly(sock, _DIGEST_BYTES)
-    if not hmac.compare_digest(proof, _digest(token, b"server", challenge)):
+    proof = _receive_exactly(sock, _DIGEST_BYTES, deadline)
+    if not hmac.compare_digest(proof, _digest(token, b"server", nonce)):
         raise AuthenticationError(f"the server at {address} does not hold our token")
-    sock.settimeout(None)
 
 
 def hello_problem(mine: dict[str, str], theirs: dict[str, Any], their_name: str) -> str | None:
@@ -114,14 +133,23 @@ def hello_problem(mine: dict[str, str], theirs: dict[str, Any], their_name: str)
         f"{key} {mine[key]} here, {theirs.get(key, 'unknown')} at {their_name}" for key in differing)
 
 
-def server_hello(framed: FramedSocket) -> dict[str, Any]:
-    """Read the client's hello (JSON) and check its versions; the caller answers ``{"ok": True, ...}``.
+def read_hello(framed: FramedSocket) -> dict[str, Any]:
+    """Read an authenticated client's hello (a JSON object) and check its versions; the caller
+    answers ``{"ok": True, ...}`` or refuses it.
 
     Raises:
         VersionMismatchError: the versions differ (the client was told which).
+        ValueError: the hello is not a JSON object with a ``versions`` object (the client was told).
     """
-    theirs = framed.receive_json()
-    problem = hello_problem(local_versions(), theirs.get("versions", {}), framed.peer)
+    framed.limit = HELLO_FRAME_BYTES
+    try:
+        theirs = framed.receive_json()
+        if not isinstance(theirs, dict) or not isinstance(theirs.get("versions"), dict):
+            raise ValueError("a hello must be a JSON object with a \"versions\" object")
+    except ValueError as exc:  # not JSON, not an object, too large
+        framed.send_json({"ok": False, "error": f"malformed hello: {exc}"})
+        raise
+    problem = hello_problem(local_versions(), theirs["versions"], framed.peer)
     if problem:
         framed.send_json({"ok": False, "error": problem})
         raise VersionMismatchError(problem)
@@ -129,39 +157,63 @@ def server_hello(framed: FramedSocket) -> dict[str, Any]:
 
 
 def open_connection(address: str, token: bytes, role: str, versions: dict[str, str] | None = None,
-                    timeout: float = 10.0, **fields: Any) -> tuple[FramedSocket, dict[str, Any]]:
+                    timeout: float = CONNECT_TIMEOUT, limit: int = CONTROL_FRAME_BYTES,
+                    **fields: Any) -> tuple[FramedSocket, dict[str, Any]]:
     """Connect to ``host:port``, authenticate, and exchange hellos (``role`` and ``fields`` say what
-    the connection is for).
+    the connection is for), all within ``timeout`` seconds. A connection the server drops before it
+    judged our token (see :class:`DroppedError`) is tried again, after 10 ms, doubling to 250 ms.
+
+    Args:
+        limit: the largest message this end will receive on the connection, in bytes.
 
     Returns:
-        The connection and the server's reply to the hello.
+        The connection (blocking, no timeout) and the server's reply to the hello.
 
     Raises:
         ClusterError: the server cannot be reached, refused us, or runs other versions.
     """
-    host, port = split_address(address)
+    split_address(address)
+    deadline = time.monotonic() + timeout
+    delay, tries = _RETRY_FIRST, 1
+    while True:
+        try:
+            return _open_once(address, token, role, versions, deadline, limit, fields)
+        except DroppedError as exc:
+            if time.monotonic() + delay >= deadline:
+                raise ClusterError(f"the parl_lite cluster at {address} dropped our connection before it "
+                                   f"judged our token, {tries} time(s) in {timeout:g} s: it is overloaded, "
+                                   f"or strangers hold its unauthenticated connections") from exc
+            time.sleep(delay)
+            delay, tries = min(2 * delay, _RETRY_MOST), tries + 1
+
+
+def _open_once(address: str, token: bytes, role: str, versions: dict[str, str] | None, deadline: float,
+               limit: int, fields: dict[str, Any]) -> tuple[FramedSocket, dict[str, Any]]:
     try:
-        sock = socket.create_connection((host, port), timeout=timeout)
+        sock = socket.create_connection(split_address(address), timeout=max(deadline - time.monotonic(), 1e-3))
     except OSError as exc:
         raise ClusterError(f"cannot reach the parl_lite cluster at {address}: {exc}") from exc
-    framed = FramedSocket(sock, address)
+    framed = FramedSocket(sock, address, HELLO_FRAME_BYTES)
     try:
-        client_handshake(sock, token, address)
+        client_handshake(sock, token, address, deadline)
         framed.send_json({"versions": versions or local_versions(), "role": role, **fields})
+        sock.settimeout(max(deadline - time.monotonic(), 1e-3))
         reply = framed.receive_json()
-    except (OSError, EOFError) as exc:
+        sock.settimeout(None)
+    except ClusterError:  # refused (also an OSError: first)
+        framed.close()
+        raise
+    except (OSError, EOFError, ValueError) as exc:
         framed.close()
         raise ClusterError(f"the parl_lite cluster at {address} closed the connection during the "
                            f"handshake: {exc}") from exc
-    except ClusterError:
+    if not isinstance(reply, dict) or not reply.get("ok"):
         framed.close()
-        raise
-    if not reply.get("ok"):
-        framed.close()
-        error = reply.get("error", "refused")
+        error = str(reply.get("error", "refused") if isinstance(reply, dict) else "a malformed reply")
         if error.startswith("version mismatch"):
             raise VersionMismatchError(f"the parl_lite cluster at {address} refused us: {error}")
         raise ClusterError(f"the parl_lite cluster at {address} refused us: {error}")
+    framed.limit = limit
     return framed, reply
 
 

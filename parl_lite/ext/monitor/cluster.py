@@ -1,7 +1,10 @@
 """A cluster master as the monitor's status source (the monitor runs in the master's process)."""
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from parl_lite.ext.monitor.server import LOOPBACK_HOSTS, MonitorServer
+
+if TYPE_CHECKING:
+    from parl_lite.ext.cluster.limits import Limits
 
 __all__ = ["MasterSource", "serve_master_monitor"]
 
@@ -32,7 +35,8 @@ class MasterSource:
         return self._master.actor_output(actor_id)
 
 
-def serve_master_monitor(master: _Master, host: str, port: int | None, token: bytes) -> MonitorServer | None:
+def serve_master_monitor(master: _Master, host: str, port: int | None, token: bytes,
+                         limits: "Limits") -> MonitorServer | None:
     """Serve the monitor of ``master`` in background threads of its process.
 
     Args:
@@ -41,6 +45,8 @@ def serve_master_monitor(master: _Master, host: str, port: int | None, token: by
             127.0.0.1, asks for the cluster token.
         port: the monitor's port (0: any free one); ``None``: no monitor.
         token: the cluster token.
+        limits: the monitor's bounds (connections held, time per request), which keep HTTP clients
+            from taking the file descriptors the master needs.
 
     Returns:
         The running server (``None`` if ``port`` is ``None``).
@@ -50,5 +56,6 @@ def serve_master_monitor(master: _Master, host: str, port: int | None, token: by
     """
     if port is None:
         return None
-    return MonitorServer(MasterSource(master), host=host, port=port,
-                         token=None if host in LOOPBACK_HOSTS else token).start()
+    return MonitorServer(MasterSource(master), host=host, port=port, token=None if host in LOOPBACK_HOSTS else token,
+                         max_connections=limits.monitor_max_connections,
+                         request_timeout=limits.monitor_request_timeout).start()

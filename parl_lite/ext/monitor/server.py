@@ -12,13 +12,20 @@ Bound to a loopback address without a token, it answers only requests whose ``Ho
 loopback address (a web page elsewhere cannot read it through DNS rebinding). Bound anywhere else,
 it needs the token: a ``Authorization: Bearer <token>`` header, or the cookie the login form sets.
 Tokens are compared in constant time.
+
+What a client may hold is bounded, since the monitor may share its process with a cluster master:
+at most ``max_connections`` connections (and threads) at once, a new one over the cap dropping the
+oldest, and ``request_timeout`` seconds for each request from the moment the server waits for it
+to the end of its response (a keep-alive connection idle that long is closed too).
 """
+import errno
 import hashlib
 import hmac
 import http.cookies
 import json
 import socket
 import threading
+import time
 import urllib.parse
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -64,6 +71,8 @@ class MonitorServer(ThreadingHTTPServer):
         port: port to bind (0: any free port; see :attr:`url`).
         token: the token a client must present (the cluster's token, as text or its UTF-8 bytes);
             required unless ``host`` is a loopback name.
+        max_connections: connections held at once (see the module docstring).
+        request_timeout: seconds for one request and its response (see the module docstring).
 
     Raises:
         ValueError: ``host`` is not a loopback name and no token was given.
@@ -73,7 +82,8 @@ class MonitorServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, source: StatusSource, host: str = "127.0.0.1", port: int = 0,
-                 token: str | bytes | None = None) -> None:
+                 token: str | bytes | None = None, max_connections: int = 32,
+                 request_timeout: float = 10.0) -> None:
         if host not in LOOPBACK_HOSTS and not token:
             raise ValueError(f"the monitor bound to {host!r} (not 127.0.0.1) needs a token that clients "
                              "must present")
@@ -83,6 +93,10 @@ class MonitorServer(ThreadingHTTPServer):
                         if self.token else None)
         if ":" in host:
             self.address_family = socket.AF_INET6
+        self.max_connections = max_connections
+        self.request_timeout = request_timeout
+        self._open: dict[socket.socket, float] = {}  # connection -> when its request began; oldest first
+        self._open_lock = threading.Lock()
         super().__init__((host, port), _Handler)
         self._thread: threading.Thread | None = None
 
@@ -105,6 +119,52 @@ class MonitorServer(ThreadingHTTPServer):
             self._thread.join()
         self.server_close()
 
+    # --- bounds on what clients hold (socketserver's hooks) ------------------------------------
+    def get_request(self) -> tuple[socket.socket, Any]:
+        try:
+            return super().get_request()
+        except OSError as error:  # socketserver skips it; out of descriptors: do not spin meanwhile
+            if error.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                time.sleep(0.05)
+            raise
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            while len(self._open) >= self.max_connections:
+                self._cut(next(iter(self._open)))
+            self._open[request] = time.monotonic()
+        try:
+            super().process_request(request, client_address)  # a thread that handles it
+        except RuntimeError:  # no thread can be started now
+            self.shutdown_request(request)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.pop(request, None)
+        super().shutdown_request(request)
+
+    def service_actions(self) -> None:
+        """Close connections whose request has taken longer than ``request_timeout`` (serve_forever
+        calls this twice a second)."""
+        now = time.monotonic()
+        with self._open_lock:
+            for connection in [c for c, began in self._open.items() if now - began > self.request_timeout]:
+                self._cut(connection)
+
+    def request_began(self, connection: socket.socket) -> None:
+        """The handler waits for the next request on ``connection`` from now."""
+        with self._open_lock:
+            if connection in self._open:
+                self._open[connection] = time.monotonic()
+
+    def _cut(self, connection: socket.socket) -> None:
+        """Stop ``connection`` (its handler thread sees it end and closes it); the lock is held."""
+        del self._open[connection]
+        try:
+            connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
     def __enter__(self) -> "MonitorServer":
         return self.start()
 
@@ -120,6 +180,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
         pass  # a page polling every 2 s would flood the terminal
+
+    def handle_one_request(self) -> None:
+        self.server.request_began(self.connection)
+        super().handle_one_request()
 
     # --- routes ---------------------------------------------------------------------------------
     def do_GET(self) -> None:  # noqa: N802 (the base class's naming)

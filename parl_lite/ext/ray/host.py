@@ -2,7 +2,8 @@
 
 A call's reply is the method's value itself (as with a plain Ray actor), or a :class:`Reply` when
 the method raised or printed: exceptions travel as :class:`parl_lite.remote.errors.RemoteFailure`
-(so the caller raises them with their own type, as on the local pool, never as ``RayTaskError``),
+(so the caller raises them with their own type, as on the local pool, never as ``RayTaskError``;
+``SystemExit`` and ``KeyboardInterrupt`` too, which Ray would take for the end of the actor),
 and what the actor printed since the last reply travels with it (so the caller prints it before
 the call returns, as on the local pool).
 
@@ -126,7 +127,7 @@ class ActorHost:
     def _run(self, function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
             value = function(*writable(args), **writable(kwargs))
-        except Exception as exc:
+        except BaseException as exc:  # sys.exit() and KeyboardInterrupt too: Ray would end the actor
             return Reply(False, RemoteFailure.from_exception(exc), self._take_output())
         if self._output:
             return Reply(True, value, self._take_output())
