@@ -81,3 +81,14 @@ class Keeper:
 
     def pid(self) -> int:
         return os.getpid()
+
+
+
+class Outsider:
+    """Replaces its process's program."""
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def exec_sleeper(self, seconds: float) -> None:
+        os.execv(sys.executable, [sys.executable, "-c", f"import time; time.sleep({seconds})"])

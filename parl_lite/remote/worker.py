@@ -170,6 +170,9 @@ def run_forked_worker(fd: int, segment_prefix: str) -> None:
     status = 0
     try:
         _warm_up(segment_prefix)
+        # not inherited by a program the actor execs (the zygote's fd arrives inheritable): the
+        # connection closes with the old program, so the caller learns at once that the actor is gone
+        os.set_inheritable(fd, False)
         serve(Connection(fd), segment_prefix)
     except BaseException:
         status = 1

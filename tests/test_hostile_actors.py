@@ -1,0 +1,40 @@
+"""Issue 23, actors: an actor that replaces its program (``os.execv``), on the local pool (real
+worker processes)."""
+import time
+
+import pytest
+
+import parl_lite
+from parl_lite import remote_class
+
+from remote_actors import Counter
+from remote_helpers import assert_nothing_left, wait_for_exit
+from remote_hostile_actors import Outsider
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture
+def pool():
+    parl_lite.shutdown()
+    backend = parl_lite.connect(num_workers=1)
+    yield backend
+    pids = [worker["pid"] for worker in backend.status()["workers"]] + [backend.status()["zygote_pid"]]
+    parl_lite.shutdown()
+    assert_nothing_left(pids, backend.session_prefix)
+
+
+def test_an_actor_that_execs_fails_its_caller_at_once_and_the_pool_stays_healthy(pool):
+    bystander = remote_class(Counter)()
+    actor = remote_class(Outsider, wait=False)()
+    pid = actor.pid().result(timeout=30)
+    started = time.monotonic()
+    with pytest.raises(parl_lite.ActorDiedError, match=rf"Outsider.exec_sleeper\(\) \(worker pid {pid}\).*os.exec"):
+        actor.exec_sleeper(60).result(timeout=20)  # before the fix: blocked until the program ended
+    assert time.monotonic() - started < 10
+    assert wait_for_exit(pid, timeout=5), "the program the actor exec'd outlived it"
+    with pytest.raises(parl_lite.ActorDiedError):
+        actor.pid().result(timeout=5)
+    assert bystander.add(1) == 1
+    assert remote_class(Counter)().add(2) == 2
+
