@@ -1,5 +1,5 @@
-"""Issue 23, actors: an actor that replaces its program (``os.execv``), on the local pool (real
-worker processes)."""
+"""Issue 23, actors: an actor that replaces its program (``os.execv``) and one that writes bytes
+to ``sys.stdout.buffer``, on the local pool (real worker processes)."""
 import time
 
 import pytest
@@ -38,3 +38,11 @@ def test_an_actor_that_execs_fails_its_caller_at_once_and_the_pool_stays_healthy
     assert bystander.add(1) == 1
     assert remote_class(Counter)().add(2) == 2
 
+
+def test_bytes_written_to_stdout_buffer_are_captured(pool, capfd):
+    actor = remote_class(Outsider)()
+    pid = actor.pid()
+    capfd.readouterr()
+    # a character cut in two writes is decoded whole; the output is printed before the reply is
+    assert actor.write_bytes("caf\u00e9 ".encode() + b"\xe2\x82", b"\xac bytes\n", b"\xff end") == 21
+    assert capfd.readouterr().out == f"(Outsider pid={pid}) caf\u00e9 \u20ac bytes\n(Outsider pid={pid}) \ufffd end\n"
