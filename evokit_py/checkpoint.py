@@ -100,7 +100,7 @@ def read_checkpoint(path: "str | os.PathLike") -> tuple[dict, dict[str, dict[str
         raise
     except DatasetError as error:
         raise SolverCheckpointError(f"solver checkpoint {path}: {error}") from error
-    except (OSError, KeyError, ValueError, TypeError) as error:
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
         raise SolverCheckpointError(f"solver checkpoint {path} is truncated or corrupted: {error}") from error
     return attrs, groups
 

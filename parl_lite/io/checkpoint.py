@@ -107,7 +107,7 @@ def load(
         raise
     except DatasetError as error:
         raise CheckpointError(f"checkpoint {path}: {error}") from error
-    except (OSError, KeyError, ValueError, TypeError) as error:
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
         raise CheckpointError(f"checkpoint {path} is truncated or corrupted: {error}") from error
     for role, model in models.items():
         model.set_weights(weights[role])
@@ -120,7 +120,8 @@ def open_checkpoint(path: Path) -> h5py.File:
     """Open the checkpoint ``path`` for reading (see :func:`parl_lite.io.datasets.open_hdf5`).
 
     Raises:
-        CheckpointError: ``path`` is missing, a folder, or not a readable HDF5 file.
+        CheckpointError: ``path`` is missing, not a regular file (the message says what it is),
+            not a readable HDF5 file, or corrupted or crafted (see ``open_hdf5``).
     """
     return open_hdf5(path, "checkpoint", CheckpointError)
 
