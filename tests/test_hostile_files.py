@@ -143,6 +143,22 @@ def test_a_bit_flipped_in_an_object_header_of_a_solver_checkpoint_is_named(tmp_p
     assert result.exit_code == 1 and f"solver checkpoint {path} is corrupted" in result.output, result.output
 
 
+@pytest.mark.parametrize("where, error, message", [
+    ("folder", IsADirectoryError, "cannot write {tmp}/folder: it is a folder"),
+    ("ok.h5/sub.h5", NotADirectoryError, "cannot write {tmp}/ok.h5/sub.h5: {tmp}/ok.h5 is a file, not a folder"),
+    ("ok.h5/deeper/sub.h5", NotADirectoryError, "{tmp}/ok.h5 is a file, not a folder"),
+    ("", ValueError, "cannot write a file at an empty path"),
+])
+def test_saving_to_a_path_that_cannot_be_a_file_says_why(tmp_path, where, error, message):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "ok.h5").write_text("a file")
+    path = str(tmp_path / where) if where else ""
+    with pytest.raises(error) as caught:
+        make_agent(0).save(path)
+    assert message.format(tmp=tmp_path) in str(caught.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "ok.h5"]  # no temporary left
+
+
 @pytest.mark.timeout(30, method="thread")
 def test_restoring_a_fifo_says_what_it_is_without_blocking(tmp_path):
     os.mkfifo(tmp_path / "a.h5")

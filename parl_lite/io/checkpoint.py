@@ -31,6 +31,7 @@ import paddle
 
 from parl_lite.core.model import Model, _weight_problems
 from parl_lite.io.atomic import write_hdf5_atomically
+from parl_lite.io.paths import check_destination
 from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_range, dataset_names, open_hdf5,
                                    read_dataset, write_dataset)
 from parl_lite.version import __version__
@@ -63,8 +64,13 @@ def save(
 
     The file is written next to ``path`` under a temporary name, flushed to disk and renamed over
     ``path``: a process killed mid-save leaves the previous checkpoint intact.
+
+    Raises:
+        ValueError: ``path`` is empty or names a folder (``.``, ``..``).
+        IsADirectoryError, NotADirectoryError: ``path`` is a folder, or one of its parents is a
+            file (the message names it); other ``OSError``: no space, no permission, ...
     """
-    path = Path(path)
+    path = check_destination(path)
     if not models:
         raise CheckpointError(f"nothing to save to {path}: the algorithm has no parl_lite.Model attribute")
 
