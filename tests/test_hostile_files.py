@@ -123,6 +123,46 @@ def test_6_a_checkpoint_that_reads_other_files_is_refused(tmp_path, storage):
         make_agent(1).restore(tmp_path / "a.h5")
 
 
+# ---------------------------------------------------------------- 9. values that pass the checksum
+
+
+def test_9_an_optimizer_restored_and_not_stepped_can_be_saved(tmp_path):
+    trained = make_agent(0)
+    trained.learn(*fixed_batch(0))
+    trained.save(tmp_path / "a.h5", with_optimizer=True)
+    resumed = make_agent(1)
+    resumed.restore(tmp_path / "a.h5")
+    resumed.save(tmp_path / "b.h5", with_optimizer=True)  # before any update (the optimizer holds numpy)
+    with h5py.File(tmp_path / "a.h5", "r") as first, h5py.File(tmp_path / "b.h5", "r") as second:
+        names: list[str] = []
+        first["optimizers"].visititems(lambda name, item: None if isinstance(item, h5py.Group) else names.append(name))
+        assert len(names) == 16  # Adam: 4 slots of 4 parameters
+        for name in names:
+            np.testing.assert_array_equal(first["optimizers"][name][()], second["optimizers"][name][()])
+    again = make_agent(2)
+    again.restore(tmp_path / "b.h5")
+    again.learn(*fixed_batch(1))
+    trained.learn(*fixed_batch(1))
+    for name, value in trained.get_weights().items():
+        np.testing.assert_allclose(again.get_weights()[name], value, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.timeout(240)
+def test_9_train_ppo_resumed_and_saved_before_any_update_writes_its_checkpoint(tmp_path):
+    short = ["--total-steps", "256", "--rollout-steps", "32", "--num-envs", "4", "--epochs", "1",
+             "--eval-every", "100000", "--target", "1e9"]
+    script = str(ROOT / "scripts" / "train_ppo.py")
+    first = subprocess.run([sys.executable, script, *short, "--save", str(tmp_path / "x.h5")], env=ENV,
+                           capture_output=True, text=True, timeout=150)
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = subprocess.run([sys.executable, script, *short, "--resume", str(tmp_path / "x.h5"),
+                             "--save", str(tmp_path / "y.h5")], env=ENV, capture_output=True, text=True, timeout=150)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert (tmp_path / "y.h5").is_file()
+    with h5py.File(tmp_path / "y.h5", "r") as file:
+        assert "optimizers" in file
+
+
 # ---------------------------------------------------------------- minor: corrupt headers, bad paths
 
 

@@ -159,11 +159,13 @@ def _write(file: h5py.File, models, optimizers, owner) -> None:
             if key == _LR_SCHEDULER_KEY:
                 group.attrs["lr_scheduler"] = json.dumps(value)
                 continue
-            if not isinstance(value, paddle.Tensor):
+            # an optimizer restored but not stepped since holds the restored arrays as given (paddle
+            # creates its accumulators at the first step), so its state is numpy until then
+            if not isinstance(value, paddle.Tensor | np.ndarray):
                 raise CheckpointError(f"optimizer {opt_name!r}: state entry {key!r} of type "
                                       f"{type(value).__name__} cannot be saved")
             parameter, slot = _split_accumulator_key(key, structured, opt_name)
-            write_dataset(group, f"{parameter}/{slot}", value.numpy())
+            write_dataset(group, f"{parameter}/{slot}", np.asarray(value))
 
 
 def _check_header(file: h5py.File, path: Path) -> int:
