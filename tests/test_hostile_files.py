@@ -107,6 +107,27 @@ def test_6_es_train_resume_refuses_best_params_declaring_more_than_the_file_hold
     assert "MemoryError" not in result.stderr and "Traceback" not in result.stderr
 
 
+def test_6_restore_checks_shapes_against_the_model_before_reading_any_value(tmp_path):
+    # fc1.weight has the wrong shape *and* corrupted bytes: the shape is named, so it was checked
+    # before the values were read (their checksum would fail on reading)
+    make_agent(0).save(tmp_path / "a.h5")
+    _forge(tmp_path / "a.h5", "models/model/fc1.weight", np.zeros((5, 20), np.float32))
+    _patch_dataset_bytes(tmp_path / "a.h5", "models/model/fc1.weight")
+    with pytest.raises(parl_lite.CheckpointError, match=r"fc1.weight' has shape \(5, 20\), expected \(4, 20\)"):
+        make_agent(1).restore(tmp_path / "a.h5")
+
+
+def test_6_restore_checks_accumulator_shapes_before_reading_any_value(tmp_path):
+    agent = make_agent(0)
+    agent.learn(*fixed_batch(0))
+    agent.save(tmp_path / "a.h5", with_optimizer=True)
+    name = "optimizers/optimizer/model/fc2.bias/moment2_0"
+    _forge(tmp_path / "a.h5", name, np.zeros(7, np.float32))
+    _patch_dataset_bytes(tmp_path / "a.h5", name)
+    with pytest.raises(parl_lite.CheckpointError, match=r"fc2.bias/moment2_0: shape \(7,\), expected"):
+        make_agent(1).restore(tmp_path / "a.h5")
+
+
 @pytest.mark.timeout(30, method="thread")  # a read blocked on the FIFO ignores signals
 @pytest.mark.parametrize("storage", ["external link", "external storage"])
 def test_6_a_checkpoint_that_reads_other_files_is_refused(tmp_path, storage):

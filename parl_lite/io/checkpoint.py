@@ -14,10 +14,12 @@ Optimizer accumulators are stored under the *structured* parameter name rather t
 generated one (``linear_0.w_0``), so a checkpoint restores into a fresh process.
 
 Every dataset carries the CRC-32 of its values (attribute ``crc32``, see
-:mod:`parl_lite.io.datasets`, new in format 2). Loading checks the checksums, that every value is
-finite, that each accumulator has its parameter's shape (or is a scalar such as Adam's
-``beta1_pow_acc``, which must be in [0, 1]) and that the learning-rate scheduler's step count is in
-range, before anything is changed. Format 1 files (no checksums) load with the value checks only.
+:mod:`parl_lite.io.datasets`, new in format 2). Loading first checks the file's structure (see
+:func:`parl_lite.io.datasets.open_hdf5`) and the declared shapes and dtypes of the weights and
+accumulators against the models, reading no value; then the checksums, that every value is finite,
+that each accumulator has its parameter's shape (or is a scalar such as Adam's ``beta1_pow_acc``,
+which must be in [0, 1]) and that the learning-rate scheduler's step count is in range, before
+anything is changed. Format 1 files (no checksums) load with the value checks only.
 """
 import json
 import os
@@ -212,22 +214,46 @@ def read_weights(file: h5py.File, path: Path, role: str, role_option: str | None
         raise CheckpointError(f"checkpoint {path}: {error}") from error
 
 
+def _models_group(file: h5py.File, path: Path) -> "h5py.Group | dict":
+    """The ``models`` group (empty when missing)."""
+    group = file.get("models", {})
+    if not isinstance(group, h5py.Group | dict):
+        raise CheckpointError(f"checkpoint {path} is corrupted: 'models' is not a group")
+    return group
+
+
+def _datasets(group: h5py.Group) -> dict[str, h5py.Dataset]:
+    """The datasets directly in ``group``; anything else there is corruption."""
+    datasets = {}
+    for name in group.keys():
+        item = group[name]
+        if not isinstance(item, h5py.Dataset):
+            raise DatasetError(f"{item.name.lstrip('/')}: a group where a dataset was expected")
+        datasets[name] = item
+    return datasets
+
+
+def _declared(dataset: h5py.Dataset) -> np.ndarray:
+    """An array of ``dataset``'s declared shape and dtype that reads nothing and takes no memory,
+    to check a file's layout against a model before any value is read."""
+    return np.broadcast_to(np.zeros((), dataset.dtype), dataset.shape)
+
+
 def _read_weights(file: h5py.File, path: Path, models: Mapping[str, Model],
                   version: int) -> dict[str, dict[str, np.ndarray]]:
-    stored_roles = set(file.get("models", {}).keys())
+    stored_roles = set(_models_group(file, path).keys())
     missing_roles = [role for role in models if role not in stored_roles]
     if missing_roles:
         raise CheckpointError(f"checkpoint {path} has no weights for model(s) {missing_roles} "
                               f"(it holds {sorted(stored_roles)})")
-    weights = {}
+    datasets = {role: _datasets(file["models"][role]) for role in models}
     problems = []
-    for role, model in models.items():
-        group = file["models"][role]
-        weights[role] = {name: _read(group[name], version) for name in group.keys()}
-        problems += [f"{role}: {problem}" for problem in _weight_problems(model.state_dict(), weights[role])]
+    for role, model in models.items():  # shapes and dtypes first: nothing is read for a file that does not fit
+        declared = {name: _declared(dataset) for name, dataset in datasets[role].items()}
+        problems += [f"{role}: {problem}" for problem in _weight_problems(model.state_dict(), declared)]
     if problems:
         raise CheckpointError(f"checkpoint {path} does not fit: " + "; ".join(problems))
-    return weights
+    return {role: {name: _read(dataset, version) for name, dataset in datasets[role].items()} for role in models}
 
 
 def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, version: int) -> dict[str, dict]:
@@ -242,13 +268,17 @@ def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, vers
             raise CheckpointError(f"checkpoint {path} holds optimizer {opt_name!r}, which the algorithm "
                                   f"does not have (it has {sorted(optimizers)})")
         state: dict[str, Any] = {}
-        for name in dataset_names(group):
-            parameter, slot = name.rsplit("/", 1)
+        names = dataset_names(group)
+        for name in names:  # every layout first: nothing is read for a file that does not fit
+            parameter = name.rpartition("/")[0]
             if parameter not in unique_names:
                 raise CheckpointError(f"checkpoint {path}: optimizer {opt_name!r} has state for unknown "
                                       f"parameter {parameter!r}")
+            _check_accumulator_layout(group[name], shapes[parameter])
+        for name in names:
+            parameter, slot = name.rsplit("/", 1)
             value = _read(group[name], version)
-            _check_accumulator(f"{group.name.lstrip('/')}/{name}", value, shapes[parameter], slot)
+            _check_accumulator_range(group[name].name.lstrip("/"), value, shapes[parameter], slot)
             state[f"{unique_names[parameter]}_{slot}"] = value
         if "lr_scheduler" in group.attrs:
             state[_LR_SCHEDULER_KEY] = _read_scheduler(group, path)
@@ -256,17 +286,22 @@ def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, vers
     return states
 
 
-def _check_accumulator(name: str, value: np.ndarray, parameter_shape: tuple[int, ...], slot: str) -> None:
-    """An accumulator has its parameter's shape (moments, velocities) or is a scalar (powers of
-    Adam's betas, which stay in [0, 1]; 0 in :class:`parl_lite.algorithms.optimizers.RMSprop`)."""
-    if value.dtype.kind != "f":
-        raise DatasetError(f"{name}: dtype {value.dtype}, expected a float type")
-    if value.size == 1 and value.shape != parameter_shape:
-        if "_pow_acc" in slot and not 0 <= float(value.reshape(-1)[0]) <= 1:
-            raise DatasetError(f"{name}: {float(value.reshape(-1)[0])} is out of range [0, 1]")
-        return
-    if value.shape != parameter_shape:
-        raise DatasetError(f"{name}: shape {value.shape}, expected the parameter's shape {parameter_shape}")
+def _check_accumulator_layout(dataset: h5py.Dataset, parameter_shape: tuple[int, ...]) -> None:
+    """An accumulator (declared, not read) is a float array of its parameter's shape (moments,
+    velocities) or a float scalar (powers of Adam's betas; 0 in
+    :class:`parl_lite.algorithms.optimizers.RMSprop`)."""
+    name = dataset.name.lstrip("/")
+    if dataset.dtype.kind != "f":
+        raise DatasetError(f"{name}: dtype {dataset.dtype}, expected a float type")
+    if dataset.shape != parameter_shape and dataset.size != 1:
+        raise DatasetError(f"{name}: shape {dataset.shape}, expected the parameter's shape {parameter_shape}")
+
+
+def _check_accumulator_range(name: str, value: np.ndarray, parameter_shape: tuple[int, ...], slot: str) -> None:
+    """The powers of Adam's betas, scalars, stay in [0, 1]."""
+    if value.size == 1 and value.shape != parameter_shape and "_pow_acc" in slot \
+            and not 0 <= float(value.reshape(-1)[0]) <= 1:
+        raise DatasetError(f"{name}: {float(value.reshape(-1)[0])} is out of range [0, 1]")
 
 
 def _read_scheduler(group: h5py.Group, path: Path) -> dict:
