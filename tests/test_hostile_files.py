@@ -59,6 +59,60 @@ def _flip_bit_in_object_header(path: Path, name: str) -> None:
         handle.write(bytes([byte ^ 0x01]))
 
 
+def _export_cli(checkpoint: Path, *args, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(PARL_LITE), "export", str(checkpoint), "--input-shape", "None,4", *args], cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=150)
+
+
+# ---------------------------------------------------------------- 5. a crafted checkpoint runs code
+
+EVIL_MODULE = """
+from pathlib import Path
+Path(__file__).with_name("imported").write_text("the checkpoint ran this module")
+"""
+
+
+@pytest.fixture
+def evil_folder(tmp_path):
+    """A folder holding ``evilmod.py`` (which leaves a file ``imported`` when imported) and a
+    checkpoint that names ``evilmod.Model`` as its model class."""
+    (tmp_path / "evilmod.py").write_text(EVIL_MODULE)
+    make_agent(0).save(tmp_path / "a.h5")
+    with h5py.File(tmp_path / "a.h5", "r+") as file:
+        file["models/model"].attrs["class"] = "evilmod.Model"
+    return tmp_path
+
+
+@pytest.mark.timeout(180)
+def test_5_export_imports_nothing_a_checkpoint_names_unless_asked(evil_folder):
+    result = _export_cli(evil_folder / "a.h5", cwd=evil_folder)
+    assert not (evil_folder / "imported").exists(), "export ran ./evilmod.py"
+    assert result.returncode == 1, result.stderr
+    assert "would import module 'evilmod'" in result.stderr and "--import-recorded-class" in result.stderr
+    assert "--model-class evilmod:Model" in result.stderr, result.stderr
+
+
+@pytest.mark.timeout(180)
+def test_5_export_does_not_search_the_current_folder_unless_given(evil_folder):
+    result = _export_cli(evil_folder / "a.h5", "--import-recorded-class", cwd=evil_folder)
+    assert not (evil_folder / "imported").exists(), "export ran ./evilmod.py"
+    assert result.returncode == 1 and "cannot import module 'evilmod'" in result.stderr, result.stderr
+    assert "--app-dir" in result.stderr, result.stderr
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("class_path", ["../evilmod.Model", "evil-mod.Model", ".evilmod.Model", "evilmod.Model()",
+                                        "evilmod", "evilmod:", "os.path/evilmod:Model", "evilmod:Model x"])
+def test_5_class_paths_that_are_not_dotted_names_are_refused_before_any_import(evil_folder, class_path):
+    with h5py.File(evil_folder / "a.h5", "r+") as file:
+        file["models/model"].attrs["class"] = class_path
+    for how in (["--import-recorded-class"], ["--model-class", class_path]):
+        result = CliRunner().invoke(main, ["export", str(evil_folder / "a.h5"), "--input-shape", "None,4",
+                                           "--app-dir", str(evil_folder), *how])
+        assert result.exit_code != 0 and "dotted Python names only" in result.output, (how, result.output)
+    assert not (evil_folder / "imported").exists()
+
+
 # ---------------------------------------------------------------- 6. decompression bombs
 
 

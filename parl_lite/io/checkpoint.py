@@ -38,7 +38,8 @@ from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_ran
                                    read_dataset, write_dataset)
 from parl_lite.version import __version__
 
-__all__ = ["CheckpointError", "save", "load", "open_checkpoint", "read_weights", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["CheckpointError", "save", "load", "open_checkpoint", "model_group", "qualified_name", "FORMAT",
+           "FORMAT_VERSION"]
 
 FORMAT = "parl_lite.checkpoint"
 FORMAT_VERSION = 2
@@ -139,13 +140,13 @@ def _write(file: h5py.File, models, optimizers, owner) -> None:
     file.attrs["format_version"] = FORMAT_VERSION
     file.attrs["parl_lite_version"] = __version__
     main_model = models.get("model", next(iter(models.values())))
-    file.attrs["model_class"] = _qualified_name(type(main_model))
+    file.attrs["model_class"] = qualified_name(type(main_model))
     if owner is not None:
-        file.attrs["owner_class"] = _qualified_name(owner)
+        file.attrs["owner_class"] = qualified_name(owner)
     models_group = file.create_group("models")
     for role, model in models.items():
         group = models_group.create_group(role)
-        group.attrs["class"] = _qualified_name(type(model))
+        group.attrs["class"] = qualified_name(type(model))
         constructor_args = model.constructor_args()
         if constructor_args is not None:
             group.attrs["constructor_args"] = json.dumps(constructor_args)
@@ -190,8 +191,9 @@ def _read(dataset: h5py.Dataset, version: int) -> np.ndarray:
     return value
 
 
-def read_weights(file: h5py.File, path: Path, role: str, role_option: str | None = None) -> dict[str, np.ndarray]:
-    """The checked weights of model ``role`` (checksums, finite values), without any model at hand.
+def model_group(file: h5py.File, path: Path, role: str, role_option: str | None = None) -> h5py.Group:
+    """The group of model ``role`` (its weights, its ``class`` and ``constructor_args`` attributes),
+    after checking the file's header; no value is read.
 
     Args:
         file: the open checkpoint (see :func:`open_checkpoint`).
@@ -200,18 +202,14 @@ def read_weights(file: h5py.File, path: Path, role: str, role_option: str | None
         role_option: the command-line option that chooses the role, named when the role is missing.
 
     Raises:
-        CheckpointError: the header is wrong, the role is missing, or a value is corrupted.
+        CheckpointError: the header is wrong or the role is missing.
     """
-    version = _check_header(file, path)
-    roles = sorted(file.get("models", {}).keys())
+    _check_header(file, path)
+    roles = sorted(_models_group(file, path).keys())
     if role not in roles:
         hint = f"; choose one with {role_option}" if role_option else ""
         raise CheckpointError(f"checkpoint {path} has no model role {role!r} (it holds {roles}){hint}")
-    group = file["models"][role]
-    try:
-        return {name: _read(group[name], version) for name in group.keys()}
-    except DatasetError as error:
-        raise CheckpointError(f"checkpoint {path}: {error}") from error
+    return file["models"][role]
 
 
 def _models_group(file: h5py.File, path: Path) -> "h5py.Group | dict":
@@ -339,5 +337,6 @@ def _split_accumulator_key(key: str, structured: Mapping[str, str], opt_name: st
                           f"algorithm's models; give every optimized parameter's model to the algorithm")
 
 
-def _qualified_name(cls: type) -> str:
+def qualified_name(cls: type) -> str:
+    """``module.QualifiedName`` of ``cls``, as a checkpoint records a model's class."""
     return f"{cls.__module__}.{cls.__qualname__}"
