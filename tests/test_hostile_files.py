@@ -182,6 +182,18 @@ def test_6_restore_checks_accumulator_shapes_before_reading_any_value(tmp_path):
         make_agent(1).restore(tmp_path / "a.h5")
 
 
+@pytest.mark.timeout(120)
+def test_6_solver_checkpoint_shapes_are_checked_before_reading_any_value(tmp_path):
+    path = _trained_checkpoint(tmp_path)
+    with h5py.File(path, "r") as file:
+        count = file["params"].shape[0]
+    _forge(path, "extra/best_params", np.zeros(count + 1))
+    _patch_dataset_bytes(path, "extra/best_params")
+    result = _es_cli(tmp_path, "train.generations=4", extra=["--resume"])
+    assert result.exit_code == 1 and f"extra/best_params: shape ({count + 1},), expected ({count},)" in result.output
+    assert "checksum" not in result.output, result.output
+
+
 @pytest.mark.timeout(30, method="thread")  # a read blocked on the FIFO ignores signals
 @pytest.mark.parametrize("storage", ["external link", "external storage"])
 def test_6_a_checkpoint_that_reads_other_files_is_refused(tmp_path, storage):
@@ -199,6 +211,32 @@ def test_6_a_checkpoint_that_reads_other_files_is_refused(tmp_path, storage):
 
 
 # ---------------------------------------------------------------- 9. values that pass the checksum
+
+
+def _solver_value(path: Path, name: str):
+    with h5py.File(path, "r") as file:
+        return file[name][()]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("dataset, make_value, message", [
+    ("solver/theta", lambda theta, gen: np.full_like(theta, 1e300), "solver/theta: values up to 1e+300, beyond"),
+    ("solver/sigma", lambda sigma, gen: np.float64(-1.0), "solver/sigma: -1.0, expected a step size > 0"),
+    ("solver/sigma", lambda sigma, gen: np.complex128(0.05 + 1j), "solver/sigma: dtype complex128, expected real"),
+    ("solver/sigma", lambda sigma, gen: np.full(3, 0.05), "solver/sigma: shape (3,), expected a scalar"),
+    ("solver/theta", lambda theta, gen: theta[:-1], "solver/theta: shape"),
+    ("solver/history/versions", lambda versions, gen: versions + gen, "solver/history/versions: "),
+    ("solver/history/versions", lambda versions, gen: np.zeros_like(versions) + gen - 1, "holds a version twice"),
+])
+def test_9_solver_values_that_pass_the_checksum_are_refused(tmp_path, dataset, make_value, message):
+    path = _trained_checkpoint(tmp_path, "train.generations=3")
+    generation = int(_solver_value(path, "solver/generation"))
+    value = _solver_value(path, dataset)
+    assert np.size(value) >= (2 if "versions" in dataset else 1)  # the run kept versions for stale samples
+    _forge(path, dataset, make_value(value, generation))
+    result = _es_cli(tmp_path, "train.generations=5", extra=["--resume"])
+    assert result.exit_code == 1 and message in result.output and str(path) in result.output, result.output
+    assert "generations/s" not in result.output
 
 
 def test_9_an_optimizer_restored_and_not_stepped_can_be_saved(tmp_path):
