@@ -8,20 +8,11 @@ import parl_lite
 from parl_lite import remote_class
 
 from remote_actors import Counter
-from remote_helpers import assert_nothing_left, wait_for_exit
+from remote_helpers import wait_for_exit
 from remote_hostile_actors import Outsider
+from test_remote_hardening import pool  # noqa: F401  (the fixture: a pool of 2 workers, checked to leave nothing)
 
 pytestmark = pytest.mark.timeout(90)
-
-
-@pytest.fixture
-def pool():
-    parl_lite.shutdown()
-    backend = parl_lite.connect(num_workers=1)
-    yield backend
-    pids = [worker["pid"] for worker in backend.status()["workers"]] + [backend.status()["zygote_pid"]]
-    parl_lite.shutdown()
-    assert_nothing_left(pids, backend.session_prefix)
 
 
 def test_an_actor_that_execs_fails_its_caller_at_once_and_the_pool_stays_healthy(pool):
