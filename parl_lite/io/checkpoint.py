@@ -266,17 +266,17 @@ def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, vers
             raise CheckpointError(f"checkpoint {path} holds optimizer {opt_name!r}, which the algorithm "
                                   f"does not have (it has {sorted(optimizers)})")
         state: dict[str, Any] = {}
-        names = dataset_names(group)
-        for name in names:  # every layout first: nothing is read for a file that does not fit
+        datasets = {name: group[name] for name in dataset_names(group)}
+        for name, dataset in datasets.items():  # every layout first: nothing is read for a file that does not fit
             parameter = name.rpartition("/")[0]
             if parameter not in unique_names:
                 raise CheckpointError(f"checkpoint {path}: optimizer {opt_name!r} has state for unknown "
                                       f"parameter {parameter!r}")
-            _check_accumulator_layout(group[name], shapes[parameter])
-        for name in names:
+            _check_accumulator_layout(dataset, shapes[parameter])
+        for name, dataset in datasets.items():
             parameter, slot = name.rsplit("/", 1)
-            value = _read(group[name], version)
-            _check_accumulator_range(group[name].name.lstrip("/"), value, shapes[parameter], slot)
+            value = _read(dataset, version)
+            _check_accumulator_range(f"{group.name.lstrip('/')}/{name}", value, shapes[parameter], slot)
             state[f"{unique_names[parameter]}_{slot}"] = value
         if "lr_scheduler" in group.attrs:
             state[_LR_SCHEDULER_KEY] = _read_scheduler(group, path)
