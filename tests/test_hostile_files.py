@@ -100,6 +100,16 @@ def test_5_export_does_not_search_the_current_folder_unless_given(evil_folder):
     assert "--app-dir" in result.stderr, result.stderr
 
 
+def test_5_only_parl_lites_own_classes_are_imported_without_asking(evil_folder):
+    (evil_folder / "parl_lite_evil.py").write_text(EVIL_MODULE)  # a name that merely starts like ours
+    with h5py.File(evil_folder / "a.h5", "r+") as file:
+        file["models/model"].attrs["class"] = "parl_lite_evil.Model"
+    result = CliRunner().invoke(main, ["export", str(evil_folder / "a.h5"), "--input-shape", "None,4",
+                                       "--app-dir", str(evil_folder)])
+    assert result.exit_code == 1 and "--import-recorded-class" in result.output, result.output
+    assert not (evil_folder / "imported").exists()
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("class_path", ["../evilmod.Model", "evil-mod.Model", ".evilmod.Model", "evilmod.Model()",
                                         "evilmod", "evilmod:", "os.path/evilmod:Model", "evilmod:Model x"])

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 _DYNAMIC = {"none", "-1", "?"}
+_OWN_PACKAGE = "parl_lite."  # recorded classes of this package are imported without asking
 
 
 def _parse_shape(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[list[int | None]]:
@@ -143,7 +144,8 @@ def _recorded_kwargs(text: str, checkpoint_path: Path, role: str) -> dict[str, A
                                     "Without it, see --import-recorded-class.")
 @click.option("--import-recorded-class", is_flag=True,
               help="Import the model class that CHECKPOINT records for --role, which runs its module's "
-                   "code: only for checkpoints you trust. Without it or --model-class, nothing is imported.")
+                   "code: only for checkpoints you trust. Without it or --model-class, only parl_lite's own "
+                   "classes (shipped models) are imported.")
 @click.option("--model-kwargs", default=None, callback=_parse_kwargs,
               help="Keyword arguments of the model class's constructor, as a JSON object. Default: the "
                    "arguments recorded in the checkpoint when the class is the recorded one, else none.")
@@ -168,7 +170,8 @@ def export_command(checkpoint_path: Path, input_shapes, output: Path | None, mod
     checks the ONNX file against paddle in onnxruntime.
 
     Importing a class runs its module's code, so the class a checkpoint records is imported only
-    with --import-recorded-class; otherwise name it with --model-class.
+    with --import-recorded-class (or if it is one of parl_lite's own); otherwise name it with
+    --model-class.
 
     \b
     Example:
@@ -214,13 +217,14 @@ def export_command(checkpoint_path: Path, input_shapes, output: Path | None, mod
 
 def _chosen_class(checkpoint_path: Path, role: str, model_class: str | None, import_recorded_class: bool,
                   stored_class: str | None) -> str:
-    """The class path to import: --model-class, or the recorded one with --import-recorded-class."""
+    """The class path to import: --model-class, else the recorded one if it is parl_lite's own (a
+    shipped model: importing it runs only parl_lite's code) or with --import-recorded-class."""
     if model_class is not None:
         return model_class
     if stored_class is None:
         raise click.ClickException(f"checkpoint {checkpoint_path} records no class for model role {role!r} "
                                    f"(attribute 'class' of models/{role}); give it with --model-class")
-    if not import_recorded_class:
+    if not import_recorded_class and not stored_class.startswith(_OWN_PACKAGE):
         try:
             _check_class_path(stored_class)
         except _ClassNotUsable as error:
