@@ -59,6 +59,8 @@ _log = logging.getLogger("parl_lite.remote")
 _CLOSED = "closed"
 _OVER_MEMORY = "over_memory"
 _DIED = "died"
+_HUNG_UP = "hung_up"  # the connection closed while the process ran on (an os.exec* in the actor)
+_EXIT_GRACE = 0.1  # seconds a worker whose connection closed is given to be seen exiting
 
 
 class WorkerProcess(ActorChannel):
@@ -291,6 +293,9 @@ class WorkerProcess(ActorChannel):
                                     f"{self.max_memory} MB and was stopped")
         if self._stop_reason == _CLOSED or self._closing:
             return ActorDiedError(f"{where}: the actor was closed")
+        if self._stop_reason == _HUNG_UP:
+            return ActorDiedError(f"{where}: the worker process closed its connection while still running "
+                                  f"(did the actor call os.exec*?) and was killed")
         return ActorDiedError(f"{where}: the worker process exited")
 
     def check(self) -> None:
@@ -349,6 +354,9 @@ class WorkerProcess(ActorChannel):
         try:
             frame = self._connection.recv_bytes()
         except (EOFError, OSError):
+            if self._pidfd is not None and not select.select([self._pidfd], [], [], _EXIT_GRACE)[0]:
+                with self._lock:
+                    self._stop_reason = self._stop_reason or _HUNG_UP
             self._on_exit()
             return False
         try:
