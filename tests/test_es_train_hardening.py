@@ -132,3 +132,13 @@ def test_a_fifo_or_folder_given_as_policy_onnx_is_named_without_blocking(tmp_pat
         result.stderr
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mu", [100, 3])
+def test_a_cma_es_mu_beyond_half_the_population_is_refused(tmp_path, mu):
+    # mu = 3 of 4 was clamped to 4 and failed with a bare "math domain error"; 100 of 16 ran silently
+    result = _es_train(*_es_args(tmp_path, "solver.type=CMA_ES", f"solver.cma_es.mu={mu}", "train.generations=1"))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"solver.cma_es.mu: must be in [1, solver.population_size // 2 (2)], got {mu}" in result.stderr, \
+        result.stderr
+
+
