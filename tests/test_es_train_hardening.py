@@ -5,6 +5,7 @@ Real `parl-lite es-train` processes, real files (FIFOs made with os.mkfifo), rea
 synchronise on the processes' output and on the files they make.
 """
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -142,3 +143,17 @@ def test_a_cma_es_mu_beyond_half_the_population_is_refused(tmp_path, mu):
         result.stderr
 
 
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+@pytest.mark.timeout(120)
+def test_resuming_a_finished_run_prints_valid_json(tmp_path):
+    _trained(tmp_path)
+    result = _es_train(*_es_args(tmp_path, "train.generations=2"), "--resume")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.splitlines()[-1], parse_constant=_refuse_constant)
+    assert summary["updates"] == 2 and summary["eval_return"] is None
+
+
+# A real SIGINT, sent by the process to itself at a chosen moment of its start: when it first looks
