@@ -172,6 +172,8 @@ class TrainConfig:
     eval_every: int = field(default=1, metadata=_POSITIVE)
     eval_episodes: int = field(default=5, metadata=_POSITIVE)
     workers: int = field(default=2, metadata=_POSITIVE)
+    # local pool: allow more than evokit_py.limits.WORKERS_PER_CPU workers per CPU (memory still bounds them)
+    oversubscribe: bool = False
     address: str | None = None  # where the workers run (parl_lite.connect); None: the local pool
     checkpoint_every: int = field(default=10, metadata=_POSITIVE)
     checkpoint_dir: str = "runs/es_cartpole/checkpoints"

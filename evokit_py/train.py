@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from evokit_py.checkpoint import check_trainer_extra, read_checkpoint
-from evokit_py.config import ConfigError, ESConfig
+from evokit_py.config import ESConfig
+from evokit_py.limits import check_population
 from evokit_py.pool import EvaluationPool
 from evokit_py.training.evaluations import Evaluations
 from evokit_py.training.progress_log import ProgressLog
@@ -52,7 +53,6 @@ __all__ = ["TrainError", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", 
 CHECKPOINT_NAME = "solver.h5"
 CSV_NAME = "progress.csv"
 ONNX_NAME = "policy.onnx"
-_BYTES_PER_CANDIDATE = 1024  # sampling info, seeds and result of one candidate, in the trainer's memory
 
 
 class TrainError(ValueError):
@@ -312,12 +312,7 @@ def _check_before_training(config: ESConfig, paths: _Paths, resume: bool) -> Non
             raise TrainError(f"{key}: cannot write in {folder}: {error.strerror or error}") from error
     if paths.checkpoint.is_dir():
         raise TrainError(f"train.checkpoint_dir: {paths.checkpoint} is a folder, not a checkpoint file; move it away")
-    population = config.solver.population_size
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if population * _BYTES_PER_CANDIDATE > memory:
-        raise ConfigError(f"solver.population_size: a generation of {population} candidates needs about "
-                          f"{population * _BYTES_PER_CANDIDATE / 2**30:.0f} GiB, this machine has "
-                          f"{memory / 2**30:.0f} GiB")
+    check_population(config.solver.population_size)
     if resume and paths.checkpoint.is_file():
         _, groups = read_checkpoint(paths.checkpoint)
         check_trainer_extra(groups, paths.checkpoint)

@@ -132,8 +132,8 @@ def es_train(config_path, resume, overrides, in_process, address) -> None:
         raise click.ClickException(str(error)) from error
     except OSError as error:  # a file the run writes (the policy, the log) could not be written
         raise click.ClickException(str(error)) from error
-    except KeyboardInterrupt:  # the second Ctrl-C: stopped at once, like any interrupted command
-        click.echo("es-train: interrupted at once (the last checkpoint is the one written before)", err=True)
+    except KeyboardInterrupt:  # a Ctrl-C before training started, or the second one: stopped at once
+        click.echo("es-train: interrupted at once (the last checkpoint written, if any, is kept)", err=True)
         raise SystemExit(130) from None
     if result.summary is not None:
         click.echo(result.summary.to_json())

@@ -7,15 +7,21 @@ synchronise on the processes' output and on the files they make.
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 
 import h5py
+import numpy as np
 import pytest
 
+from backends import Cluster
 from evokit_py.config import ConfigError, load_config, resolve_config
+from evokit_py.limits import WORKERS_PER_CPU, check_local_workers
+from evokit_py.noise import NoiseTable
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
@@ -60,6 +66,125 @@ def _trained(tmp_path, *overrides):
     result = _es_train(*_es_args(tmp_path, "train.generations=2", "train.checkpoint_every=1", *overrides))
     assert result.returncode == 0, result.stderr
     return tmp_path / "run" / "ck" / "solver.h5"
+
+
+# ---------------------------------------------------------------- 7. resource limits
+
+
+@pytest.mark.timeout(120)
+def test_7_more_workers_than_the_cpus_take_is_refused_before_any_starts(tmp_path):
+    workers = WORKERS_PER_CPU * CPUS + 1
+    result = _es_train(*_es_args(tmp_path, f"train.workers={workers}", "train.generations=1", in_process=False))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"train.workers: {workers} workers for the {CPUS} CPU(s)" in result.stderr, result.stderr
+    assert "train.oversubscribe" in result.stderr and "es-train: CartPole" not in result.stdout
+
+
+def test_7_oversubscribe_lifts_the_cpu_bound_but_not_the_memory_bound():
+    check_local_workers(WORKERS_PER_CPU * CPUS + 1, oversubscribe=True)
+    with pytest.raises(ConfigError, match=r"^train\.workers: 100000 worker processes need at least .* available"):
+        check_local_workers(100_000, oversubscribe=True)
+
+
+@pytest.mark.timeout(120)
+def test_7_a_hundred_thousand_workers_are_refused_on_memory(tmp_path):
+    result = _es_train(*_es_args(tmp_path, "train.workers=100000", "train.oversubscribe=true", "train.generations=1",
+                                 in_process=False))
+    assert result.returncode == 1 and "train.workers: 100000 worker processes need" in result.stderr, result.stderr
+    assert "memory available" in result.stderr and "es-train: CartPole" not in result.stdout
+
+
+@pytest.mark.timeout(180)
+def test_7_more_workers_than_the_cluster_has_cpus_is_refused_at_once(tmp_path):
+    cluster = Cluster(tmp_path / "cluster")
+    cluster.start(cpus=1)
+    try:
+        result = _es_train(*_es_args(tmp_path, "train.workers=3", "train.generations=1", in_process=False),
+                           "--address", cluster.address, env={**cluster.env, "PYTHONPATH": ENV["PYTHONPATH"]})
+    finally:
+        cluster.stop()
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"train.workers: 3 workers, the parl_lite cluster at {cluster.address} has 1 CPU(s) on 1 node(s)" \
+           in result.stderr, result.stderr
+
+
+@pytest.mark.timeout(120)
+def test_7_a_noise_table_larger_than_shared_memory_is_refused_before_it_is_made(tmp_path):
+    process = _start(*_es_args(tmp_path, "solver.sampling.gaussian_sampling.cache_size=100000000000",
+                               "train.generations=1"))
+    _, stderr = process.communicate(timeout=100)
+    assert process.returncode == 1, stderr
+    assert "solver.sampling.gaussian_sampling.cache_size: 100000000000 values need 372.5 GiB of shared memory" \
+           in stderr and "/dev/shm has" in stderr, stderr
+    assert _noise_segments(process.pid) == []
+
+
+def _big_table_size():
+    """Values of a table that fits here with room to spare and takes many blocks to build (1 GB;
+    less where /dev/shm or the memory is small)."""
+    shm = os.statvfs("/dev/shm")
+    room = min(shm.f_bavail * shm.f_frsize, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+    if room < 64 * FILL_BLOCK_BYTES:
+        pytest.skip("too little shared memory here for a table that takes many blocks to build")
+    return min(2**28, room // 16)
+
+
+def _segment_being_filled(process):
+    """The noise table segment ``process`` is filling, once its first block is written."""
+    while process.poll() is None:
+        for path in _noise_segments(process.pid):
+            try:
+                if os.stat(path).st_blocks > 0:
+                    return path
+            except FileNotFoundError:
+                pass
+        time.sleep(0.01)
+    raise AssertionError(f"es-train ended before building its table: {process.stderr.read()}")
+
+
+@pytest.mark.timeout(120)
+def test_7_ctrl_c_stops_the_noise_table_build_and_removes_the_table(tmp_path):
+    process = _start(*_es_args(tmp_path, f"solver.sampling.gaussian_sampling.cache_size={_big_table_size()}"))
+    try:
+        segment = _segment_being_filled(process)
+        filled_at_ctrl_c = os.stat(segment).st_blocks * 512
+        process.send_signal(signal.SIGINT)
+        filled = filled_at_ctrl_c
+        while process.poll() is None:  # how far the build goes after the Ctrl-C
+            try:
+                filled = max(filled, os.stat(segment).st_blocks * 512)
+            except FileNotFoundError:
+                break
+            time.sleep(0.005)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert filled - filled_at_ctrl_c <= 2 * FILL_BLOCK_BYTES, (filled_at_ctrl_c, filled)
+    assert process.returncode == 130, stderr
+    assert stderr == "es-train: interrupted at once (the last checkpoint written, if any, is kept)\n", stderr
+    assert not os.path.exists(segment)
+
+
+@pytest.mark.timeout(120)
+def test_7_the_table_of_a_run_killed_while_building_it_is_swept_by_the_next_run(tmp_path):
+    process = _start(*_es_args(tmp_path, f"solver.sampling.gaussian_sampling.cache_size={_big_table_size()}"),
+                     new_session=True)
+    try:
+        segment = _segment_being_filled(process)
+    finally:  # the whole group: Python's resource tracker, which would unlink the segment, goes too
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert os.path.exists(segment)  # nothing of the run could remove it
+    result = _es_train(*_es_args(tmp_path / "next", "train.generations=1"))
+    assert result.returncode == 0, result.stderr
+    assert not os.path.exists(segment)
+
+
+def test_7_a_table_built_block_by_block_holds_the_values_of_one_draw():
+    size = 2**22 * 2 + 5
+    with NoiseTable.create(seed=11, size=size) as table:
+        expected = np.random.default_rng(11).standard_normal(size, dtype=np.float32)
+        assert np.array_equal(table.values, expected)
 
 
 # ---------------------------------------------------------------- smaller ones
