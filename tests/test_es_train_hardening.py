@@ -8,6 +8,7 @@ import glob
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from backends import Cluster
 from evokit_py.config import ConfigError, load_config, resolve_config
 from evokit_py.limits import WORKERS_PER_CPU, check_local_workers
 from evokit_py.noise import NoiseTable
+from evokit_py.training.run_lock import LOCK_NAME
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
@@ -187,6 +189,54 @@ def test_7_a_table_built_block_by_block_holds_the_values_of_one_draw():
         assert np.array_equal(table.values, expected)
 
 
+# ---------------------------------------------------------------- 8. one run per folder
+
+
+@pytest.mark.timeout(180)
+def test_8_a_second_run_in_a_folder_in_use_is_refused_and_says_who_holds_it(tmp_path):
+    first = _start(*_es_args(tmp_path, "train.generations=100000"))
+    try:
+        _wait_for_line(first, "generations       1/")
+        second = _es_train(*_es_args(tmp_path, "train.generations=2"))
+        elsewhere = _es_train(*_es_args(tmp_path / "other", "train.generations=2",
+                                        f"train.checkpoint_dir={tmp_path}/run/ck"))
+        first.send_signal(signal.SIGINT)
+        _, first_stderr = first.communicate(timeout=60)
+    finally:
+        first.kill()
+    assert second.returncode == 1, second.stdout + second.stderr
+    message = second.stderr
+    assert f"train.log_dir: {tmp_path}/run is in use by another es-train run (pid {first.pid} on host " \
+           f"{socket.gethostname()}" in message, message
+    assert "started 20" in message and "parl_lite.cli es-train --in-process" in message, message
+    assert elsewhere.returncode == 1 and f"train.checkpoint_dir: {tmp_path}/run/ck is in use" in elsewhere.stderr
+    assert first.returncode == 130, first_stderr
+    rows = (tmp_path / "run" / "progress.csv").read_text().splitlines()[1:]
+    assert [int(row.split(",")[0]) for row in rows] == list(range(1, len(rows) + 1))  # the first run's rows only
+
+
+@pytest.mark.timeout(180)
+def test_8_the_lock_of_a_killed_run_is_free_for_the_next(tmp_path):
+    first = _start(*_es_args(tmp_path, "train.generations=100000", "train.checkpoint_every=1"))
+    try:
+        _wait_for_line(first, "generations       2/")
+    finally:
+        first.kill()
+    first.wait()
+    assert json.loads((tmp_path / "run" / LOCK_NAME).read_text())["pid"] == first.pid
+    result = _es_train(*_es_args(tmp_path, "train.generations=3"), "--resume")
+    assert result.returncode == 0 and "resumed from" in result.stdout, result.stderr
+
+
+@pytest.mark.timeout(60)
+def test_8_a_lock_file_that_is_a_fifo_is_named_without_blocking(tmp_path):
+    (tmp_path / "run").mkdir()
+    os.mkfifo(tmp_path / "run" / LOCK_NAME)
+    result = _es_train(*_es_args(tmp_path, "train.generations=1"), timeout=50)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"the lock file {tmp_path}/run/{LOCK_NAME} is a FIFO (named pipe), not a file" in result.stderr
+
+
 # ---------------------------------------------------------------- smaller ones
 
 
@@ -256,6 +306,17 @@ def test_a_fifo_or_folder_given_as_policy_onnx_is_named_without_blocking(tmp_pat
     result = _es_train(*_es_args(tmp_path, f"policy.onnx={path}"), timeout=50)
     assert result.returncode == 1 and f"policy.onnx: {path} is a {kind}, not an ONNX file" in result.stderr, \
         result.stderr
+
+
+@pytest.mark.timeout(120)
+def test_a_progress_csv_that_is_a_fifo_is_named_on_resume_without_blocking(tmp_path):
+    _trained(tmp_path)
+    csv_path = tmp_path / "run" / "progress.csv"
+    csv_path.unlink()
+    os.mkfifo(csv_path)
+    result = _es_train(*_es_args(tmp_path, "train.generations=4"), "--resume", timeout=100)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"train.log_dir: {csv_path} is a FIFO (named pipe), not a file; move it away" in result.stderr
 
 
 @pytest.mark.timeout(120)
