@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 import zlib
 from pathlib import Path
@@ -343,3 +344,64 @@ def test_resuming_a_finished_run_prints_valid_json(tmp_path):
 
 
 # A real SIGINT, sent by the process to itself at a chosen moment of its start: when it first looks
+# for a module (the imports of parl_lite.cli and of es-train), or first calls a function (``name()``:
+# the noise table's build, the pool's start).
+INTERRUPT_AT = textwrap.dedent("""
+    import os, runpy, signal, sys
+
+    TARGET = sys.argv.pop(1)
+
+    def interrupt():
+        os.kill(os.getpid(), signal.SIGINT)
+
+    class InterruptAtImport:
+        def find_spec(self, name, path=None, target=None):
+            if name == TARGET:
+                sys.meta_path.remove(self)
+                interrupt()
+            return None
+
+    def interrupt_at_call(frame, event, arg):
+        if event == "call" and frame.f_code.co_name + "()" == TARGET:
+            sys.setprofile(None)
+            interrupt()
+
+    if TARGET.endswith("()"):
+        sys.setprofile(interrupt_at_call)
+    else:
+        sys.meta_path.insert(0, InterruptAtImport())
+    runpy.run_module("parl_lite.cli", run_name="__main__", alter_sys=True)
+""")
+STARTING = "parl-lite: interrupted while starting\n"
+AT_ONCE = "es-train: interrupted at once (the last checkpoint written, if any, is kept)\n"
+
+
+def _wait_for_pool_gone(pid):
+    """Until no zygote of process ``pid``'s pool runs (it sweeps the pool's segments last)."""
+    deadline = time.monotonic() + 30
+    while any(f"parl_lite_{pid}_".encode() in _read(path) for path in glob.glob("/proc/[0-9]*/cmdline")):
+        assert time.monotonic() < deadline, f"the zygote of {pid} is still running"
+        time.sleep(0.05)
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("moment, line", [
+    ("click", STARTING), ("h5py", STARTING), ("onnxruntime", STARTING), ("evokit_py.training.setup", STARTING),
+    ("gymnasium.envs.classic_control.cartpole", AT_ONCE), ("_fill()", AT_ONCE), ("_receive_exactly()", AT_ONCE),
+])
+def test_a_ctrl_c_while_es_train_starts_exits_with_130_one_line_and_nothing_left(tmp_path, moment, line):
+    args = _es_args(tmp_path, "train.generations=1", in_process=False)
+    process = subprocess.Popen([sys.executable, "-c", INTERRUPT_AT, moment, *args], env=ENV,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stdout, stderr = process.communicate(timeout=100)
+    assert (process.returncode, stderr) == (130, line), stdout + stderr
+    _wait_for_pool_gone(process.pid)
+    assert glob.glob(f"/dev/shm/parl_lite_{process.pid}_*") == []
