@@ -1,13 +1,44 @@
-"""The ``parl-lite`` command line: one click group; each feature adds its commands here."""
+"""The ``parl-lite`` command line: one click group; each feature adds its commands here.
+
+A Ctrl-C while a command starts (its imports take a few tenths of a second) ends it with status
+130 and one line, not a traceback from whatever module was being imported.
+"""
+import contextlib
 import datetime
 import json
+import os
+import signal
+from collections.abc import Iterator
 from typing import Any
 
-import click
 
-from parl_lite.ext.cluster import commands as cluster_commands
-from parl_lite.io.onnx_cli import export_command
-from parl_lite.version import __version__
+@contextlib.contextmanager
+def _ctrl_c_exits(what: str) -> Iterator[None]:
+    """While the block runs, a Ctrl-C ends the process at once: status 130 and one line saying it
+    was interrupted ``what``. For imports, which make nothing that needs cleaning up, and in which a
+    KeyboardInterrupt can come out as another error (a C extension's "ImportError: initialization
+    failed"). Outside the main thread the block runs as it is."""
+    def exit_now(signum: int, frame: Any) -> None:
+        os.write(2, f"parl-lite: interrupted {what}\n".encode())
+        os._exit(130)
+
+    try:
+        previous = signal.signal(signal.SIGINT, exit_now)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        previous = None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+with _ctrl_c_exits("while starting"):
+    import click
+
+    from parl_lite.ext.cluster import commands as cluster_commands
+    from parl_lite.io.onnx_cli import export_command
+    from parl_lite.version import __version__
 
 MONITOR_PORT = 8020  # `parl-lite monitor`'s default port
 
@@ -120,9 +151,9 @@ def es_train(config_path, resume, overrides, in_process, address) -> None:
     """Train a policy with evolution strategies (evokit_py): candidates are evaluated in parallel on
     the local pool, progress is printed per generation, a checkpoint is written every
     train.checkpoint_every generations and on Ctrl-C, and the best policy is exported to ONNX."""
-    from evokit_py.config import ConfigError, resolve_config
-    from evokit_py.train import train
-
+    with _ctrl_c_exits("while starting"):
+        from evokit_py.config import ConfigError, resolve_config
+        from evokit_py.train import train
     try:
         if address is not None:
             overrides = (*overrides, f"train.address={json.dumps(address)}")
@@ -132,8 +163,8 @@ def es_train(config_path, resume, overrides, in_process, address) -> None:
         raise click.ClickException(str(error)) from error
     except OSError as error:  # a file the run writes (the policy, the log) could not be written
         raise click.ClickException(str(error)) from error
-    except KeyboardInterrupt:  # the second Ctrl-C: stopped at once, like any interrupted command
-        click.echo("es-train: interrupted at once (the last checkpoint is the one written before)", err=True)
+    except KeyboardInterrupt:  # a Ctrl-C before training started, or the second one: stopped at once
+        click.echo("es-train: interrupted at once (the last checkpoint written, if any, is kept)", err=True)
         raise SystemExit(130) from None
     if result.summary is not None:
         click.echo(result.summary.to_json())

@@ -448,7 +448,8 @@ class LocalPool(Backend):
         self._status = StatusBoard(os.getpid())
         try:
             self._zygote, self._control = self._start_zygote()
-        except BaseException:
+        except BaseException:  # also a Ctrl-C while the zygote starts
+            self.segments.close()
             self._status.close()
             raise
         self._status.publish(self.status())  # readable as soon as connect() returns
@@ -586,14 +587,17 @@ class LocalPool(Backend):
             pass_fds=[theirs.fileno()], env=env, start_new_session=True,
         )
         theirs.close()
-        # while the zygote starts: pages for the first large argument, so it costs a copy, not faults
-        self._chore("pre-faulting shared memory", self.segments.prefault, SHM_RESERVE_BYTES)
         try:
+            # while the zygote starts: pages for the first large argument, so it costs a copy, not faults
+            self._chore("pre-faulting shared memory", self.segments.prefault, SHM_RESERVE_BYTES)
             _receive_exactly(ours, 4)  # the zygote says it is ready
-        except OSError as exc:
+        except BaseException as exc:  # also a Ctrl-C: no zygote is left starting, to fail on the closed socket
             zygote.kill()
             zygote.wait()
-            raise RuntimeError(f"the pool's zygote process failed to start: {exc}") from exc
+            ours.close()
+            if isinstance(exc, OSError):
+                raise RuntimeError(f"the pool's zygote process failed to start: {exc}") from exc
+            raise
         return zygote, ours
 
     # --- housekeeping ---------------------------------------------------------------------------
