@@ -138,13 +138,19 @@ def test_vtrace_by_hand():
     np.testing.assert_allclose(out.pg_advantages[:, 0], [1.125, 0.25], rtol=1e-6)
 
 
+def _trajectories(seed, T, B, log_prob_std):
+    """Random ``(mu, pi, rewards, values, bootstrap, discounts)`` of ``B`` trajectories of ``T`` steps,
+    about a fifth of the steps terminal."""
+    rng = np.random.default_rng(seed)
+    mu, pi = rng.normal(-1, log_prob_std, (T, B)), rng.normal(-1, log_prob_std, (T, B))
+    rewards, values, bootstrap = rng.normal(size=(T, B)), rng.normal(size=(T, B)), rng.normal(size=B)
+    return mu, pi, rewards, values, bootstrap, np.where(rng.random((T, B)) < 0.2, 0.0, 0.9)
+
+
 @pytest.mark.parametrize("rho_bar,c_bar", [(1.0, 1.0), (2.0, 0.5), (100.0, 100.0)])
 def test_vtrace_matches_the_papers_definition(rho_bar, c_bar):
-    rng = np.random.default_rng(3)
-    T, B = 7, 4
-    mu, pi = rng.normal(-1, 0.5, (T, B)), rng.normal(-1, 0.5, (T, B))
-    rewards, values, bootstrap = rng.normal(size=(T, B)), rng.normal(size=(T, B)), rng.normal(size=B)
-    discounts = np.where(rng.random((T, B)) < 0.2, 0.0, 0.9)
+    B = 4
+    mu, pi, rewards, values, bootstrap, discounts = _trajectories(3, 7, B, 0.5)
     out = vtrace(mu, pi, rewards, discounts, values, bootstrap, clip_rho_threshold=rho_bar,
                  clip_pg_rho_threshold=rho_bar, clip_c_threshold=c_bar)
     for b in range(B):
@@ -162,11 +168,8 @@ def test_from_importance_weights_is_parls_vtrace_on_tensors(rho_bar, pg_rho_bar)
     """PARL's entry point: paddle tensors in and out, c_bar fixed at 1, None turns a clip off."""
     from parl_lite.algorithms.vtrace import from_importance_weights
 
-    rng = np.random.default_rng(5)
     T, B = 6, 3
-    mu, pi = rng.normal(-1, 0.8, (T, B)), rng.normal(-1, 0.8, (T, B))
-    rewards, values, bootstrap = rng.normal(size=(T, B)), rng.normal(size=(T, B)), rng.normal(size=B)
-    discounts = np.where(rng.random((T, B)) < 0.2, 0.0, 0.9)
+    mu, pi, rewards, values, bootstrap, discounts = _trajectories(5, T, B, 0.8)
     tensor = lambda x: paddle.to_tensor(x.astype("float32"))  # noqa: E731
     out = from_importance_weights(tensor(mu), tensor(pi), tensor(discounts), tensor(rewards), tensor(values),
                                   tensor(bootstrap), clip_rho_threshold=rho_bar, clip_pg_rho_threshold=pg_rho_bar)

@@ -17,7 +17,7 @@ import paddle
 import paddle.nn.functional as F
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
-from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter
+from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter, reduction_of
 from parl_lite.algorithms.optimizers import RMSprop
 from parl_lite.core.model import Model
 
@@ -57,9 +57,7 @@ class A2C(ActorCriticAlgorithm):
         self.vf_loss_coeff = check_hyperparameter("vf_loss_coeff", vf_loss_coeff, 0.0, float("inf"))
         self.entropy_coeff = check_hyperparameter("entropy_coeff", entropy_coeff, -float("inf"), float("inf"))
         check_hyperparameter("lr", lr, 0.0, float("inf"), low_open=True)
-        if reduction not in ("sum", "mean"):
-            raise ValueError(f"reduction must be 'sum' or 'mean', got {reduction!r}")
-        self.reduce = paddle.sum if reduction == "sum" else paddle.mean
+        self.reduce = reduction_of(reduction)
         self.normalize_advantages = normalize_advantages
         clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
         if optimizer == "rmsprop":

@@ -1,7 +1,7 @@
 """Small pieces the algorithms share."""
 import copy
 from contextlib import contextmanager
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -10,7 +10,8 @@ import paddle
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.model import Model
 
-__all__ = ["frozen", "check_hyperparameter", "SoftTargetActorCritic", "ActorCriticLosses", "column", "GlobalNormClip"]
+__all__ = ["frozen", "check_hyperparameter", "reduction_of", "SoftTargetActorCritic", "ActorCriticLosses", "column",
+           "GlobalNormClip"]
 
 
 class ActorCriticLosses(NamedTuple):
@@ -52,6 +53,14 @@ def check_hyperparameter(name: str, value: float, low: float, high: float, low_o
         interval = f"{'(' if low_open else '['}{low}, {high}]"
         raise ValueError(f"{name} must be in {interval}, got {value}")
     return float(value)
+
+
+def reduction_of(reduction: str) -> Callable[[paddle.Tensor], paddle.Tensor]:
+    """``paddle.sum`` for ``"sum"`` (PARL's A2C and IMPALA add their losses over the batch) or
+    ``paddle.mean`` for ``"mean"``; ValueError naming ``reduction`` otherwise."""
+    if reduction not in ("sum", "mean"):
+        raise ValueError(f"reduction must be 'sum' or 'mean', got {reduction!r}")
+    return paddle.sum if reduction == "sum" else paddle.mean
 
 
 class SoftTargetActorCritic(Algorithm):

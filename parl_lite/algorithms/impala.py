@@ -21,7 +21,7 @@ import numpy as np
 import paddle
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
-from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter
+from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter, reduction_of
 from parl_lite.algorithms.vtrace import VTraceReturns, vtrace
 from parl_lite.core.model import Model
 from parl_lite.utils.distributions import make_distribution
@@ -83,9 +83,7 @@ class IMPALA(ActorCriticAlgorithm):
         self.clip_c_threshold = check_hyperparameter("clip_c_threshold", clip_c_threshold, 0.0, float("inf"))
         self.entropy_coeff = check_hyperparameter("entropy_coeff", entropy_coeff, -float("inf"), float("inf"))
         check_hyperparameter("lr", lr, 0.0, float("inf"), low_open=True)
-        if reduction not in ("sum", "mean"):
-            raise ValueError(f"reduction must be 'sum' or 'mean', got {reduction!r}")
-        self.reduce = paddle.sum if reduction == "sum" else paddle.mean
+        self.reduce = reduction_of(reduction)
         clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
         self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), grad_clip=clip)
 
