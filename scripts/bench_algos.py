@@ -250,32 +250,45 @@ def one_update_side_by_side(algo: str) -> dict:
     paddle.seed(0)
     model = MLPActorCritic(4, 2, 64)
     if algo == "PPO":
-        ours = PPO(model, clip_param=0.2, lr=1e-3, epochs=20, batch_size=256, value_coef=0.5, entropy_coef=0.0,
-                   max_grad_norm=0.5, seed=0)
-        steps, gamma, gae_lambda = 32, 0.98, 0.8
+        ours = PPO(model, clip_param=0.2, value_loss_coef=1.0, entropy_coef=0.0, initial_lr=1e-3, max_grad_norm=0.5,
+                   use_clipped_value_loss=False)
+        steps, gamma, gae_lambda, epochs = 32, 0.98, 0.8, 20
+        columns = {"obs": "batch_obs", "actions": "batch_action", "values": "batch_value",
+                   "log_probs": "batch_logprob", "advantages": "batch_adv", "returns": "batch_return"}
     else:
-        ours = A2C(model, lr=7e-4, value_coef=0.5, entropy_coef=0.0, max_grad_norm=0.5)
-        steps, gamma, gae_lambda = 5, 0.99, 1.0
+        ours = A2C(model, 1.0, lr=7e-4, optimizer="rmsprop", max_grad_norm=0.5, reduction="mean")
+        steps, gamma, gae_lambda, epochs = 5, 0.99, 1.0, 1
+        columns = {"obs": "obs", "actions": "actions", "advantages": "advantages", "returns": "target_values"}
     agent = parl_lite.Agent(ours)
-    batch = train.advantage_batch(agent, VectorRollout("CartPole-v1", 8, seed=0).collect(agent.sample, steps),
-                                  gamma, gae_lambda)
+    rollout = VectorRollout("CartPole-v1", 8, seed=0).collect(_recording(agent), steps)
+    batch = train.advantage_batch(agent, rollout, gamma, gae_lambda)
     sb3 = sb3_model(algo, 0)
     sb3.set_logger(configure(None, []))
     _sb3_weights_from(model, sb3.policy)
     before = {name: pair[0].copy() for name, pair in _weights(model, sb3.policy).items()}
     buffer = sb3.rollout_buffer
     buffer.reset()
-    shaped = {key: value.reshape(steps, 8, *value.shape[1:]) for key, value in batch.items()}
+    shaped = {key: batch[name].reshape(steps, 8, *batch[name].shape[1:]) for key, name in columns.items()}
+    unused = np.zeros((steps, 8), np.float32)  # A2C's update reads neither the old values nor log-probs
     for t in range(steps):
         buffer.add(shaped["obs"][t], shaped["actions"][t], np.zeros(8), np.zeros(8),
-                   torch.from_numpy(shaped["values"][t]), torch.from_numpy(shaped["log_probs"][t]))
+                   torch.from_numpy(shaped.get("values", unused)[t]), torch.from_numpy(shaped.get("log_probs", unused)[t]))
     buffer.advantages[:], buffer.returns[:] = shaped["advantages"], shaped["returns"]
     sb3.train()
-    agent.learn(batch)
+    for _ in range(epochs):  # RL-Zoo's PPO batch fits one minibatch: each epoch is one step on it
+        agent.learn(**batch)
     after = _weights(model, sb3.policy)
     difference = max(float(np.abs(mine - theirs).max()) for mine, theirs in after.values())
     step = max(float(np.abs(mine - before[name]).max()) for name, (mine, _) in after.items())
     return {"max_abs_difference_ours_vs_sb3": difference, "max_abs_weight_change": step}
+
+
+def _recording(agent):
+    """The rollout policy of :class:`parl_lite.train.OnPolicyTrainer`: sample, record log-probs."""
+    def policy(obs):
+        actions, log_probs = agent.sample(obs)
+        return actions, {"log_probs": log_probs}
+    return policy
 
 
 # ---------------------------------------------------------------------------------- throughput
@@ -297,7 +310,7 @@ def throughput_mode(seconds: float) -> dict:
 
     import parl_lite
     from parl_lite import train
-    from parl_lite.algorithms import A2C, DDPG, DQN, IMPALA, PPO, SAC, TD3
+    from parl_lite.algorithms import A2C, DDPG, DDQN, IMPALA, PPO, SAC, TD3
     from parl_lite.utils.models import MLPActorCritic, MLPActorQ, MLPQNetwork
     from parl_lite.utils.rollout import VectorRollout
 
@@ -312,11 +325,9 @@ def throughput_mode(seconds: float) -> dict:
     def on_policy(algorithm, env_id: str, num_envs: int, steps: int, batch: int) -> dict:
         agent = parl_lite.Agent(algorithm)
         rollout = VectorRollout(env_id, num_envs, seed=0)
-        env_rate = rate(lambda: rollout.collect(agent.sample, steps)["rewards"].size, seconds)
-        data = train.advantage_batch(agent, rollout.collect(agent.sample, max(1, batch // num_envs)), 0.99, 0.95)
-        if isinstance(algorithm, PPO):
-            algorithm.epochs, algorithm.batch_size = 1, batch
-        return {"env_steps_per_s": round(env_rate), "updates_per_s": round(rate(lambda: (agent.learn(data), 1)[1],
+        env_rate = rate(lambda: rollout.collect(_recording(agent), steps)["rewards"].size, seconds)
+        data = train.advantage_batch(agent, rollout.collect(_recording(agent), max(1, batch // num_envs)), 0.99, 0.95)
+        return {"env_steps_per_s": round(env_rate), "updates_per_s": round(rate(lambda: (agent.learn(**data), 1)[1],
                                                                                   seconds)), "batch": batch}
 
     def off_policy(algorithm, env_id: str, exploration, batch: dict) -> dict:
@@ -332,20 +343,23 @@ def throughput_mode(seconds: float) -> dict:
             return 1
         size = len(batch["obs"])
         return {"env_steps_per_s": round(rate(act, seconds)),
-                "updates_per_s": round(rate(lambda: (agent.learn(batch), 1)[1], seconds)), "batch": size}
+                "updates_per_s": round(rate(lambda: (agent.learn(**batch), 1)[1], seconds)), "batch": size}
 
     def replay_batch(size: int, obs_dim: int, act_dim: int) -> dict:
         action = rng.integers(0, 2, size) if act_dim == 0 else rng.uniform(-1, 1, (size, act_dim)).astype("float32")
         return dict(obs=rng.normal(size=(size, obs_dim)).astype("float32"), action=action,
                     reward=np.ones(size, "float32"), next_obs=rng.normal(size=(size, obs_dim)).astype("float32"),
-                    terminated=np.zeros(size, bool))
+                    terminal=np.zeros(size, bool))
 
     def asynchronous(name: str) -> dict:
         model = MLPActorCritic(4, 2, 64)
         if name == "A3C":
-            trainer = train.AsyncTrainer(A2C(model), "CartPole-v1", rollout_steps=5, gae_lambda=1.0, eval_every=10**9)
+            trainer = train.AsyncTrainer(A2C(model, 1.0, lr=7e-4, optimizer="rmsprop", max_grad_norm=0.5,
+                                             reduction="mean"), "CartPole-v1", rollout_steps=5, gae_lambda=1.0,
+                                         eval_every=10**9)
         else:
-            trainer = train.AsyncTrainer(IMPALA(model), "CartPole-v1", rollout_steps=10, eval_every=10**9)
+            trainer = train.AsyncTrainer(IMPALA(model, 11, max_grad_norm=0.5, reduction="mean"), "CartPole-v1",
+                                         rollout_steps=10, eval_every=10**9)
         marks = {}
 
         class Timer(train.Callback):
@@ -365,18 +379,21 @@ def throughput_mode(seconds: float) -> dict:
                      "cartpole_1_env_random_steps_per_s": random_steps("CartPole-v1", 1),
                      "pendulum_4_envs_random_steps_per_s": random_steps("Pendulum-v1", 4),
                      "pendulum_1_env_random_steps_per_s": random_steps("Pendulum-v1", 1)},
-        "PPO_CartPole": on_policy(PPO(MLPActorCritic(4, 2, 64)), "CartPole-v1", 8, 32, 256),
-        "PPO_Pendulum": on_policy(PPO(MLPActorCritic(3, 1, 64, continuous=True)), "Pendulum-v1", 4, 32, 64),
-        "A2C_CartPole": on_policy(A2C(MLPActorCritic(4, 2, 64)), "CartPole-v1", 8, 5, 40),
-        "DQN_CartPole": off_policy(DQN(MLPQNetwork(4, 2, 256), gamma=0.99, lr=2.3e-3, double=True), "CartPole-v1",
-                                   train.EpsilonGreedy(2, 0.04, 0.04, 1, seed=0), replay_batch(64, 4, 0)),
+        "PPO_CartPole": on_policy(PPO(MLPActorCritic(4, 2, 64), use_clipped_value_loss=False), "CartPole-v1", 8, 32,
+                                  256),
+        "PPO_Pendulum": on_policy(PPO(MLPActorCritic(3, 1, 64, continuous=True), use_clipped_value_loss=False,
+                                      continuous_action=True), "Pendulum-v1", 4, 32, 64),
+        "A2C_CartPole": on_policy(A2C(MLPActorCritic(4, 2, 64), 1.0, lr=7e-4, optimizer="rmsprop", max_grad_norm=0.5,
+                                      reduction="mean"), "CartPole-v1", 8, 5, 40),
+        "DQN_CartPole": off_policy(DDQN(MLPQNetwork(4, 2, 256), gamma=0.99, lr=2.3e-3, loss="huber", max_grad_norm=10.0),
+                                   "CartPole-v1", train.EpsilonGreedy(2, 0.04, 0.04, 1, seed=0), replay_batch(64, 4, 0)),
         "A3C_CartPole": asynchronous("A3C"),
         "IMPALA_CartPole": asynchronous("IMPALA"),
         "DDPG_Pendulum": off_policy(DDPG(MLPActorQ(3, 1, 64)), "Pendulum-v1",
                                     train.ContinuousExploration(1, 0.1, 0, seed=0), replay_batch(256, 3, 1)),
         "TD3_Pendulum": off_policy(TD3(MLPActorQ(3, 1, 64, twin_q=True)), "Pendulum-v1",
                                    train.ContinuousExploration(1, 0.1, 0, seed=0), replay_batch(256, 3, 1)),
-        "SAC_Pendulum": off_policy(SAC(MLPActorQ(3, 1, 64, twin_q=True, gaussian=True), alpha_lr=1e-3),
+        "SAC_Pendulum": off_policy(SAC(MLPActorQ(3, 1, 64, twin_q=True, gaussian=True), alpha=1.0, alpha_lr=1e-3),
                                    "Pendulum-v1", train.ContinuousExploration(1, None, 0, seed=0),
                                    replay_batch(256, 3, 1)),
     }

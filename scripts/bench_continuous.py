@@ -64,11 +64,11 @@ def main() -> None:
                  action=rng.uniform(-1, 1, (size, ACT_DIM)).astype(np.float32),
                  reward=rng.standard_normal(size).astype(np.float32),
                  next_obs=rng.standard_normal((size, OBS_DIM)).astype(np.float32),
-                 terminated=np.zeros(size, dtype=bool))
+                 terminal=np.zeros(size, dtype=bool))
     agents = make_algorithms(args.hidden)
     for agent in agents.values():  # warm-up: Adam creates its accumulators, kernels get picked
         for _ in range(10):
-            agent.learn(batch)
+            agent.learn(**batch)
 
     wall = dict.fromkeys(agents, 0.0)
     cpu = dict.fromkeys(agents, 0.0)
@@ -77,7 +77,7 @@ def main() -> None:
         for name, agent in agents.items():
             wall_started, cpu_started = time.perf_counter(), time.process_time()
             for _ in range(per_round):
-                agent.learn(batch)
+                agent.learn(**batch)
             wall[name] += time.perf_counter() - wall_started
             cpu[name] += time.process_time() - cpu_started
     updates = per_round * args.rounds

@@ -25,8 +25,8 @@ class Args(train.TrainArgs):
     gamma: float = arg(0.99, "discount")
     gae_lambda: float = arg(1.0, "GAE lambda (1: n-step returns)")
     lr: float = arg(7e-4, "RMSprop learning rate")
-    value_coef: float = arg(0.5, "weight of the value loss")
-    entropy_coef: float = arg(0.0, "weight of the entropy bonus")
+    vf_loss_coeff: float = arg(1.0, "weight of the value loss 0.5 (V - R)^2 (1.0: RL-Zoo's vf_coef 0.5)")
+    entropy_coeff: float = arg(0.0, "weight of the entropy term (negative: a bonus)")
     max_grad_norm: float = arg(0.5, "global gradient-norm clip")
     hidden: int = arg(64, "units per hidden layer")
     total_steps: int = arg(500_000, "environment steps at most")
@@ -39,8 +39,8 @@ def main(args: Args) -> train.RunSummary:
     paddle.seed(args.seed)
     spaces = train.env_spaces(args.env)
     model = MLPActorCritic(spaces.obs_dim, spaces.act_dim, args.hidden, spaces.continuous)
-    a2c = A2C(model, lr=args.lr, value_coef=args.value_coef, entropy_coef=args.entropy_coef,
-              max_grad_norm=args.max_grad_norm)
+    a2c = A2C(model, args.vf_loss_coeff, lr=args.lr, optimizer="rmsprop", max_grad_norm=args.max_grad_norm,
+              reduction="mean", entropy_coeff=args.entropy_coeff)
     trainer = train.OnPolicyTrainer(a2c, args.env, num_envs=args.num_envs, rollout_steps=args.rollout_steps,
                                     gamma=args.gamma, gae_lambda=args.gae_lambda, **args.run_options())
     return trainer.run(args.total_steps, progress_bar=args.progress_bar)

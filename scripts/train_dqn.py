@@ -16,7 +16,7 @@ from typing import Optional
 import paddle
 
 from parl_lite import train
-from parl_lite.algorithms import DQN
+from parl_lite.algorithms import DDQN, DQN
 from parl_lite.train import arg
 from parl_lite.utils.models import MLPQNetwork
 
@@ -36,6 +36,7 @@ class Args(train.TrainArgs):
     epsilon_start: float = arg(1.0, "initial exploration rate")
     epsilon_end: float = arg(0.04, "final exploration rate")
     epsilon_steps: int = arg(8_000, "env steps of the linear epsilon decay")
+    max_grad_norm: float = arg(10.0, "global gradient-norm clip (of the Huber loss, as SB3)")
     hidden: int = arg(256, "units per hidden layer")
     total_steps: int = arg(100_000, "environment steps at most")
     target: Optional[float] = arg(475.0, "stop once the evaluation mean reaches this")
@@ -46,8 +47,9 @@ class Args(train.TrainArgs):
 def main(args: Args) -> train.RunSummary:
     paddle.seed(args.seed)
     spaces = train.env_spaces(args.env)
-    dqn = DQN(MLPQNetwork(spaces.obs_dim, spaces.act_dim, args.hidden), gamma=args.gamma, lr=args.lr,
-              double=args.double)
+    algorithm = DDQN if args.double else DQN
+    dqn = algorithm(MLPQNetwork(spaces.obs_dim, spaces.act_dim, args.hidden), gamma=args.gamma, lr=args.lr,
+                    loss="huber", max_grad_norm=args.max_grad_norm)
     exploration = train.EpsilonGreedy(spaces.act_dim, args.epsilon_start, args.epsilon_end, args.epsilon_steps,
                                       seed=args.seed)
     trainer = train.OffPolicyTrainer(dqn, args.env, exploration=exploration, learning_starts=args.learning_starts,

@@ -30,8 +30,8 @@ class Args(train.TrainArgs):
     unroll: int = arg(10, "steps per environment in one trajectory")
     gamma: float = arg(0.99, "discount")
     lr: float = arg(1e-3, "Adam learning rate")
-    value_coef: float = arg(0.5, "weight of the value loss")
-    entropy_coef: float = arg(0.0, "weight of the entropy bonus")
+    vf_loss_coeff: float = arg(0.5, "weight of the value loss 0.5 (v_s - V)^2")
+    entropy_coeff: float = arg(0.0, "weight of the entropy term (negative: a bonus)")
     max_grad_norm: float = arg(0.5, "global gradient-norm clip")
     clip_rho: float = arg(1.0, "V-trace rho_bar (and the policy-gradient clip)")
     clip_c: float = arg(1.0, "V-trace c_bar")
@@ -46,10 +46,10 @@ class Args(train.TrainArgs):
 def main(args: Args) -> train.RunSummary:
     paddle.seed(args.seed)
     spaces = train.env_spaces(args.env)
-    impala = IMPALA(MLPActorCritic(spaces.obs_dim, spaces.act_dim, args.hidden), gamma=args.gamma, lr=args.lr,
-                    value_coef=args.value_coef, entropy_coef=args.entropy_coef, max_grad_norm=args.max_grad_norm,
-                    clip_rho_threshold=args.clip_rho, clip_pg_rho_threshold=args.clip_rho,
-                    clip_c_threshold=args.clip_c)
+    impala = IMPALA(MLPActorCritic(spaces.obs_dim, spaces.act_dim, args.hidden), sample_batch_steps=args.unroll + 1,
+                    gamma=args.gamma, vf_loss_coeff=args.vf_loss_coeff, clip_rho_threshold=args.clip_rho,
+                    clip_pg_rho_threshold=args.clip_rho, lr=args.lr, max_grad_norm=args.max_grad_norm,
+                    clip_c_threshold=args.clip_c, reduction="mean", entropy_coeff=args.entropy_coeff)
     trainer = train.AsyncTrainer(impala, args.env, actors=args.actors, num_envs=args.num_envs,
                                  rollout_steps=args.unroll, gamma=args.gamma, **args.run_options())
     return trainer.run(args.total_steps, progress_bar=args.progress_bar)

@@ -23,19 +23,19 @@ class Args(train.TrainArgs):
     env: str = arg("CartPole-v1", "gymnasium id", choices=["CartPole-v1", "Pendulum-v1"])
     num_envs: int = arg(8, "environments stepped together")
     rollout_steps: int = arg(32, "steps per environment between updates")
-    batch_size: int = arg(256, "minibatch size")
+    minibatch_size: int = arg(256, "rows per PPO step")
     epochs: int = arg(20, "passes over each rollout")
     gamma: float = arg(0.98, "discount")
     gae_lambda: float = arg(0.8, "GAE lambda")
-    lr: float = arg(1e-3, "Adam learning rate")
+    initial_lr: float = arg(1e-3, "Adam learning rate")
     clip_param: float = arg(0.2, "surrogate clip range")
     anneal: bool = arg(True, "decay the learning rate and the clip range linearly to 0")
     entropy_coef: float = arg(0.0, "weight of the entropy bonus")
-    value_coef: float = arg(0.5, "weight of the value loss")
+    value_loss_coef: float = arg(1.0, "weight of the value loss 0.5 (V - R)^2 (1.0: RL-Zoo's vf_coef 0.5)")
+    use_clipped_value_loss: bool = arg(False, "clip the value change to the clip range")
     max_grad_norm: float = arg(0.5, "global gradient-norm clip")
     hidden: int = arg(64, "units per hidden layer")
     shared: bool = arg(False, "one trunk for policy and value")
-    kl_target: Optional[float] = arg(None, "add the adaptive KL penalty (beta0 0.2) with this target")
     total_steps: int = arg(100_000, "environment steps at most")
     target: Optional[float] = arg(475.0, "stop once the evaluation mean reaches this")
     eval_every: int = arg(2_560, "environment steps between evaluations")
@@ -43,7 +43,7 @@ class Args(train.TrainArgs):
 
 
 # RL-Zoo's Pendulum-v1 values, used with --env Pendulum-v1 for every option left at its default
-PENDULUM = dict(num_envs=4, rollout_steps=1024, batch_size=64, epochs=10, gamma=0.9, gae_lambda=0.95, anneal=False,
+PENDULUM = dict(num_envs=4, rollout_steps=1024, minibatch_size=64, epochs=10, gamma=0.9, gae_lambda=0.95, anneal=False,
                 total_steps=300_000, target=-300.0, eval_every=20_480)
 
 
@@ -51,12 +51,12 @@ def main(args: Args) -> train.RunSummary:
     paddle.seed(args.seed)
     spaces = train.env_spaces(args.env)
     model = MLPActorCritic(spaces.obs_dim, spaces.act_dim, args.hidden, spaces.continuous, args.shared)
-    ppo = PPO(model, clip_param=args.clip_param, lr=args.lr, epochs=args.epochs, batch_size=args.batch_size,
-              value_coef=args.value_coef, entropy_coef=args.entropy_coef, max_grad_norm=args.max_grad_norm,
-              kl_coef=0.2 if args.kl_target else 0.0, kl_target=args.kl_target, seed=args.seed)
+    ppo = PPO(model, clip_param=args.clip_param, value_loss_coef=args.value_loss_coef,
+              entropy_coef=args.entropy_coef, initial_lr=args.initial_lr, max_grad_norm=args.max_grad_norm,
+              use_clipped_value_loss=args.use_clipped_value_loss, continuous_action=spaces.continuous)
     trainer = train.OnPolicyTrainer(ppo, args.env, num_envs=args.num_envs, rollout_steps=args.rollout_steps,
-                                    gamma=args.gamma, gae_lambda=args.gae_lambda, anneal=args.anneal,
-                                    **args.run_options())
+                                    gamma=args.gamma, gae_lambda=args.gae_lambda, epochs=args.epochs,
+                                    minibatch_size=args.minibatch_size, anneal=args.anneal, **args.run_options())
     return trainer.run(args.total_steps, progress_bar=args.progress_bar)
 
 

@@ -8,10 +8,12 @@ from collections.abc import Mapping
 import numpy as np
 import paddle
 
+from parl_lite.core.model_base import ModelBase
+
 __all__ = ["Model"]
 
 
-class Model(paddle.nn.Layer):
+class Model(paddle.nn.Layer, ModelBase):
     """Base class of every network in parl_lite.
 
     Parameters and buffers are addressed by their *structured* names (``fc1.weight``,
