@@ -31,6 +31,17 @@ def test_compat_wrapper_gives_the_old_gym_interface_on_cartpole():
     assert all(1 <= n <= 500 for n in lengths)
 
 
+def test_compat_wrapper_gives_gym_0_26_discrete_sizes():
+    env = CompatWrapper(gym.make("CartPole-v1"))
+    assert type(env.action_space.n) is int and type(env.action_space.start) is int  # PARL asserts it
+    env.seed(4)
+    drawn = [env.action_space.sample() for _ in range(20)]
+    env.seed(4)
+    assert [env.action_space.sample() for _ in range(20)] == drawn  # seed() seeds the space shown
+    assert set(int(a) for a in drawn) == {0, 1} and env.action_space.contains(1) and not env.action_space.contains(2)
+    assert type(env.observation_space) is gym.spaces.Box  # other spaces are the environment's own
+
+
 def test_compat_wrapper_ends_at_the_time_limit():
     env = CompatWrapper(gym.make("Pendulum-v1"))
     env.seed(0)

@@ -6,6 +6,7 @@ gymnasium environment.
     obs = env.reset()
     obs, reward, done, info = env.step(action)   # done: terminated or truncated (time limit)
 """
+import copy
 from typing import Any
 
 import gymnasium as gym
@@ -35,7 +36,9 @@ class CompatWrapper(ForwardingWrapper):
     ``done`` is ``terminated or truncated``; the wrapped environment's time limit (from its spec)
     is ``_max_episode_steps``, as PARL's examples read it. ``seed(s)`` seeds the next ``reset()``
     and the action space once: later episodes go on from that state (PARL's reseeds every reset,
-    so that every episode starts from the same state).
+    so that every episode starts from the same state). A ``Discrete`` action or observation space
+    has Python ints as ``n`` and ``start``, as in gym 0.26 (gymnasium's are numpy integers, which
+    ``isinstance(n, int)`` in PARL's programs refuses).
 
     Args:
         env: a gymnasium environment.
@@ -43,6 +46,8 @@ class CompatWrapper(ForwardingWrapper):
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
+        self.action_space = _gym_space(env.action_space)
+        self.observation_space = _gym_space(env.observation_space)
         limit = env.spec.max_episode_steps if env.spec is not None else None
         if limit is not None:
             self._max_episode_steps = int(limit)
@@ -51,7 +56,7 @@ class CompatWrapper(ForwardingWrapper):
     def seed(self, random_seed: int) -> None:
         """Seed the next ``reset()`` and the action space's ``sample()``."""
         self._next_seed = int(random_seed)
-        self.env.action_space.seed(int(random_seed))
+        self.action_space.seed(int(random_seed))
 
     def reset(self, **kwargs: Any) -> Any:
         """Start an episode; returns the first observation only."""
@@ -66,3 +71,12 @@ class CompatWrapper(ForwardingWrapper):
         """One step; returns ``(obs, reward, done, info)``."""
         obs, reward, terminated, truncated, info = self.env.step(action)
         return obs, float(reward), bool(terminated or truncated), info
+
+
+def _gym_space(space: gym.Space) -> gym.Space:
+    """``space``, with a ``Discrete`` one copied to have int ``n`` and ``start`` (gym 0.26's types)."""
+    if not isinstance(space, gym.spaces.Discrete):
+        return space
+    discrete = copy.deepcopy(space)
+    discrete.n, discrete.start = int(space.n), int(space.start)
+    return discrete
