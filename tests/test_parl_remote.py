@@ -110,7 +110,7 @@ def test_connect_takes_parl_s_arguments():
     with pytest.raises(ValueError, match=r"connect\(distributed_files=...\): .*give its master_address"):
         parl_lite.connect(None, ["config.json"])
     try:
-        first = parl_lite.connect(num_workers=1)
+        first = parl_lite.connect(None, [], num_workers=1)  # PARL's default distributed_files=[]
         assert parl_lite.connect(num_workers=1) is first  # a repeat with the same arguments
         assert parl_lite.connect() is first
         with pytest.raises(RuntimeError, match="already connected"):

@@ -72,7 +72,7 @@ def connect(master_address: str | None = None, distributed_files: Sequence[str] 
     if distributed_files and master_address is None:
         raise ValueError("parl_lite.connect(distributed_files=...): files are shipped to a cluster's nodes; "
                          "give its master_address too (the local pool runs in this folder and needs none)")
-    if distributed_files is not None:
+    if distributed_files is not None and master_address is not None:
         backend_options["distributed_files"] = list(distributed_files)
     settings = {"master_address": master_address, "num_workers": num_workers,
                 "threads_per_worker": threads_per_worker, **backend_options}
