@@ -35,6 +35,10 @@ class Counter:
     def imported(self, module: str) -> bool:
         return module in sys.modules
 
+    def read_text(self, path: str) -> str:
+        with open(path) as handle:
+            return handle.read()
+
     def shout(self, text: str) -> None:
         print(text)
         print(f"to stderr: {text}", file=sys.stderr)

@@ -12,7 +12,7 @@ from parl_lite.utils import summary
 from parl_lite.utils.distributions import Categorical, DiagGaussian, make_distribution
 from parl_lite.utils.gae import gae
 from parl_lite.utils.returns import discounted_returns
-from parl_lite.utils.schedulers import LinearDecayScheduler, PiecewiseScheduler
+from parl_lite.utils.scheduler import LinearDecayScheduler, PiecewiseScheduler
 
 
 # ---------------------------------------------------------------- distributions
@@ -221,8 +221,10 @@ def test_piecewise_scheduler():
     assert scheduler.step(9) == 1e-3
     assert scheduler.step(1) == 5e-4
     assert scheduler.step(100) == 1e-4
-    with pytest.raises(ValueError, match="start at step 0"):
-        PiecewiseScheduler([(5, 1.0)])
+    late_start = PiecewiseScheduler([(5, 1.0), (8, 2.0)])  # PARL's: the first value before its step
+    assert [late_start.step() for _ in range(8)] == [1.0] * 7 + [2.0]
+    with pytest.raises(ValueError, match="empty"):
+        PiecewiseScheduler([])
     with pytest.raises(ValueError, match="increase strictly"):
         PiecewiseScheduler([(0, 1.0), (10, 2.0), (10, 3.0)])
 
@@ -248,7 +250,7 @@ def test_summary_writes_readable_event_file_and_csv(tmp_path):
     with summary.SummaryWriter(tmp_path / "run") as writer:
         for step in range(3):
             writer.add_scalar("train/return", 10.0 * step + 0.5, step)
-        writer.add_histogram("weights", values, step=2)
+        writer.add_histogram("weights", values, global_step=2)
     (event_file,) = (tmp_path / "run").glob("events.out.tfevents.*")
     events = _read_events(event_file)
     scalars = [(e.step, v.tag, v.simple_value) for e in events for v in e.summary.value if v.HasField("simple_value")]
@@ -264,7 +266,7 @@ def test_summary_writes_readable_event_file_and_csv(tmp_path):
 def test_summary_module_functions_use_set_logdir(tmp_path):
     summary.set_logdir(tmp_path / "module")
     try:
-        summary.add_scalar("loss", 1.25, step=7)
+        summary.add_scalar("loss", 1.25, global_step=7)
         summary.flush()
         assert summary.get_logdir() == tmp_path / "module"
         with open(tmp_path / "module" / "scalars.csv") as f:
@@ -273,7 +275,7 @@ def test_summary_module_functions_use_set_logdir(tmp_path):
         summary.close()
     with pytest.raises(ValueError, match="empty"):
         with summary.SummaryWriter(tmp_path / "x") as writer:
-            writer.add_histogram("h", [], step=0)
+            writer.add_histogram("h", [], global_step=0)
 
 
 # ---------------------------------------------------------------- rollouts

@@ -13,7 +13,7 @@ from parl_lite.core.algorithm import Algorithm, to_tensor
 from parl_lite.train.base import Trainer
 from parl_lite.utils.gae import gae
 from parl_lite.utils.rollout import VectorRollout
-from parl_lite.utils.schedulers import LinearDecayScheduler
+from parl_lite.utils.scheduler import LinearDecayScheduler
 
 __all__ = ["OnPolicyTrainer", "advantage_batch"]
 

@@ -1,7 +1,8 @@
 """Schedules of a hyperparameter over training steps (learning rate, exploration, clip range).
 
-Both follow PARL's interface: ``step(n)`` advances by ``n`` steps and returns the new value;
-``value`` (or ``value_at(t)``) reads without advancing.
+PARL's ``parl.utils.scheduler``: ``step(n)`` advances by ``n`` steps and returns the new value;
+``value`` (or ``value_at(t)``) reads without advancing. Bad arguments raise ``ValueError`` (PARL:
+``AssertionError``).
 """
 from collections.abc import Sequence
 from itertools import pairwise
@@ -54,17 +55,17 @@ class LinearDecayScheduler(_Scheduler):
 
 class PiecewiseScheduler(_Scheduler):
     """Piecewise-constant schedule: ``[(0, 1e-3), (10_000, 5e-4)]`` gives 1e-3 on steps
-    [0, 10000) and 5e-4 from step 10000 on (PARL's semantics).
+    [0, 10000) and 5e-4 from step 10000 on (PARL's semantics). Before the first pair's step, the
+    value is the first pair's (``[(3, 0.1)]`` is 0.1 throughout, as in PARL).
 
     Args:
-        schedule: ``(start_step, value)`` pairs; the first must start at step 0 and the steps
-            must increase strictly.
+        schedule: ``(start_step, value)`` pairs, at least one, with strictly increasing steps.
     """
 
     def __init__(self, schedule: Sequence[tuple[int, float]]) -> None:
         schedule = [(int(step), float(value)) for step, value in schedule]
-        if not schedule or schedule[0][0] != 0:
-            raise ValueError(f"schedule must start at step 0, got {schedule[:1]}")
+        if not schedule:
+            raise ValueError("schedule is empty: give at least one (step, value) pair")
         for (previous, _), (step, _) in pairwise(schedule):
             if step <= previous:
                 raise ValueError(f"schedule steps must increase strictly, got {previous} then {step}")
