@@ -161,6 +161,25 @@ def test_args_dataclass_is_a_command_line():
         train.parse_args(Args, argv=["--env", "Nope-v0"])
 
 
+@pytest.mark.timeout(60)
+def test_the_package_loads_each_name_on_first_use():
+    code = """
+import sys
+from parl_lite import train
+assert sorted(dir(train)) == sorted(train.__all__), dir(train)
+train.Reporter, train.RunSummary, train.TrainArgs      # what es-train takes: paddle-free
+assert "paddle" not in sys.modules and "parl_lite.train.on_policy" not in sys.modules
+assert train.OnPolicyTrainer.__module__ == "parl_lite.train.on_policy" and "paddle" in sys.modules
+try:
+    train.NoSuchLoop
+except AttributeError as error:
+    print(error)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "module 'parl_lite.train' has no attribute 'NoSuchLoop'\n"
+
+
 def test_algorithm_converts_numpy_once_and_passes_tensors_through():
     paddle.seed(0)
     ppo = PPO(MLPActorCritic(4, 2, 16))
