@@ -7,7 +7,6 @@ noise, one update per environment step; a 10-episode evaluation every ``--eval-e
 at ``--target`` (eval mean >= -200). The last line is the run's JSON summary.
 """
 import dataclasses
-from typing import Optional
 
 import paddle
 
@@ -28,11 +27,10 @@ class Args(train.TrainArgs):
     actor_lr: float = arg(1e-3, "Adam learning rate of the actor")
     critic_lr: float = arg(1e-3, "Adam learning rate of the critic")
     exploration_noise: float = arg(0.1, "Gaussian action noise, in units of the action range")
-    total_steps: int = arg(30_000, "environment steps at most")
-    target: Optional[float] = arg(-200.0, "stop once the evaluation mean reaches this")
-    eval_every: int = arg(500, "environment steps between evaluations")
-    save: Optional[str] = arg("ddpg_pendulum.h5", "checkpoint written at the end, on Ctrl-C and every "
-                                                  "--checkpoint-every steps")
+    total_steps: int = 30_000
+    target: float | None = -200.0
+    eval_every: int = 500
+    save: str | None = "ddpg_pendulum.h5"
 
 
 def main(args: Args) -> train.RunSummary:

@@ -8,7 +8,6 @@ evaluation every ``--eval-every`` steps; stops at ``--target`` (eval mean >= -20
 the run's JSON summary.
 """
 import dataclasses
-from typing import Optional
 
 import paddle
 
@@ -32,11 +31,10 @@ class Args(train.TrainArgs):
     policy_noise: float = arg(0.2, "target policy smoothing noise")
     noise_clip: float = arg(0.5, "clip of the smoothing noise")
     policy_freq: int = arg(2, "critic updates per actor update")
-    total_steps: int = arg(30_000, "environment steps at most")
-    target: Optional[float] = arg(-200.0, "stop once the evaluation mean reaches this")
-    eval_every: int = arg(500, "environment steps between evaluations")
-    save: Optional[str] = arg("td3_pendulum.h5", "checkpoint written at the end, on Ctrl-C and every "
-                                                 "--checkpoint-every steps")
+    total_steps: int = 30_000
+    target: float | None = -200.0
+    eval_every: int = 500
+    save: str | None = "td3_pendulum.h5"
 
 
 def main(args: Args) -> train.RunSummary:

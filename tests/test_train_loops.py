@@ -161,6 +161,22 @@ def test_args_dataclass_is_a_command_line():
         train.parse_args(Args, argv=["--env", "Nope-v0"])
 
 
+@dataclasses.dataclass
+class LongerArgs(Args):
+    total_steps: int = 500_000  # TrainArgs's field, another default: the help is inherited
+    lr: float = 0.25            # Args's field
+
+
+def test_a_default_changed_in_a_subclass_keeps_the_fields_help(capsys):
+    assert (LongerArgs().total_steps, LongerArgs().lr, LongerArgs().double) == (500_000, 0.25, True)
+    with pytest.raises(SystemExit):
+        train.parse_args(LongerArgs, argv=["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--total-steps TOTAL_STEPS environment steps at most (default: 500000)" in text
+    assert "--lr LR learning rate (default: 0.25)" in text
+    assert train.parse_args(LongerArgs, argv=["--total-steps", "7"]).total_steps == 7
+
+
 @pytest.mark.timeout(60)
 def test_the_package_loads_each_name_on_first_use():
     code = """
