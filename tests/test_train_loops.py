@@ -122,7 +122,7 @@ def test_resume_continues_the_step_count_and_the_replay_memory(tmp_path):
 @pytest.mark.timeout(120)
 def test_ctrl_c_checkpoints_and_exits_130_and_the_run_resumes(tmp_path):
     save = tmp_path / "ppo.h5"
-    command = [sys.executable, "-u", str(ROOT / "scripts" / "train_ppo.py"), "--total-steps", "1000000",
+    command = [sys.executable, "-u", str(ROOT / "scripts" / "examples" / "train_ppo.py"), "--total-steps", "1000000",
                "--eval-every", "256", "--eval-episodes", "1", "--target", "1e9", "--save", str(save)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
     try:

@@ -1,6 +1,6 @@
 """The cost of one dense layer in paddle, with and without parl_lite's two fixes, side by side.
 
-    python scripts/bench_layers.py [--calls 20000]
+    python scripts/bench/bench_layers.py [--calls 20000]
 
 Prints ONE JSON line:
 - ``matmul_us``: a ``[batch, 64] x [64, 64]`` product (``paddle.matmul``) under Intel MKL's own

@@ -1,6 +1,6 @@
 """A3C on CartPole-v1: rollout actors are ``@remote_class`` actors on the process pool.
 
-    python scripts/train_a3c.py --seed 1 --actors 2
+    python scripts/examples/train_a3c.py --seed 1 --actors 2
 
 Each actor owns ``num_envs`` environments and a copy of the policy. The learner (this process)
 takes whichever rollout arrives first, takes one A2C step on it (values and n-step returns from

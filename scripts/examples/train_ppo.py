@@ -1,7 +1,7 @@
 """PPO on a Gymnasium environment (CartPole-v1: discrete; Pendulum-v1: diagonal Gaussian).
 
-    python scripts/train_ppo.py --env CartPole-v1 --seed 1
-    python scripts/train_ppo.py --env Pendulum-v1 --seed 1    # RL-Zoo's Pendulum values: see PENDULUM
+    python scripts/examples/train_ppo.py --env CartPole-v1 --seed 1
+    python scripts/examples/train_ppo.py --env Pendulum-v1 --seed 1    # RL-Zoo's Pendulum values: see PENDULUM
 
 Hyperparameters are RL-Zoo's (CartPole-v1 below; ``--env Pendulum-v1`` switches to PENDULUM's).
 Every ``--eval-every`` env steps the greedy policy plays 10 episodes; training stops when their mean

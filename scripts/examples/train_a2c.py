@@ -1,6 +1,6 @@
 """A2C on CartPole-v1: 8 environments stepped in this process, one update per 5 steps.
 
-    python scripts/train_a2c.py --seed 1
+    python scripts/examples/train_a2c.py --seed 1
 
 Hyperparameters are RL-Zoo's A2C CartPole-v1 (SB3 defaults: RMSprop, n-step returns). Every
 ``--eval-every`` env steps the greedy policy plays 10 episodes; training stops when their mean

@@ -1,6 +1,6 @@
 """SAC on Pendulum-v1 (gymnasium).
 
-    python scripts/sac_pendulum.py --seed 1
+    python scripts/examples/sac_pendulum.py --seed 1
 
 Uniform random actions for ``--learning-starts`` steps, then actions sampled from the squashed
 Gaussian policy, one update per environment step (critics, actor, temperature, soft target); a

@@ -1,7 +1,7 @@
 """DQN / Double DQN on CartPole-v1.
 
-    python scripts/train_dqn.py --seed 1            # Double DQN (default)
-    python scripts/train_dqn.py --seed 1 --no-double
+    python scripts/examples/train_dqn.py --seed 1            # Double DQN (default)
+    python scripts/examples/train_dqn.py --seed 1 --no-double
 
 Hyperparameters follow RL-Zoo's DQN CartPole-v1 except ``gradient_steps``: every ``train_every``
 (256) env steps the agent takes ``gradient_steps`` Adam steps on minibatches from the replay memory

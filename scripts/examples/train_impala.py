@@ -1,6 +1,6 @@
 """IMPALA on CartPole-v1: V-trace learner here, rollout actors on the process pool.
 
-    python scripts/train_impala.py --seed 1 --actors 2
+    python scripts/examples/train_impala.py --seed 1 --actors 2
 
 Actors (``@remote_class`` :class:`RolloutWorker`) play ``unroll`` steps in ``num_envs``
 environments with the weights they were last sent and return the trajectories with their

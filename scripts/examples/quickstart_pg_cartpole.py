@@ -1,6 +1,6 @@
 """PARL's QuickStart on Gymnasium: REINFORCE on CartPole-v1.
 
-    python scripts/quickstart_pg_cartpole.py --seed 1
+    python scripts/examples/quickstart_pg_cartpole.py --seed 1
 
 Plays one episode at a time with the stochastic policy and takes one policy-gradient step on its
 normalised discounted returns; evaluates the greedy policy every ``--eval-every`` env steps
