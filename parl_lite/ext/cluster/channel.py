@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from parl_lite.ext.cluster import wire
-from parl_lite.ext.cluster.actor_host import UNKNOWN_CALL
+from parl_lite.remote.protocol import UNKNOWN_CALL
 from parl_lite.ext.cluster.framing import FrameTooLargeError, frame_size
 from parl_lite.remote import protocol
 from parl_lite.remote.backend import ActorChannel

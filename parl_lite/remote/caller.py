@@ -1,0 +1,456 @@
+"""The caller's side of one actor, whatever carries its messages.
+
+A backend's channel (the local pool's :class:`~parl_lite.remote.pool.WorkerProcess`, the cluster's
+``ClusterActor``) owns a :class:`Caller` and hands it a :class:`Transport`: how that backend encodes,
+sends, awaits and reads frames. Everything else about a call lives here, once:
+
+- **The call table.** A call gets an id and an entry (where its reply lands, what was called) before
+  its frame is sent. Replies come back in the order the calls were sent, so a reply that cannot be
+  decoded here is the oldest call's.
+- **Who reads** (:class:`Reader`). One thread at a time reads the connection. A synchronous call reads
+  its own reply in the calling thread when nobody else reads: one wake-up per call, as with a raw
+  pipe. A thread that finds another one reading sleeps until its reply is in or the reader is done,
+  and then takes over. The background thread reads only while futures are awaited that no calling
+  thread reads, or while the actor stops (to see the connection end): waking it for a synchronous
+  call would cost a context switch on every call.
+- **The actor's life** (:class:`State`) and **how it ends** (:class:`Ending`): which error the calls
+  awaited and the calls made later get (:class:`ActorDiedError`, :class:`MemoryLimitError`), and
+  :class:`SerializationError` for arguments that cannot be pickled or replies that cannot be unpickled.
+- **Ctrl-C while a reply is read.** A synchronous call reads in the caller's thread, which is the main
+  thread a Ctrl-C (SIGINT) interrupts. A KeyboardInterrupt between a frame's header and the end of its
+  body would leave the rest of the body to be read as the next frame (the actor's next call would wait
+  for ever), and one between taking a call's entry and completing it would leave that call pending for
+  ever. So a reader waits for a frame to begin arriving where a Ctrl-C loses nothing
+  (:meth:`Transport.wait`), then reads and dispatches it whole with :func:`ctrl_c_held_back`.
+"""
+import _signal  # the C module under signal: 0.3 us a call where signal's wrappers take 3 us
+import enum
+import itertools
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from parl_lite.remote import protocol
+from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, SerializationError
+from parl_lite.remote.futures import Future
+
+__all__ = ["Caller", "Transport", "State", "Reader", "Cause", "Ending", "CLOSED", "EXITED", "over_memory",
+           "unpicklable_arguments", "ReplySlot", "ctrl_c_held_back"]
+
+T = TypeVar("T")
+
+
+class State(enum.Enum):
+    """The life of an actor as its caller sees it. The transitions, all made by :class:`Caller`::
+
+        OPEN ---close()---> CLOSING ---stop()---> STOPPING ---the connection ends---> ENDED
+        OPEN ---stop()----> STOPPING               OPEN, CLOSING ---the connection ends---> ENDED
+    """
+
+    OPEN = "open"
+    """Calls are sent."""
+    CLOSING = "closing"
+    """Closed by its user: new calls fail. Nothing is sent yet: ``close()`` may run in ``__del__``, in
+    any thread, so the backend's own thread calls :meth:`Caller.stop` later."""
+    STOPPING = "stopping"
+    """Told to stop (or killed): new calls fail; the calls already sent get their replies, then the
+    connection ends (the background thread reads until it does)."""
+    ENDED = "ended"
+    """The connection is gone: every call that was awaited failed with the ending's error, and new
+    calls fail at once."""
+
+
+class Reader(enum.Enum):
+    """Who reads the connection (at most one thread at a time). The transitions::
+
+        NOBODY ---a synchronous call is sent, or a thread waits for its reply---> CALLER ---its reply is in---> NOBODY
+        NOBODY ---futures awaited, or STOPPING---> BACKGROUND ---neither any more---> NOBODY
+        ENDED: the background thread takes it for good and closes the connection
+    """
+
+    NOBODY = "nobody"
+    """Nobody reads; the background thread sleeps."""
+    CALLER = "caller"
+    """A thread that waits for a reply (or the backend's housekeeping, for what arrived unasked)."""
+    BACKGROUND = "background"
+    """The background thread: replies to futures no caller waits for, output, the connection's end."""
+
+
+class Cause(enum.Enum):
+    """Why an actor ended: the kind of error its calls get."""
+
+    CLOSED = "closed"
+    """Its user or its backend closed it (:class:`ActorDiedError`)."""
+    OVER_MEMORY = "over_memory"
+    """It went over its ``max_memory`` and was stopped (:class:`MemoryLimitError`)."""
+    DIED = "died"
+    """Its process or connection ended otherwise (:class:`ActorDiedError`)."""
+
+
+@dataclass(frozen=True)
+class Ending:
+    """Why an actor ended, as the errors of its calls say it (``text`` follows the call's name)."""
+
+    cause: Cause
+    text: str
+
+    def error(self, where: str) -> ActorDiedError:
+        """The error of a call of the ended actor; ``where`` names the call and the actor's process."""
+        kind = MemoryLimitError if self.cause is Cause.OVER_MEMORY else ActorDiedError
+        return kind(f"{where}: {self.text}")
+
+
+CLOSED = Ending(Cause.CLOSED, "the actor was closed")
+EXITED = Ending(Cause.DIED, "the worker process exited")  # when nothing more is known
+
+
+def over_memory(max_memory: float, detail: str = "") -> Ending:
+    """The ending of an actor stopped for going over ``max_memory`` MB (``detail``: e.g. how far)."""
+    return Ending(Cause.OVER_MEMORY, f"the actor went over its max_memory of {max_memory:g} MB{detail} "
+                                     f"and was stopped")
+
+
+def unpicklable_arguments(call: str, error: BaseException) -> SerializationError:
+    """The error of ``call`` (``Class.method()``) whose arguments ``error`` failed to pickle."""
+    text = str(error).splitlines()[0] if str(error) else ""
+    return SerializationError(f"{call}: an argument cannot be pickled: {type(error).__name__}: {text}")
+
+
+class ReplySlot:
+    """Where a synchronous call's reply lands: the parts of a Future a :class:`Caller` uses, without
+    its locks (the waiting thread is woken through the caller's condition; a Future costs a few µs)."""
+
+    __slots__ = ("_value", "_error", "_done")
+
+    def __init__(self) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, value: Any) -> None:
+        self._value = value
+        self._done = True
+
+    def set_exception(self, error: BaseException) -> None:
+        self._error = error
+        self._done = True
+
+    def result(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class Transport(Protocol):
+    """How one backend carries an actor's frames: all a :class:`Caller` needs of it.
+
+    ``encode`` runs in any thread; ``send`` under the caller's send lock; the rest only in the thread
+    that reads (one at a time), ``close`` once, after ``end``.
+    """
+
+    def encode(self, message: tuple[Any, ...]) -> Any:
+        """The frame of ``message``. Raises :class:`SerializationError` (its text follows the call's
+        name) or whatever pickling raised."""
+
+    def discard(self, frame: Any) -> None:
+        """Let go of a frame that will not be sent (the actor stopped first)."""
+
+    def send(self, frame: Any) -> None:
+        """Send ``frame``. Raises OSError if the connection broke (its reader will see it end)."""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until a frame begins to arrive or the connection ends (True), or ``timeout`` seconds
+        pass (False). Reads nothing, so an interruption here loses nothing."""
+
+    def receive(self) -> tuple[Any, ...] | None:
+        """The next message, read whole and decoded; None once the connection has ended. Raises
+        what decoding raised for a message that arrived whole but cannot be rebuilt here."""
+
+    def handle(self, message: tuple[Any, ...]) -> None:
+        """A message that is not a reply (the actor's output, released buffers)."""
+
+    def end(self, expected: bool) -> "Ending | None":
+        """The connection ended (``expected``: the actor was told to stop): release what it held, and
+        say why the actor ended if this transport knows more than that (else None)."""
+
+    def close(self) -> None:
+        """Close the connection."""
+
+
+class Caller:
+    """The caller's side of one actor over ``transport`` (see the module docstring). Every method
+    may be called from any thread.
+
+    Args:
+        transport: how the actor's frames travel.
+        name: the actor's class name, as errors name its calls (``name.method()``); may be set later.
+        peer: where the actor runs, as errors say it (``worker pid 12``).
+        thread_name: the name of the background thread.
+    """
+
+    def __init__(self, transport: Transport, name: str | None, peer: str, thread_name: str) -> None:
+        self.name = name
+        self.peer = peer
+        self.state = State.OPEN
+        self.ending: Ending | None = None  # set when it is told to stop, or when it ended
+        self.calls_served = 0
+        self.last_error: str | None = None  # the last exception an actor's method raised
+        self._transport = transport
+        self._ids = itertools.count()
+        self._calls: dict[int, tuple[Future | ReplySlot, str, bool]] = {}  # id -> (slot, what, is a future)
+        self._futures = 0  # entries of _calls that are futures
+        self._reader = Reader.NOBODY
+        self._waiters = 0  # threads sleeping until their reply is in or nobody reads
+        self._send_lock = threading.Lock()  # frames go out whole and in the order of their ids
+        # guards the table, the state and the reader; reentrant because close() may run in __del__
+        # in a thread that holds it
+        self._condition = threading.Condition(threading.RLock())
+        threading.Thread(target=self._read_in_background, name=thread_name, daemon=True).start()
+
+    # --- calls ----------------------------------------------------------------------------------
+    def call(self, what: str, kind: str, *fields: Any) -> Future:
+        """Send a call (``(kind, call_id, *fields)``); its future is completed by whichever thread
+        reads (the background thread if no caller does). ``what`` names it in errors (``run()``)."""
+        future = Future()
+        self._send(future, what, True, kind, fields)
+        return future
+
+    def run(self, what: str, kind: str, *fields: Any) -> Any:
+        """Send a call and return its value, reading the reply in this thread unless another thread
+        already reads."""
+        slot = ReplySlot()
+        if self._send(slot, what, False, kind, fields):
+            self._read_until(slot)
+        return self.result(slot)
+
+    def result(self, slot: Future | ReplySlot) -> Any:
+        """Wait for a call of this actor and return its value: read in this thread while nobody else
+        reads, else sleep until the reply is in or the reader is done."""
+        while not slot.done():
+            with self._condition:
+                if slot.done():
+                    break
+                if self._reader is not Reader.NOBODY:
+                    self._waiters += 1
+                    try:
+                        self._condition.wait()
+                    finally:
+                        self._waiters -= 1
+                    continue
+                self._reader = Reader.CALLER
+            self._read_until(slot)
+        return slot.result()
+
+    def _send(self, slot: Future | ReplySlot, what: str, is_future: bool, kind: str,
+              fields: tuple[Any, ...]) -> bool:
+        """Enter and send a call; True if this thread became the reader (only for a synchronous call
+        when nobody read)."""
+        call_id = next(self._ids)
+        reading = False
+        try:
+            frame = self._transport.encode((kind, call_id, *fields))
+        except SerializationError as error:
+            raise SerializationError(f"{self.name}.{what}: {error}") from error
+        except Exception as error:
+            raise unpicklable_arguments(f"{self.name}.{what}", error) from error
+        with self._send_lock:
+            with self._condition:
+                if self.state is not State.OPEN:
+                    refused = self.error(what)
+                else:
+                    refused = None
+                    self._calls[call_id] = (slot, what, is_future)
+                    reading = not is_future and self._reader is Reader.NOBODY
+                    if reading:
+                        self._reader = Reader.CALLER
+                    elif is_future:
+                        self._futures += 1
+                        if self._reader is Reader.NOBODY:
+                            self._condition.notify_all()  # the background thread reads it
+            if refused is not None:
+                self._transport.discard(frame)
+                slot.set_exception(refused)
+                return False
+            try:
+                self._transport.send(frame)
+            except OSError:
+                pass  # the reader sees the connection end and fails this call
+            except BaseException:  # a Ctrl-C while a large frame goes out: give the reading up
+                if reading:
+                    self._stop_reading()
+                raise
+        return reading
+
+    def error(self, what: str) -> ActorDiedError:
+        """The error of call ``what`` of an actor that is stopping or ended."""
+        return (self.ending or EXITED).error(f"{self.name}.{what} ({self.peer})")
+
+    # --- the actor's life -----------------------------------------------------------------------
+    def close(self) -> None:
+        """Refuse new calls (OPEN -> CLOSING); the backend sends the STOP later with :meth:`stop`.
+        Safe in ``__del__``."""
+        with self._condition:
+            if self.state is State.OPEN:
+                self.state = State.CLOSING
+                self._record(CLOSED)
+
+    def stop(self, ending: Ending = CLOSED, send_stop: bool = True) -> None:
+        """Stop the actor after the calls already sent (-> STOPPING): send it the STOP, or with
+        ``send_stop=False`` only record ``ending`` (the backend kills the process). Idempotent."""
+        with self._send_lock:
+            with self._condition:
+                if self.state is State.STOPPING or self.state is State.ENDED:
+                    return
+                self.state = State.STOPPING
+                self._record(ending)
+                self._condition.notify_all()  # the background thread watches for the end
+            if send_stop:
+                try:
+                    self._transport.send(self._transport.encode((protocol.STOP,)))
+                except OSError:
+                    pass
+
+    def send_control(self, message: tuple[Any, ...]) -> None:
+        """Send a message that is not a call (the pool's RELEASE and PREFETCH), unless the actor ended."""
+        with self._send_lock:
+            if self.state is not State.ENDED:
+                try:
+                    self._transport.send(self._transport.encode(message))
+                except OSError:
+                    pass
+
+    def _record(self, ending: Ending) -> None:
+        """Keep ``ending`` as the reason (the condition is held): the first one, but a definite cause
+        outranks a close (an actor closed while it went over its memory was stopped for its memory)."""
+        if self.ending is None or (self.ending.cause is Cause.CLOSED and ending.cause is not Cause.CLOSED):
+            self.ending = ending
+
+    # --- reading --------------------------------------------------------------------------------
+    def read_available(self) -> None:
+        """Dispatch what arrived while nobody read (an idle actor's output, its end), unless another
+        thread reads; for the backend's housekeeping."""
+        with self._condition:
+            if self._reader is not Reader.NOBODY or self.state is State.ENDED:
+                return
+            self._reader = Reader.CALLER
+        try:
+            while self.state is not State.ENDED and self._transport.wait(0):
+                self._read_one()
+        finally:
+            self._stop_reading()
+
+    def _read_until(self, slot: Future | ReplySlot) -> None:
+        """Read and dispatch frames until ``slot`` is done (this thread is the reader)."""
+        try:
+            while not slot.done() and self.state is not State.ENDED:
+                self._transport.wait()  # a Ctrl-C here loses nothing
+                ctrl_c_held_back(self._read_one)  # the frame is read whole and dispatched
+        finally:
+            self._stop_reading()
+
+    def _stop_reading(self) -> None:
+        with self._condition:
+            self._reader = Reader.NOBODY
+            # only threads that want to read need waking: a needless wake-up of the sleeping
+            # background thread would cost a context switch on every synchronous call
+            if self._waiters or self._futures or self.state is State.STOPPING or self.state is State.ENDED:
+                self._condition.notify_all()
+
+    def _background_wanted(self) -> bool:
+        return self._reader is Reader.NOBODY and (
+            self._futures > 0 or self.state is State.STOPPING or self.state is State.ENDED)
+
+    def _read_in_background(self) -> None:
+        while True:
+            with self._condition:
+                self._condition.wait_for(self._background_wanted)
+                self._reader = Reader.BACKGROUND
+                if self.state is State.ENDED:
+                    break
+            try:
+                while (self._futures > 0 or self.state is State.STOPPING) and self.state is not State.ENDED:
+                    self._transport.wait()
+                    self._read_one()
+            finally:
+                self._stop_reading()
+        with self._send_lock:  # no thread is inside send() when the connection closes
+            self._transport.close()
+
+    def _read_one(self) -> None:
+        """Read one frame and dispatch it (this thread is the reader)."""
+        try:
+            message = self._transport.receive()
+        except Exception as error:  # arrived whole, but e.g. the return value's class does not exist here
+            self._resolve(protocol.UNKNOWN_CALL, None, None, error)
+            return
+        if message is None:
+            self._end()
+            return
+        kind = message[0]
+        if kind == protocol.OK:
+            self._resolve(message[1], message[2], None, None)
+        elif kind == protocol.ERROR:
+            self._resolve(message[1], None, message[2], None)
+        else:
+            self._transport.handle(message)
+
+    def _resolve(self, call_id: int, value: Any, failure: Any, undecodable: BaseException | None) -> None:
+        """Complete call ``call_id`` (UNKNOWN_CALL: the oldest) with its value, the failure the actor
+        sent, or the error that its reply could not be decoded."""
+        if call_id == protocol.UNKNOWN_CALL:
+            call_id = next(iter(self._calls), protocol.UNKNOWN_CALL)
+        entry = self._calls.pop(call_id, None)
+        if entry is None:
+            return
+        slot, what, is_future = entry
+        if is_future:
+            with self._condition:
+                self._futures -= 1
+        self.calls_served += 1
+        if undecodable is not None:
+            slot.set_exception(SerializationError(f"{self.name}.{what}: the reply cannot be unpickled here: "
+                                                  f"{type(undecodable).__name__}: {undecodable}"))
+        elif failure is not None:
+            self.last_error = f"{failure.type_name}: {failure.message}"
+            slot.set_exception(failure.to_exception(f"{self.name}.{what}"))
+        else:
+            slot.set_result(value)
+        if self._waiters:  # after the result is set: a woken waiter must find its reply in
+            with self._condition:
+                self._condition.notify_all()
+
+    def _end(self) -> None:
+        """The connection ended: -> ENDED, and every call awaited fails with the ending's error."""
+        ending = self._transport.end(expected=self.state is not State.OPEN)
+        with self._condition:
+            self.state = State.ENDED
+            self._record(ending or EXITED)
+            calls, self._calls = self._calls, {}
+            self._futures = 0
+            self._condition.notify_all()
+        for slot, what, _ in calls.values():
+            slot.set_exception(self.error(what))
+
+
+def ctrl_c_held_back(action: Callable[[], T]) -> T:
+    """``action()``, with a Ctrl-C that arrives meanwhile raised only once it has returned.
+
+    Only the main thread runs Python's SIGINT handler; elsewhere, and where that handler was not set
+    from Python (ignored, or the default action), ``action`` just runs.
+    """
+    previous = _signal.getsignal(signal.SIGINT)
+    if not callable(previous) or threading.current_thread() is not threading.main_thread():
+        return action()
+    caught: list[int] = []
+    _signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        return action()
+    finally:
+        _signal.signal(signal.SIGINT, previous)
+        if caught:
+            signal.raise_signal(signal.SIGINT)  # the handler it was meant for runs now
