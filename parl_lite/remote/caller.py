@@ -10,9 +10,9 @@ sends, awaits and reads frames. Everything else about a call lives here, once:
 - **Who reads** (:class:`Reader`). One thread at a time reads the connection. A synchronous call reads
   its own reply in the calling thread when nobody else reads: one wake-up per call, as with a raw
   pipe. A thread that finds another one reading sleeps until its reply is in or the reader is done,
-  and then takes over. The background thread reads only while futures are awaited that no calling
-  thread reads, or while the actor stops (to see the connection end): waking it for a synchronous
-  call would cost a context switch on every call.
+  and then takes over. The background thread starts reading when a future is sent that no calling
+  thread reads, or when the actor stops (to see the connection end); it never wakes for a
+  synchronous call, which would cost a context switch on every call.
 - **The actor's life** (:class:`State`) and **how it ends** (:class:`Ending`): which error the calls
   awaited and the calls made later get (:class:`ActorDiedError`, :class:`MemoryLimitError`), and
   :class:`SerializationError` for arguments that cannot be pickled or replies that cannot be unpickled.
@@ -63,19 +63,27 @@ class State(enum.Enum):
 
 
 class Reader(enum.Enum):
-    """Who reads the connection (at most one thread at a time). The transitions::
+    """Who reads the connection (one thread at a time). The transitions, all made by :class:`Caller`
+    ("a caller waits": a synchronous call is sent, or a thread waits for a reply)::
 
-        NOBODY ---a synchronous call is sent, or a thread waits for its reply---> CALLER ---its reply is in---> NOBODY
-        NOBODY ---futures awaited, or STOPPING---> BACKGROUND ---neither any more---> NOBODY
-        ENDED: the background thread takes it for good and closes the connection
+        NOBODY ---a caller waits---> CALLER ---its reply is in---> NOBODY
+        NOBODY ---a future is sent, or the actor is told to stop---> BACKGROUND
+        BACKGROUND ---a caller waits---> HANDING_OVER ---no future awaited, not stopping---> NOBODY
+        HANDING_OVER ---a future is sent---> BACKGROUND
+        the connection ends: the background thread keeps it (BACKGROUND) and closes the connection
     """
 
     NOBODY = "nobody"
     """Nobody reads; the background thread sleeps."""
     CALLER = "caller"
-    """A thread that waits for a reply (or the backend's housekeeping, for what arrived unasked)."""
+    """A thread that waits for a reply reads (or the backend's housekeeping, for what came unasked)."""
     BACKGROUND = "background"
-    """The background thread: replies to futures no caller waits for, output, the connection's end."""
+    """The background thread reads: replies to futures, output, the connection's end. Once no future
+    is awaited it reads on: more are likely to follow, and sleeping between them would cost a
+    wake-up each."""
+    HANDING_OVER = "handing over"
+    """The background thread reads, and a caller waits: it stops once no future is awaited (and the
+    actor is not stopping); the caller, woken by its reply or by the hand-over, reads from then on."""
 
 
 class Cause(enum.Enum):
@@ -150,7 +158,7 @@ class Transport(Protocol):
     """How one backend carries an actor's frames: all a :class:`Caller` needs of it.
 
     ``encode`` runs in any thread; ``send`` under the caller's send lock; the rest only in the thread
-    that reads (one at a time), ``close`` once, after ``end``.
+    that reads (one at a time), ``disconnect`` once, after ``end``.
     """
 
     def encode(self, message: tuple[Any, ...]) -> Any:
@@ -178,8 +186,8 @@ class Transport(Protocol):
         """The connection ended (``expected``: the actor was told to stop): release what it held, and
         say why the actor ended if this transport knows more than that (else None)."""
 
-    def close(self) -> None:
-        """Close the connection."""
+    def disconnect(self) -> None:
+        """Close the connection (the actor has ended)."""
 
 
 class Caller:
@@ -203,7 +211,10 @@ class Caller:
         self._transport = transport
         self._ids = itertools.count()
         self._calls: dict[int, tuple[Future | ReplySlot, str, bool]] = {}  # id -> (slot, what, is a future)
-        self._futures = 0  # entries of _calls that are futures
+        # futures sent and futures completed (or failed): the first grows under the condition, the
+        # second only in the thread that reads, so completing a future takes no lock
+        self._futures_sent = 0
+        self._futures_done = 0
         self._reader = Reader.NOBODY
         self._waiters = 0  # threads sleeping until their reply is in or nobody reads
         self._send_lock = threading.Lock()  # frames go out whole and in the order of their ids
@@ -236,6 +247,8 @@ class Caller:
                 if slot.done():
                     break
                 if self._reader is not Reader.NOBODY:
+                    if self._reader is Reader.BACKGROUND:
+                        self._reader = Reader.HANDING_OVER
                     self._waiters += 1
                     try:
                         self._condition.wait()
@@ -265,13 +278,17 @@ class Caller:
                 else:
                     refused = None
                     self._calls[call_id] = (slot, what, is_future)
-                    reading = not is_future and self._reader is Reader.NOBODY
-                    if reading:
-                        self._reader = Reader.CALLER
-                    elif is_future:
-                        self._futures += 1
+                    if is_future:
+                        self._futures_sent += 1
                         if self._reader is Reader.NOBODY:
-                            self._condition.notify_all()  # the background thread reads it
+                            self._condition.notify_all()  # the background thread reads its reply
+                        elif self._reader is Reader.HANDING_OVER:
+                            self._reader = Reader.BACKGROUND
+                    elif self._reader is Reader.NOBODY:
+                        self._reader = Reader.CALLER
+                        reading = True
+                    elif self._reader is Reader.BACKGROUND:
+                        self._reader = Reader.HANDING_OVER
             if refused is not None:
                 self._transport.discard(frame)
                 slot.set_exception(refused)
@@ -358,12 +375,15 @@ class Caller:
             self._reader = Reader.NOBODY
             # only threads that want to read need waking: a needless wake-up of the sleeping
             # background thread would cost a context switch on every synchronous call
-            if self._waiters or self._futures or self.state is State.STOPPING or self.state is State.ENDED:
+            if self._waiters or self._futures_awaited() or self.state is State.STOPPING or self.state is State.ENDED:
                 self._condition.notify_all()
+
+    def _futures_awaited(self) -> bool:
+        return self._futures_sent != self._futures_done
 
     def _background_wanted(self) -> bool:
         return self._reader is Reader.NOBODY and (
-            self._futures > 0 or self.state is State.STOPPING or self.state is State.ENDED)
+            self._futures_awaited() or self.state is State.STOPPING or self.state is State.ENDED)
 
     def _read_in_background(self) -> None:
         while True:
@@ -373,13 +393,14 @@ class Caller:
                 if self.state is State.ENDED:
                     break
             try:
-                while (self._futures > 0 or self.state is State.STOPPING) and self.state is not State.ENDED:
+                while self.state is not State.ENDED and (self._reader is Reader.BACKGROUND or self._futures_awaited()
+                                                         or self.state is State.STOPPING):
                     self._transport.wait()
                     self._read_one()
             finally:
                 self._stop_reading()
         with self._send_lock:  # no thread is inside send() when the connection closes
-            self._transport.close()
+            self._transport.disconnect()
 
     def _read_one(self) -> None:
         """Read one frame and dispatch it (this thread is the reader)."""
@@ -408,9 +429,7 @@ class Caller:
         if entry is None:
             return
         slot, what, is_future = entry
-        if is_future:
-            with self._condition:
-                self._futures -= 1
+        self._futures_done += is_future
         self.calls_served += 1
         if undecodable is not None:
             slot.set_exception(SerializationError(f"{self.name}.{what}: the reply cannot be unpickled here: "
@@ -429,9 +448,9 @@ class Caller:
         ending = self._transport.end(expected=self.state is not State.OPEN)
         with self._condition:
             self.state = State.ENDED
-            self._record(ending or EXITED)
+            self._record(ending or self.ending or EXITED)  # EXITED: nothing more is known
             calls, self._calls = self._calls, {}
-            self._futures = 0
+            self._futures_done = self._futures_sent
             self._condition.notify_all()
         for slot, what, _ in calls.values():
             slot.set_exception(self.error(what))
