@@ -119,11 +119,11 @@ class ClusterBackend(Backend):
                                          client_id=self.client_id, actor_id=actor_id,
                                          reservation=place["reservation"], max_memory=options.max_memory,
                                          class_name=cls.__qualname__)
-        actor = ClusterActor(actor_id, cls.__qualname__, framed, session, options.max_memory, self._queue_close)
+        actor = ClusterActor.open(actor_id, cls.__qualname__, framed, session, options.max_memory, self._queue_close)
         session.actors[actor_id] = actor
         self._actors[actor_id] = actor
         try:
-            actor.start(blob, args, kwargs)
+            actor.create(blob, args, kwargs)
         except BaseException:
             actor.close()
             raise
