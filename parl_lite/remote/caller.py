@@ -10,9 +10,10 @@ sends, awaits and reads frames. Everything else about a call lives here, once:
 - **Who reads** (:class:`Reader`). One thread at a time reads the connection. A synchronous call reads
   its own reply in the calling thread when nobody else reads: one wake-up per call, as with a raw
   pipe. A thread that finds another one reading sleeps until its reply is in or the reader is done,
-  and then takes over. The background thread starts reading when a future is sent that no calling
-  thread reads, or when the actor stops (to see the connection end); it never wakes for a
-  synchronous call, which would cost a context switch on every call.
+  and then takes over. The background thread starts reading when a future is sent while nobody
+  reads, or when the actor stops (to see the connection end), and after the futures' replies it
+  reads on until a caller waits (more futures are likely to follow). It never wakes for a
+  synchronous call: that would cost a context switch on every call.
 - **The actor's life** (:class:`State`) and **how it ends** (:class:`Ending`): which error the calls
   awaited and the calls made later get (:class:`ActorDiedError`, :class:`MemoryLimitError`), and
   :class:`SerializationError` for arguments that cannot be pickled or replies that cannot be unpickled.
@@ -297,7 +298,7 @@ class Caller:
                 self._transport.send(frame)
             except OSError:
                 pass  # the reader sees the connection end and fails this call
-            except BaseException:  # a Ctrl-C while a large frame goes out: give the reading up
+            except BaseException:  # not the connection's (e.g. a Ctrl-C while the frame goes out): stop reading
                 if reading:
                     self._stop_reading()
                 raise
@@ -318,19 +319,27 @@ class Caller:
 
     def stop(self, ending: Ending = CLOSED, send_stop: bool = True) -> None:
         """Stop the actor after the calls already sent (-> STOPPING): send it the STOP, or with
-        ``send_stop=False`` only record ``ending`` (the backend kills the process). Idempotent."""
-        with self._send_lock:
-            with self._condition:
-                if self.state is State.STOPPING or self.state is State.ENDED:
-                    return
-                self.state = State.STOPPING
-                self._record(ending)
-                self._condition.notify_all()  # the background thread watches for the end
-            if send_stop:
+        ``send_stop=False`` only record ``ending`` (the backend kills the process; this then waits
+        for no sender). Idempotent."""
+        if not send_stop:
+            self._begin_stopping(ending)
+            return
+        with self._send_lock:  # the calls entered before are sent before the STOP
+            if self._begin_stopping(ending):
                 try:
                     self._transport.send(self._transport.encode((protocol.STOP,)))
                 except OSError:
                     pass
+
+    def _begin_stopping(self, ending: Ending) -> bool:
+        """OPEN or CLOSING -> STOPPING, for ``ending``; False if it was stopping or ended already."""
+        with self._condition:
+            if self.state is State.STOPPING or self.state is State.ENDED:
+                return False
+            self.state = State.STOPPING
+            self._record(ending)
+            self._condition.notify_all()  # the background thread reads until the connection ends
+            return True
 
     def send_control(self, message: tuple[Any, ...]) -> None:
         """Send a message that is not a call (the pool's RELEASE and PREFETCH), unless the actor ended."""
