@@ -1,8 +1,9 @@
 """The caller's side of one actor, whatever carries its messages.
 
 A backend's channel (the local pool's :class:`~parl_lite.remote.pool.WorkerProcess`, the cluster's
-``ClusterActor``) owns a :class:`Caller` and hands it a :class:`Transport`: how that backend encodes,
-sends, awaits and reads frames. Everything else about a call lives here, once:
+``ClusterActor``) is a :class:`CallerChannel`: it owns a :class:`Caller` and is its
+:class:`Transport`, i.e. it says only how that backend encodes, sends, awaits and reads frames.
+Everything else about a call lives here, once:
 
 - **The call table.** A call gets an id and an entry (where its reply lands, what was called) before
   its frame is sent. Replies come back in the order the calls were sent, so a reply that cannot be
@@ -34,11 +35,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from parl_lite.remote import protocol
+from parl_lite.remote.backend import ActorChannel
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, SerializationError
 from parl_lite.remote.futures import Future
 
-__all__ = ["Caller", "Transport", "State", "Reader", "Cause", "Ending", "CLOSED", "EXITED", "over_memory",
-           "unpicklable_arguments", "ReplySlot", "ctrl_c_held_back"]
+__all__ = ["Caller", "CallerChannel", "Transport", "State", "Reader", "Cause", "Ending", "CLOSED", "EXITED",
+           "over_memory", "unpicklable_arguments", "ReplySlot", "ctrl_c_held_back"]
 
 T = TypeVar("T")
 
@@ -463,6 +465,28 @@ class Caller:
             self._condition.notify_all()
         for slot, what, _ in calls.values():
             slot.set_exception(self.error(what))
+
+
+class CallerChannel(ActorChannel):
+    """An :class:`ActorChannel` whose calls go through a :class:`Caller` (``self._caller``, made by the
+    subclass): a backend adds its :class:`Transport` and ``close()``."""
+
+    _caller: Caller
+
+    def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Future:
+        return self._caller.call(f"{method}()", protocol.CALL, method, args, kwargs)
+
+    def get_attribute(self, name: str) -> Future:
+        return self._caller.call(f"attribute {name!r}", protocol.GETATTR, name)
+
+    def set_attribute(self, name: str, value: Any) -> Future:
+        return self._caller.call(f"setting attribute {name!r}", protocol.SETATTR, name, value)
+
+    def call_sync(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return self._caller.run(f"{method}()", protocol.CALL, method, args, kwargs)
+
+    def result(self, future: Future) -> Any:
+        return self._caller.result(future)
 
 
 def ctrl_c_held_back(action: Callable[[], T]) -> T:

@@ -32,9 +32,8 @@ from collections.abc import Callable
 
 from parl_lite.remote import protocol
 from parl_lite.remote.actor_log import ActorLogs
-from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend, thread_limits
-from parl_lite.remote.caller import CLOSED, Caller, Cause, Ending, State, over_memory
-from parl_lite.remote.futures import Future
+from parl_lite.remote.backend import ActorOptions, Backend, thread_limits
+from parl_lite.remote.caller import CLOSED, Caller, CallerChannel, Cause, Ending, State, over_memory
 from parl_lite.remote.output import print_actor_output
 from parl_lite.remote.shm import Borrowed, SegmentPool, remove_session_segments
 from parl_lite.remote.status import StatusBoard, process_start_time
@@ -51,7 +50,7 @@ _ENDED_KEPT = 32  # ended actors still listed in the status (and their logs kept
 _log = logging.getLogger("parl_lite.remote")
 
 
-class WorkerProcess(ActorChannel):
+class WorkerProcess(CallerChannel):
     """The caller's end of one worker process, and of the actor it hosts.
 
     The calls, who reads their replies and how the actor's end fails them are the
@@ -117,22 +116,7 @@ class WorkerProcess(ActorChannel):
                 "rss_mb": round(own, 1), "shared_mb": round(shared, 1), "max_memory_mb": self.max_memory,
                 "calls_served": self.calls_served, "last_error": self.last_error}
 
-    # --- ActorChannel ---------------------------------------------------------------------------
-    def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Future:
-        return self._caller.call(f"{method}()", protocol.CALL, method, args, kwargs)
-
-    def get_attribute(self, name: str) -> Future:
-        return self._caller.call(f"attribute {name!r}", protocol.GETATTR, name)
-
-    def set_attribute(self, name: str, value: Any) -> Future:
-        return self._caller.call(f"setting attribute {name!r}", protocol.SETATTR, name, value)
-
-    def call_sync(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return self._caller.run(f"{method}()", protocol.CALL, method, args, kwargs)
-
-    def result(self, future: Future) -> Any:
-        return self._caller.result(future)
-
+    # --- ActorChannel (calls: CallerChannel) ----------------------------------------------------
     def close(self) -> None:
         # may run in __del__, in any thread: the housekeeping thread sends the STOP
         self._caller.close()

@@ -8,10 +8,8 @@ from typing import TYPE_CHECKING, Any
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.framing import FrameTooLargeError, frame_size
 from parl_lite.remote import protocol
-from parl_lite.remote.backend import ActorChannel
-from parl_lite.remote.caller import CLOSED, Caller, Cause, Ending, over_memory
+from parl_lite.remote.caller import CLOSED, Caller, CallerChannel, Cause, Ending, over_memory
 from parl_lite.remote.errors import ActorDiedError, SerializationError
-from parl_lite.remote.futures import Future
 from parl_lite.remote.output import print_actor_output
 
 if TYPE_CHECKING:
@@ -23,7 +21,7 @@ _VERDICT_WAIT = 2.0  # seconds to wait for the node to say why an actor's connec
 _Frame = tuple[bytes, list[memoryview]]
 
 
-class ClusterActor(ActorChannel):
+class ClusterActor(CallerChannel):
     """One actor on a node: calls go straight to the worker process hosting it (see :meth:`open`).
 
     The calls, who reads their replies and how the actor's end fails them are the
@@ -67,22 +65,7 @@ class ClusterActor(ActorChannel):
     def label(self) -> str:
         return f"{self.class_name} pid={self.pid} host={self.host}"
 
-    # --- ActorChannel ---------------------------------------------------------------------------
-    def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Future:
-        return self._caller.call(f"{method}()", protocol.CALL, method, args, kwargs)
-
-    def get_attribute(self, name: str) -> Future:
-        return self._caller.call(f"attribute {name!r}", protocol.GETATTR, name)
-
-    def set_attribute(self, name: str, value: Any) -> Future:
-        return self._caller.call(f"setting attribute {name!r}", protocol.SETATTR, name, value)
-
-    def call_sync(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return self._caller.run(f"{method}()", protocol.CALL, method, args, kwargs)
-
-    def result(self, future: Future) -> Any:
-        return self._caller.result(future)
-
+    # --- ActorChannel (calls: CallerChannel) ----------------------------------------------------
     def close(self) -> None:
         # may run in __del__, in any thread: the backend's closer thread sends the STOP
         self._caller.close()
