@@ -179,8 +179,9 @@ class Transport(Protocol):
         pass (False). Reads nothing, so an interruption here loses nothing."""
 
     def receive(self) -> tuple[Any, ...] | None:
-        """The next message, read whole and decoded; None once the connection has ended. Raises
-        what decoding raised for a message that arrived whole but cannot be rebuilt here."""
+        """The next message, read whole and decoded (waiting for it if :meth:`wait` did not); None
+        once the connection has ended. Raises what decoding raised for a message that arrived whole
+        but cannot be rebuilt here."""
 
     def handle(self, message: tuple[Any, ...]) -> None:
         """A message that is not a reply (the actor's output, released buffers)."""
@@ -406,8 +407,7 @@ class Caller:
             try:
                 while self.state is not State.ENDED and (self._reader is Reader.BACKGROUND or self._futures_awaited()
                                                          or self.state is State.STOPPING):
-                    self._transport.wait()
-                    self._read_one()
+                    self._read_one()  # no Ctrl-C lands in this thread: receive() may wait as it likes
             finally:
                 self._stop_reading()
         with self._send_lock:  # no thread is inside send() when the connection closes

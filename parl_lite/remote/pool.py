@@ -55,8 +55,8 @@ class WorkerProcess(CallerChannel):
 
     The calls, who reads their replies and how the actor's end fails them are the
     :class:`~parl_lite.remote.caller.Caller`'s; this class is its transport (frames over a socket pair,
-    large buffers in shared memory, the worker's end seen by its pidfd) and what the pool knows of
-    the worker (memory, status, output).
+    large buffers in shared memory, the worker's end seen by its pidfd) and what the pool does with
+    the worker (stop, kill, memory, status, output).
     """
 
     def __init__(self, pid: int, connection: Connection, pool: "LocalPool") -> None:
@@ -70,12 +70,12 @@ class WorkerProcess(CallerChannel):
             self._pidfd: int | None = os.pidfd_open(pid)
         except ProcessLookupError:
             self._pidfd = None  # already gone
+        self._fileno = connection.fileno()
         self._poller = select.poll()  # used by the one thread that reads
-        self._poller.register(connection.fileno(), select.POLLIN)
+        self._poller.register(self._fileno, select.POLLIN)
         if self._pidfd is not None:
             self._poller.register(self._pidfd, select.POLLIN)
-        self._fileno = connection.fileno()
-        self._ready: list[tuple[int, int]] = []  # what the last wait() saw
+        self._ready: list[tuple[int, int]] | None = None  # what wait() saw, until receive() uses it
         self._caller = Caller(self, None, f"worker pid {pid}", f"parl_lite-worker-{pid}")
 
     @property
@@ -192,11 +192,14 @@ class WorkerProcess(CallerChannel):
 
     def wait(self, timeout: float | None = None) -> bool:
         # a frame, or the worker's end: a child the actor forked may hold the socket open long after
-        self._ready = self._poller.poll(None if timeout is None else timeout * 1000)
-        return bool(self._ready)
+        ready = self._poller.poll(None if timeout is None else timeout * 1000)
+        self._ready = ready or None  # nothing yet: receive() waits itself
+        return bool(ready)
 
     def receive(self) -> tuple[Any, ...] | None:
-        for fd, _ in self._ready:
+        ready = self._poller.poll() if self._ready is None else self._ready
+        self._ready = None
+        for fd, _ in ready:
             if fd == self._fileno:
                 break
         else:
