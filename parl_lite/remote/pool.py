@@ -33,7 +33,7 @@ from collections.abc import Callable
 from parl_lite.remote import protocol
 from parl_lite.remote.actor_log import ActorLogs
 from parl_lite.remote.backend import ActorOptions, Backend, thread_limits
-from parl_lite.remote.caller import CLOSED, Caller, CallerChannel, Cause, Ending, State, over_memory
+from parl_lite.remote.caller import CLOSED, CallerChannel, Cause, Ending, State, over_memory
 from parl_lite.remote.output import print_actor_output
 from parl_lite.remote.shm import Borrowed, SegmentPool, remove_session_segments
 from parl_lite.remote.status import StatusBoard, process_start_time
@@ -53,10 +53,10 @@ _log = logging.getLogger("parl_lite.remote")
 class WorkerProcess(CallerChannel):
     """The caller's end of one worker process, and of the actor it hosts.
 
-    The calls, who reads their replies and how the actor's end fails them are the
-    :class:`~parl_lite.remote.caller.Caller`'s; this class is its transport (frames over a socket pair,
-    large buffers in shared memory, the worker's end seen by its pidfd) and what the pool does with
-    the worker (stop, kill, memory, status, output).
+    The calls, who reads their replies and how the actor's end fails them are
+    :class:`~parl_lite.remote.caller.CallerChannel`'s; this class adds the transport (frames over a
+    socket pair, large buffers in shared memory, the worker's end seen by its pidfd) and what the pool
+    does with the worker (stop, kill, memory, status, output).
     """
 
     def __init__(self, pid: int, connection: Connection, pool: "LocalPool") -> None:
@@ -76,20 +76,7 @@ class WorkerProcess(CallerChannel):
         if self._pidfd is not None:
             self._poller.register(self._pidfd, select.POLLIN)
         self._ready: list[tuple[int, int]] | None = None  # what wait() saw, until receive() uses it
-        self._caller = Caller(self, None, f"worker pid {pid}", f"parl_lite-worker-{pid}")
-
-    @property
-    def actor_name(self) -> str | None:
-        return self._caller.name
-
-    @property
-    def calls_served(self) -> int:
-        return self._caller.calls_served
-
-    @property
-    def last_error(self) -> str | None:
-        """The last exception an actor's method raised."""
-        return self._caller.last_error
+        super().__init__(None, f"worker pid {pid}", f"parl_lite-worker-{pid}")
 
     @property
     def label(self) -> str:
@@ -97,14 +84,13 @@ class WorkerProcess(CallerChannel):
 
     @property
     def alive(self) -> bool:
-        return self._caller.state is not State.ENDED
+        return self.caller_state is not State.ENDED
 
     @property
     def state(self) -> str:
         """``idle`` (no actor yet), ``starting`` (``__init__`` runs), ``alive``, ``closed`` or ``dead``."""
-        if self._caller.state is State.ENDED:
-            ending = self._caller.ending
-            return "closed" if ending is not None and ending.cause is Cause.CLOSED else "dead"
+        if self.caller_state is State.ENDED:
+            return "closed" if self.ending is not None and self.ending.cause is Cause.CLOSED else "dead"
         if self.actor_name is None:
             return "idle"
         return "alive" if self.calls_served else "starting"
@@ -116,43 +102,32 @@ class WorkerProcess(CallerChannel):
                 "rss_mb": round(own, 1), "shared_mb": round(shared, 1), "max_memory_mb": self.max_memory,
                 "calls_served": self.calls_served, "last_error": self.last_error}
 
-    # --- ActorChannel (calls: CallerChannel) ----------------------------------------------------
     def close(self) -> None:
         # may run in __del__, in any thread: the housekeeping thread sends the STOP
-        self._caller.close()
+        super().close()
         self._pool.release(self)
 
     # --- what the pool does with its workers ----------------------------------------------------
     def create(self, class_blob: bytes, class_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Build the actor in this worker (raises what ``__init__`` raised)."""
-        self._caller.name = class_name
-        self._caller.run("__init__()", protocol.CREATE, class_blob, args, kwargs)
+        self.actor_name = class_name
+        self._run("__init__()", protocol.CREATE, class_blob, args, kwargs)
 
     def flush_releases(self) -> None:
         """Tell the worker which of its segments no array here views any more."""
         released = self.borrowed.take_released()
         if released:
-            self._caller.send_control((protocol.RELEASE, released))
+            self.send_control((protocol.RELEASE, released))
 
     def prefetch(self, names: list[str]) -> None:
         """Let the worker map ``names`` (free segments of ours) before a message uses them."""
         if names:
-            self._caller.send_control((protocol.PREFETCH, names))
-
-    def stop(self, ending: Ending = CLOSED) -> None:
-        """Ask the worker to exit after the calls already sent (idempotent); calls made later fail
-        with the error of ``ending``."""
-        self._caller.stop(ending)
+            self.send_control((protocol.PREFETCH, names))
 
     def kill(self, ending: Ending) -> None:
         """Kill the worker process now; pending calls fail with the error of ``ending``."""
-        self._caller.stop(ending, send_stop=False)
+        self.stop(ending, send_stop=False)
         self._kill_group()
-
-    def check(self) -> None:
-        """Read what arrived while no one was reading (an idle actor's output, a dead worker's
-        end); called by the housekeeping thread."""
-        self._caller.read_available()
 
     def _kill_group(self) -> None:
         """Kill the worker and what its actor started (its process group)."""
@@ -363,7 +338,7 @@ class LocalPool(Backend):
                 if not self._idle:
                     return None
                 worker = self._idle.pop()
-            worker.check()  # an idle worker's death is only seen when its connection is read
+            worker.read_available()  # an idle worker's death is only seen when its connection is read
             if worker.alive:
                 return worker
 
@@ -452,7 +427,7 @@ class LocalPool(Backend):
         with self._lock:
             workers = [*self._actors.values(), *self._idle]
         for worker in workers:
-            worker.check()
+            worker.read_available()
             worker.flush_releases()
             worker.borrowed.trim()
 

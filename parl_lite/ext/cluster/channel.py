@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.framing import FrameTooLargeError, frame_size
 from parl_lite.remote import protocol
-from parl_lite.remote.caller import CLOSED, Caller, CallerChannel, Cause, Ending, over_memory
+from parl_lite.remote.caller import CLOSED, CallerChannel, Cause, Ending, over_memory
 from parl_lite.remote.errors import ActorDiedError, SerializationError
 from parl_lite.remote.output import print_actor_output
 
@@ -24,16 +24,15 @@ _Frame = tuple[bytes, list[memoryview]]
 class ClusterActor(CallerChannel):
     """One actor on a node: calls go straight to the worker process hosting it (see :meth:`open`).
 
-    The calls, who reads their replies and how the actor's end fails them are the
-    :class:`~parl_lite.remote.caller.Caller`'s; this class is its transport (frames over the actor's
-    authenticated TCP connection) and keeps what the node says about why the actor ended.
+    The calls, who reads their replies and how the actor's end fails them are
+    :class:`~parl_lite.remote.caller.CallerChannel`'s; this class adds the transport (frames over the
+    actor's authenticated TCP connection) and keeps what the node says about why the actor ended.
     """
 
     def __init__(self, actor_id: str, class_name: str, framed: wire.FramedSocket, node: "NodeSession",
                  max_memory: float | None, on_closed: Callable[["ClusterActor"], None], pid: int,
                  host: str) -> None:
         self.actor_id = actor_id
-        self.class_name = class_name
         self.node = node
         self.max_memory = max_memory
         self.pid = pid
@@ -42,7 +41,7 @@ class ClusterActor(CallerChannel):
         self._on_closed = on_closed
         self._verdict: tuple[str, str] | None = None  # (kind, text) from the node
         self._verdict_given = threading.Event()
-        self._caller = Caller(self, class_name, f"pid {pid} on {host}", f"parl_lite-cluster-{actor_id}")
+        super().__init__(class_name, f"pid {pid} on {host}", f"parl_lite-cluster-{actor_id}")
 
     @classmethod
     def open(cls, actor_id: str, class_name: str, framed: wire.FramedSocket, node: "NodeSession",
@@ -59,21 +58,16 @@ class ClusterActor(CallerChannel):
 
     def create(self, class_blob: bytes, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Build the actor (raises what ``__init__`` raised)."""
-        self._caller.run("__init__()", protocol.CREATE, class_blob, args, kwargs)
+        self._run("__init__()", protocol.CREATE, class_blob, args, kwargs)
 
     @property
     def label(self) -> str:
-        return f"{self.class_name} pid={self.pid} host={self.host}"
+        return f"{self.actor_name} pid={self.pid} host={self.host}"
 
-    # --- ActorChannel (calls: CallerChannel) ----------------------------------------------------
     def close(self) -> None:
         # may run in __del__, in any thread: the backend's closer thread sends the STOP
-        self._caller.close()
+        super().close()
         self._on_closed(self)
-
-    def send_stop(self) -> None:
-        """Ask the worker to end after the calls already sent (the closer thread calls this)."""
-        self._caller.stop()
 
     # --- what the node says ---------------------------------------------------------------------
     def give_verdict(self, kind: str, text: str) -> None:

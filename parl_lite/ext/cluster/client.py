@@ -180,7 +180,7 @@ class ClusterBackend(Backend):
                 self._closing_wake.wait_for(lambda: self._closings or self._closed, timeout=0.1)
             while self._closings:
                 actor = self._closings.pop(0)
-                actor.send_stop()
+                actor.stop()
                 self._actors.pop(actor.actor_id, None)
                 actor.node.actors.pop(actor.actor_id, None)
             if self._closed and not self._closings:
