@@ -27,10 +27,10 @@ Everything else about a call lives here, once:
 """
 import _signal  # the C module under signal: 0.3 us a call where signal's wrappers take 3 us
 import enum
-from abc import abstractmethod
 import itertools
 import signal
 import threading
+from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -47,7 +47,8 @@ T = TypeVar("T")
 
 
 class State(enum.Enum):
-    """The life of an actor as its caller sees it. The transitions, all made by :class:`CallerChannel`::
+    """The life of an actor as its caller sees it. The transitions, all made by
+    :class:`CallerChannel`::
 
         OPEN ---close()---> CLOSING ---stop()---> STOPPING ---the connection ends---> ENDED
         OPEN ---stop()----> STOPPING               OPEN, CLOSING ---the connection ends---> ENDED
@@ -67,8 +68,9 @@ class State(enum.Enum):
 
 
 class Reader(enum.Enum):
-    """Who reads the connection (one thread at a time). The transitions, all made by :class:`CallerChannel`
-    ("a caller waits": a synchronous call is sent, or a thread waits for a reply)::
+    """Who reads the connection (one thread at a time). The transitions, all made by
+    :class:`CallerChannel` ("a caller waits": a synchronous call is sent, or a thread waits for a
+    reply)::
 
         NOBODY ---a caller waits---> CALLER ---its reply is in---> NOBODY
         NOBODY ---a future is sent, or the actor is told to stop---> BACKGROUND
