@@ -10,12 +10,11 @@ Layout (``FORMAT_VERSION`` 2)::
     /extra/*     whatever the caller adds (the trainer: best parameters and return, timings,
                  the CSV rows held for their evaluation, the solutions still to evaluate: log/*)
 
-Every dataset carries the CRC-32 of its values (attribute ``crc32``, see
-:mod:`parl_lite.io.datasets`), the config text its own (``config_crc32``). Reading checks them and
-the values: parameters, solver state and statistics finite, the generation counter in
-``[0, 2**31)`` and equal to the ``generation`` attribute, the optimizer's step count ``t`` in
-``[0, generation]``, statistics counts and sums of squares ``>= 0``. Format 1 files (no checksums)
-are read with the value checks only.
+Reading checks the file's structure and the declared layout of its datasets against the
+parameter count and the stored config before any value is read, then every dataset's CRC-32
+(attribute ``crc32``, see :mod:`parl_lite.io.datasets`) and the config text's (``config_crc32``),
+then the values (see :mod:`evokit_py.checkpoint_checks`). Every error names the dataset and the file.
+Format 1 files (no checksums) are read with the other checks only.
 """
 import os
 import zlib
@@ -24,6 +23,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from evokit_py.checkpoint_checks import MAX_GENERATION, check_layout, check_values
 from evokit_py.config import ConfigError, ESConfig, config_from_yaml_text
 from parl_lite.io.atomic import write_hdf5_atomically
 from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_range, dataset_names, open_hdf5,
@@ -35,7 +35,6 @@ __all__ = ["SolverCheckpointError", "write_checkpoint", "read_checkpoint", "chec
 FORMAT = "evokit_py.solver"
 FORMAT_VERSION = 2
 _FIRST_CHECKSUMMED_VERSION = 2
-MAX_GENERATION = 2**31 - 1
 
 # config keys a resumed run must share with the checkpoint: they decide the parameters, the noise,
 # every random draw and the layout of the solver state, so a change would silently continue another
@@ -86,42 +85,27 @@ def read_checkpoint(path: "str | os.PathLike") -> tuple[dict, dict[str, dict[str
             if version > FORMAT_VERSION:
                 raise SolverCheckpointError(f"{path} has format {version}; this reads up to {FORMAT_VERSION}")
             require = version >= _FIRST_CHECKSUMMED_VERSION
-            groups = {"params": {"params": read_dataset(file["params"], require)}}
-            for group in ("solver", "obs_stats", "extra"):
-                groups[group] = {name: read_dataset(file[group][name], require) for name in dataset_names(file[group])}
             if require and zlib.crc32(str(attrs.get("config", "")).encode()) != int(attrs.get("config_crc32", -1)):
                 raise DatasetError("attribute config: checksum mismatch: the stored config text is corrupted")
             try:
-                config_from_yaml_text(str(attrs["config"]))
+                config = config_from_yaml_text(str(attrs["config"]))
             except (ConfigError, KeyError) as error:
                 raise DatasetError(f"attribute config is corrupt: {error}") from error
-        _check_values(attrs, groups)
+            generation = check_integer_range("attribute generation", attrs.get("generation"), (0, MAX_GENERATION))
+            datasets = {"params": {"params": file["params"]}}
+            for group in ("solver", "obs_stats", "extra"):
+                datasets[group] = {name: file[group][name] for name in dataset_names(file[group])}
+            check_layout(datasets, str(attrs.get("solver_type")), config.solver, generation)
+            groups = {group: {name: read_dataset(dataset, require) for name, dataset in members.items()}
+                      for group, members in datasets.items()}
+        check_values(groups, attrs, config.solver)
     except SolverCheckpointError:
         raise
     except DatasetError as error:
         raise SolverCheckpointError(f"solver checkpoint {path}: {error}") from error
-    except (OSError, KeyError, ValueError, TypeError) as error:
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
         raise SolverCheckpointError(f"solver checkpoint {path} is truncated or corrupted: {error}") from error
     return attrs, groups
-
-
-def _check_values(attrs: dict, groups: dict[str, dict[str, np.ndarray]]) -> None:
-    for group in ("params", "solver", "obs_stats"):
-        for key, value in groups[group].items():
-            check_finite(key if group == "params" else f"{group}/{key}", value)
-    solver = groups["solver"]
-    if "generation" not in solver:
-        raise DatasetError("solver/generation: missing")
-    generation = check_integer_range("solver/generation", solver["generation"], (0, MAX_GENERATION))
-    if check_integer_range("attribute generation", attrs.get("generation"), (0, MAX_GENERATION)) != generation:
-        raise DatasetError(f"attribute generation {attrs['generation']} differs from solver/generation {generation}")
-    if "optimizer/t" in solver:
-        check_integer_range("solver/optimizer/t", solver["optimizer/t"], (0, generation))
-    stats = groups["obs_stats"]
-    if "count" in stats and float(stats["count"]) < 0:
-        raise DatasetError(f"obs_stats/count: {float(stats['count'])} is negative")
-    if "sumsq" in stats and np.any(stats["sumsq"] < 0):
-        raise DatasetError("obs_stats/sumsq: holds negative values")
 
 
 def check_resume(path: "str | os.PathLike", stored: ESConfig, config: ESConfig) -> None:
@@ -151,8 +135,8 @@ def _lookup(values: dict, dotted: str):
 
 def check_trainer_extra(groups: dict[str, dict[str, np.ndarray]], path: "str | os.PathLike") -> None:
     """Refuse a checkpoint whose trainer datasets (``extra/*`` of ``es-train``) are missing or out
-    of range: best parameters of the solution's shape, all finite, counts ``>= 0``, the best return
-    not NaN (``-inf`` until the first evaluation).
+    of range: all finite, counts ``>= 0``, the best return not NaN (``-inf`` until the first
+    evaluation); their shapes were checked by :func:`read_checkpoint`.
 
     Args:
         groups: what :func:`read_checkpoint` returned.
@@ -163,16 +147,10 @@ def check_trainer_extra(groups: dict[str, dict[str, np.ndarray]], path: "str | o
                if key not in extra]
     if missing:
         raise SolverCheckpointError(f"solver checkpoint {path} has no {', '.join(missing)}")
-    params_shape = groups["params"]["params"].shape
-    try:
-        if np.shape(extra["best_params"]) != params_shape:
-            raise DatasetError(f"extra/best_params: shape {np.shape(extra['best_params'])}, expected {params_shape}")
+    try:  # shapes were checked by read_checkpoint, before anything was read
         for key, value in extra.items():
             if key not in ("best_return", "log/held_evals"):  # nan: not evaluated (yet)
                 check_finite(f"extra/{key}", value)
-        pending = extra.get("log/pending_solutions")
-        if pending is not None and pending.shape[1:] != params_shape:
-            raise DatasetError(f"extra/log/pending_solutions: shape {pending.shape}, expected (k, *{params_shape})")
         if np.isnan(extra["best_return"]) or extra["best_return"] == np.inf:
             raise DatasetError(f"extra/best_return: {float(extra['best_return'])} is out of range")
         for key in ("episodes", "steps"):

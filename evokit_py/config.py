@@ -16,6 +16,9 @@ A minimal file::
 """
 import dataclasses
 import math
+import os
+import re
+import stat
 import types
 import typing
 from collections.abc import Callable
@@ -24,6 +27,8 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 import yaml
+
+from parl_lite.io.paths import describe_file_type
 
 __all__ = ["ConfigError", "ESConfig", "load_config", "parse_config", "default_config", "config_from_yaml_text",
            "resolve_config"]
@@ -167,6 +172,8 @@ class TrainConfig:
     eval_every: int = field(default=1, metadata=_POSITIVE)
     eval_episodes: int = field(default=5, metadata=_POSITIVE)
     workers: int = field(default=2, metadata=_POSITIVE)
+    # local pool: allow more than evokit_py.limits.WORKERS_PER_CPU workers per CPU (memory still bounds them)
+    oversubscribe: bool = False
     address: str | None = None  # where the workers run (parl_lite.connect); None: the local pool
     checkpoint_every: int = field(default=10, metadata=_POSITIVE)
     checkpoint_dir: str = "runs/es_cartpole/checkpoints"
@@ -327,8 +334,16 @@ def resolve_config(path: "str | Path | None", overrides: "tuple | list" = ()) ->
         data = ESConfig().to_dict()
     else:
         path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"config file {path} does not exist")
+        try:
+            info = os.stat(path)  # stat, not open: a FIFO would block the open
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except OSError as error:
+            raise ConfigError(f"config file {path}: {error.strerror or error}") from error
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"config file {path} is {describe_file_type(info.st_mode)}, not a file")
+        if info.st_size > MAX_YAML_BYTES:
+            raise ConfigError(f"config file {path} is larger than {MAX_YAML_BYTES // 2**20} MiB; a config is a few KB")
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as error:
@@ -359,22 +374,77 @@ def config_from_yaml_text(text: str) -> ESConfig:
     return parse_config(_load_yaml(text, "the config text"))
 
 
+MAX_YAML_BYTES = 2**20  # a config is a few KB
+MAX_YAML_VALUES = 10_000  # values of a config once its aliases are expanded (a config has about a hundred)
+MAX_YAML_DEPTH = 64  # nesting of collections (a config has five levels, env.kwargs a few more)
+
+
+class _TooDeep(Exception):
+    """The document nests collections deeper than ``MAX_YAML_DEPTH``."""
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """YAML 1.1's safe loader, but numbers in exponent form without a dot (``1e-3``, ``1e300``) are
+    numbers, as in YAML 1.2 (YAML 1.1 reads them as strings), and composing stops at
+    ``MAX_YAML_DEPTH`` levels (the composer recurses once per level)."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self._depth >= MAX_YAML_DEPTH:
+            raise _TooDeep
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+_ConfigLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
+
+
 def _load_yaml(text: str, source: str) -> Any:
-    """Parse YAML ``text``, refusing a key given twice in one mapping (YAML itself keeps the last).
+    """Parse YAML ``text``, refusing a key given twice in one mapping (YAML itself keeps the last),
+    and a document that nests deeper than ``MAX_YAML_DEPTH`` or holds more than ``MAX_YAML_VALUES``
+    values once its aliases are expanded (an alias bomb: a few lines that expand to billions),
+    before anything walks the expanded values; and a text longer than ``MAX_YAML_BYTES``.
 
     Raises:
-        ConfigError: not valid YAML, or a duplicate key (named by its key path); ``source`` says
-            where the text came from.
+        ConfigError: not valid YAML, too large, or a duplicate key (named by its key path); ``source``
+            says where the text came from.
     """
+    if len(text) > MAX_YAML_BYTES:
+        raise ConfigError(f"{source} is longer than {MAX_YAML_BYTES // 2**20} MiB; a config is a few KB")
+    loader = _ConfigLoader(text)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        _refuse_duplicate_keys(root, "", source)
-        return yaml.safe_load(text)
+        root = loader.get_single_node()
+        _check_nodes(root, "", source, [0], ())
+        return None if root is None else loader.construct_document(root)
     except yaml.YAMLError as error:
         raise ConfigError(f"{source} is not valid YAML: {error}") from error
+    except _TooDeep:
+        raise ConfigError(f"{source}: nested more than {MAX_YAML_DEPTH} levels deep") from None
+    finally:
+        loader.dispose()
 
 
-def _refuse_duplicate_keys(node: yaml.Node | None, path: str, source: str) -> None:
+def _check_nodes(node: yaml.Node | None, path: str, source: str, count: list[int],
+                 ancestors: tuple[yaml.Node, ...]) -> None:
+    """Walk the composed document as the loaded values will be walked (an alias once per use),
+    counting the values in ``count[0]``; see :func:`_load_yaml`."""
+    count[0] += 1
+    if count[0] > MAX_YAML_VALUES:
+        raise ConfigError(f"{source}: more than {MAX_YAML_VALUES} values once its aliases (*name) are expanded; "
+                          f"refused (an alias bomb?)")
+    if not isinstance(node, yaml.CollectionNode):
+        return
+    if any(node is ancestor for ancestor in ancestors):
+        raise ConfigError(f"{path or 'config'}: an alias in {source} refers to a collection that contains it")
+    if len(ancestors) >= MAX_YAML_DEPTH:
+        raise ConfigError(f"{path or 'config'}: {source} is nested more than {MAX_YAML_DEPTH} levels deep")
+    ancestors = (*ancestors, node)
     if isinstance(node, yaml.MappingNode):
         lines: dict[Any, int] = {}
         for key_node, value_node in node.value:
@@ -384,8 +454,8 @@ def _refuse_duplicate_keys(node: yaml.Node | None, path: str, source: str) -> No
                                   f"{key_node.start_mark.line + 1})")
             if key is not None:
                 lines[key] = key_node.start_mark.line
-            _refuse_duplicate_keys(value_node, _join(path, str(key)), source)
-    elif isinstance(node, yaml.SequenceNode):
+            _check_nodes(key_node, path, source, count, ancestors)
+            _check_nodes(value_node, _join(path, str(key)), source, count, ancestors)
+    else:
         for index, item in enumerate(node.value):
-            _refuse_duplicate_keys(item, f"{path}[{index}]", source)
-
+            _check_nodes(item, f"{path}[{index}]", source, count, ancestors)

@@ -68,6 +68,7 @@ class NoiseSpec:
 
 
 _ATTACH_LOCK = threading.Lock()
+_FILL_BLOCK = 2**22  # values drawn at once when a table is built (16 MB, about 0.1 s)
 
 
 def attach_shared_memory(name: str) -> shared_memory.SharedMemory:
@@ -106,12 +107,21 @@ class NoiseTable:
 
     @classmethod
     def create(cls, seed: int, size: int) -> "NoiseTable":
-        """Build the table from ``seed`` (same seed, same values) in a new shared-memory segment."""
+        """Build the table from ``seed`` (same seed, same values) in a new shared-memory segment.
+
+        The values are drawn a block at a time, so that a Ctrl-C stops a large table's build (a
+        billion values take half a minute); the segment is unlinked then, as on any other error.
+        """
         if size <= 0:
             raise ValueError(f"cache_size must be > 0, got {size}")
         # named after this process so that it is swept if the process is killed before unlinking it
         memory = shared_memory.SharedMemory(name=process_segment_name("noise"), create=True, size=size * 4)
-        return cls(memory, seed, size, owner=True)._fill()
+        table = cls(memory, seed, size, owner=True)
+        try:
+            return table._fill()
+        except BaseException:
+            table.unlink()
+            raise
 
     @classmethod
     def attach_or_rebuild(cls, name: str, seed: int, size: int) -> "NoiseTable":
@@ -124,7 +134,10 @@ class NoiseTable:
             return cls(None, seed, size, owner=False)._fill()
 
     def _fill(self) -> "NoiseTable":
-        np.random.default_rng(self.seed).standard_normal(self.size, dtype=np.float32, out=self.values)
+        rng = np.random.default_rng(self.seed)  # drawn in blocks, the values of one draw of them all
+        for start in range(0, self.size, _FILL_BLOCK):
+            block = self.values[start:start + _FILL_BLOCK]
+            rng.standard_normal(len(block), dtype=np.float32, out=block)
         return self
 
     @classmethod

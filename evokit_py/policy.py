@@ -13,6 +13,8 @@ the environment's spaces. A sampling worker builds its policy from bytes and onl
 read or edited.
 """
 import itertools
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +26,7 @@ import onnxruntime as ort
 from evokit_py.config import PolicyConfig
 from evokit_py.envs import action_size, mlp_output_activation, observation_size
 from evokit_py.obs_stats import OBS_CLIP
+from parl_lite.io.paths import describe_file_type
 
 if TYPE_CHECKING:
     import onnx
@@ -149,8 +152,13 @@ class OnnxPolicy:
         import onnx
 
         path = Path(path)
-        if not path.is_file():
-            raise ValueError(f"policy.onnx: file {path} does not exist")
+        try:
+            mode = os.stat(path).st_mode  # stat, not open: a FIFO would block the open
+        except OSError as error:
+            raise ValueError(f"policy.onnx: file {path} does not exist" if isinstance(error, FileNotFoundError)
+                             else f"policy.onnx: {path}: {error.strerror or error}") from None
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"policy.onnx: {path} is {describe_file_type(mode)}, not an ONNX file")
         try:
             model = onnx.load(str(path))
         except Exception as error:  # onnx raises DecodeError and others for a bad file

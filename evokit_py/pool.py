@@ -13,12 +13,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from evokit_py.config import ESConfig
+from evokit_py.limits import check_cluster_workers, check_local_workers
 from evokit_py.noise import NoiseSpec
 from evokit_py.sampler import Sampler, aggregate
 
 __all__ = ["EvaluationPool"]
 
 CHUNKS_PER_WORKER = 4  # more chunks balance better; each costs one remote call (~0.1-0.2 ms)
+RAY_HERE = "ray://local"  # the Ray backend's address for a Ray started on this machine
 
 
 class EvaluationPool:
@@ -33,6 +35,9 @@ class EvaluationPool:
             (one sampler in this process, whatever ``workers`` says; for tests and debugging).
         address: where the remote samplers run, as ``parl_lite.connect`` takes it (``host:port``
             of a parl_lite cluster, ``ray://local``, ...; default: the local pool).
+
+    Raises:
+        ConfigError: more workers than the machine or the cluster takes (:mod:`evokit_py.limits`).
     """
 
     def __init__(self, config: ESConfig, policy_bytes: bytes, noise: NoiseSpec, workers: int,
@@ -45,8 +50,12 @@ class EvaluationPool:
         if backend == "remote":
             import parl_lite
 
+            if address in (None, RAY_HERE):  # the workers are processes of this machine
+                check_local_workers(workers, config.train.oversubscribe)
             if address is not None:
-                parl_lite.connect(address)
+                status = parl_lite.connect(address).status()
+                if status.get("kind") == "cluster":
+                    check_cluster_workers(workers, status)
             remote_sampler = parl_lite.remote_class(wait=False)(Sampler)
             self.workers = [remote_sampler(config, policy_bytes, noise) for _ in range(workers)]
         else:

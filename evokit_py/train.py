@@ -18,14 +18,17 @@ resumed after a kill or a Ctrl-C in async mode writes every row and runs the eva
 The first Ctrl-C finishes the current generation, writes a checkpoint and stops; a second one
 interrupts at once.
 
-Before the first generation the log and checkpoint folders are created and test-written, and a
-checkpoint to resume from is read and checked; a checkpoint write that fails later is reported and
-training goes on, so the trained policy is still exported.
+Before the first generation the log and checkpoint folders are created, test-written and locked
+(:mod:`evokit_py.training.run_lock`: a second run in one of them is refused, naming the first; the
+locks are held until the policy is exported), and a checkpoint to resume from is read and checked;
+a checkpoint write that fails later is reported and training goes on, so the trained policy is
+still exported.
 """
 import csv
 import math
 import os
 import signal
+import stat
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,14 +39,17 @@ from pathlib import Path
 import numpy as np
 
 from evokit_py.checkpoint import check_trainer_extra, read_checkpoint
-from evokit_py.config import ConfigError, ESConfig
+from evokit_py.config import ESConfig
+from evokit_py.limits import check_population
 from evokit_py.pool import EvaluationPool
 from evokit_py.training.evaluations import Evaluations
 from evokit_py.training.progress_log import ProgressLog
+from evokit_py.training.run_lock import lock_run_folders
 from evokit_py.training.saving import export_policy, restore_checkpoint, save_checkpoint
 from evokit_py.training.schedule import async_batches, sync_batches
 from evokit_py.training.setup import Run, setup_run
 from evokit_py.training.totals import Totals
+from parl_lite.io.paths import describe_file_type
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
 
@@ -52,7 +58,6 @@ __all__ = ["TrainError", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", 
 CHECKPOINT_NAME = "solver.h5"
 CSV_NAME = "progress.csv"
 ONNX_NAME = "policy.onnx"
-_BYTES_PER_CANDIDATE = 1024  # sampling info, seeds and result of one candidate, in the trainer's memory
 
 
 class TrainError(ValueError):
@@ -112,13 +117,22 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
 
     Raises:
         TrainError, ConfigError, SolverCheckpointError: before the first generation, naming the
-            folder, key or file (see :func:`_check_before_training`); KeyboardInterrupt: a second
-            Ctrl-C.
+            folder, key or file (see :func:`_check_before_training`); RunFolderInUseError: another
+            run holds a folder of this one (:mod:`evokit_py.training.run_lock`); KeyboardInterrupt:
+            a second Ctrl-C.
     """
-    started, hp = time.perf_counter(), config.train
+    started = time.perf_counter()
     paths = _Paths.of(config)
-    _check_before_training(config, paths, resume)
-    outcome = _Outcome()
+    _make_folders(paths)
+    with lock_run_folders({"train.log_dir": paths.log_dir, "train.checkpoint_dir": paths.checkpoint.parent}, echo):
+        _check_before_training(config, paths, resume)
+        return _train(config, paths, resume, backend, echo, progress_bar, started)
+
+
+def _train(config: ESConfig, paths: "_Paths", resume: bool, backend: str, echo: Callable[[str], None],
+           progress_bar: bool | None, started: float) -> TrainResult:
+    """:func:`train` once the run's folders are locked and checked."""
+    hp, outcome = config.train, _Outcome()
     with ExitStack() as stack:
         run = stack.enter_context(setup_run(config))
         solver = run.solver
@@ -295,13 +309,11 @@ def _finish(run: Run, backend: str, paths: _Paths, totals: Totals, outcome: _Out
                        np.asarray(totals.best_params), outcome.checkpoint_error, summary, outcome.startup_seconds)
 
 
-def _check_before_training(config: ESConfig, paths: _Paths, resume: bool) -> None:
-    """What would otherwise fail only after the work, or leave a half-started run: the folders are
-    created and test-written, the checkpoint path is not a folder, one generation fits in memory,
-    and a checkpoint to resume from is sound (checksums, values, the trainer's datasets).
+def _make_folders(paths: _Paths) -> None:
+    """Create the log and checkpoint folders and test-write them.
 
     Raises:
-        TrainError, ConfigError: naming the key and the folder or value.
+        TrainError: naming the key and the folder.
     """
     for key, folder in (("train.log_dir", paths.log_dir), ("train.checkpoint_dir", paths.checkpoint.parent)):
         try:
@@ -310,14 +322,25 @@ def _check_before_training(config: ESConfig, paths: _Paths, resume: bool) -> Non
                 pass
         except OSError as error:
             raise TrainError(f"{key}: cannot write in {folder}: {error.strerror or error}") from error
-    if paths.checkpoint.is_dir():
-        raise TrainError(f"train.checkpoint_dir: {paths.checkpoint} is a folder, not a checkpoint file; move it away")
-    population = config.solver.population_size
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if population * _BYTES_PER_CANDIDATE > memory:
-        raise ConfigError(f"solver.population_size: a generation of {population} candidates needs about "
-                          f"{population * _BYTES_PER_CANDIDATE / 2**30:.0f} GiB, this machine has "
-                          f"{memory / 2**30:.0f} GiB")
+
+
+def _check_before_training(config: ESConfig, paths: _Paths, resume: bool) -> None:
+    """What would otherwise fail only after the work, or leave a half-started run: the files the
+    run writes are files (not a folder, nor a FIFO that would block), one generation fits in
+    memory, and a checkpoint to resume from is sound (checksums, values, the trainer's datasets).
+
+    Raises:
+        TrainError, ConfigError: naming the key and the file or value.
+    """
+    for key, path in (("train.checkpoint_dir", paths.checkpoint), ("train.log_dir", paths.csv),
+                      ("train.log_dir", paths.onnx)):
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise TrainError(f"{key}: {path} is {describe_file_type(mode)}, not a file; move it away")
+    check_population(config.solver.population_size)
     if resume and paths.checkpoint.is_file():
         _, groups = read_checkpoint(paths.checkpoint)
         check_trainer_extra(groups, paths.checkpoint)

@@ -2,22 +2,18 @@
 on a local pool of processes that share memory.
 
 Importing ``parl_lite`` is cheap: the paddle-backed names (``Model``, ``Algorithm``, ``Agent``,
-``export_onnx``) are loaded on first use, so a program that only wants parallel actors never pays
-paddle's import.
-
-On AMD processors it also points paddle's Intel MKL at its AVX2 code (:mod:`parl_lite.mkl`).
+``algorithms``, ``export_onnx``) are loaded on first use, so a program that only wants parallel
+actors never pays paddle's import.
 """
 from parl_lite.lazy import lazy_exports
-from parl_lite.mkl import prefer_avx2_on_amd
 from parl_lite.version import __version__
-
-prefer_avx2_on_amd()  # before paddle's first matrix product: see parl_lite/mkl.py
 
 # public name -> module that defines it; resolved lazily by __getattr__ (PEP 562).
 _LAZY = {
     "Model": "parl_lite.core.model",
     "Algorithm": "parl_lite.core.algorithm",
     "Agent": "parl_lite.core.agent",
+    "algorithms": "parl_lite.algorithms",  # PARL's parl.algorithms.PolicyGradient, ... (the subpackage)
     "CheckpointError": "parl_lite.io.checkpoint",
     "export_onnx": "parl_lite.io.onnx_export",
     "OnnxExportError": "parl_lite.io.onnx_export",

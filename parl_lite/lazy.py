@@ -9,13 +9,15 @@ def lazy_exports(package: dict[str, Any], exports: dict[str, str]) -> tuple[Call
 
     Args:
         package: the package's ``globals()``; a name is cached there once loaded.
-        exports: public name -> the module that defines it.
+        exports: public name -> the module that defines it; a name that maps to the package's
+            submodule of that name (``"algorithms": "parl_lite.algorithms"``) exports that module.
     """
     def __getattr__(name: str) -> Any:
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package['__name__']!r} has no attribute {name!r}")
-        value = getattr(import_module(module), name)
+        imported = import_module(module)
+        value = imported if module == f"{package['__name__']}.{name}" else getattr(imported, name)
         package[name] = value
         return value
 

@@ -49,14 +49,13 @@ class SharedActorCritic(parl_lite.Model):
 
 
 class CartpoleAgent(parl_lite.Agent):
-    """``predict`` gives the action probabilities; ``learn`` takes the batch as three arrays."""
+    """``predict`` gives the action probabilities (PolicyGradient's); ``learn`` the loss as a float."""
 
     def predict(self, obs: np.ndarray) -> np.ndarray:
-        with paddle.no_grad():
-            return self.alg.model(paddle.to_tensor(obs, dtype="float32")).numpy()
+        return self.alg.predict(obs)
 
-    def learn(self, obs, action, returns) -> float:
-        return self.alg.learn({"obs": obs, "action": action, "returns": returns})["loss"]
+    def learn(self, obs, action, reward) -> float:
+        return float(self.alg.learn(obs, action, reward))
 
 
 def make_agent(seed: int, lr: float = 1e-2, model_cls=CartpoleModel) -> CartpoleAgent:

@@ -38,6 +38,13 @@ class Counter:
     def imported(self, module: str) -> bool:
         return module in sys.modules
 
+    def read_text(self, path: str) -> str:
+        with open(path) as handle:
+            return handle.read()
+
+    def path_kind(self, path: str) -> str:
+        return "folder" if os.path.isdir(path) else "file" if os.path.isfile(path) else "missing"
+
     def shout(self, text: str) -> None:
         print(text)
         print(f"to stderr: {text}", file=sys.stderr)

@@ -81,3 +81,18 @@ class Keeper:
 
     def pid(self) -> int:
         return os.getpid()
+
+
+class Outsider:
+    """Replaces its process's program, or writes bytes to ``sys.stdout.buffer``."""
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def exec_sleeper(self, seconds: float) -> None:
+        os.execv(sys.executable, [sys.executable, "-c", f"import time; time.sleep({seconds})"])
+
+    def write_bytes(self, *chunks: bytes) -> int:
+        written = sum(sys.stdout.buffer.write(chunk) for chunk in chunks)
+        sys.stdout.buffer.flush()
+        return written

@@ -39,7 +39,8 @@ def test_export_with_the_class_recorded_in_the_checkpoint(tmp_path):
     agent = make_agent(5)
     agent.learn(*fixed_batch(0))
     agent.save(tmp_path / "pg.h5")
-    result = _cli("pg.h5", "--input-shape", "None,4", "--app-dir", TESTS, "-o", "policy.onnx", cwd=tmp_path)
+    result = _cli("pg.h5", "--input-shape", "None,4", "--import-recorded-class", "--app-dir", TESTS,
+                  "-o", "policy.onnx", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "wrote policy.onnx (core_models.CartpoleModel, role 'model')" in result.stdout
     obs = fixed_batch(8)[0]
@@ -74,12 +75,12 @@ def checkpoint(tmp_path):
 @pytest.mark.parametrize("extra, message", [
     (["--input-shape", "None,x"], "Invalid value for '--input-shape': 'None,x': each dimension must be"),
     (["--input-shape", "None,4", "--model-class", "no_such_module:Model"],
-     "Invalid value for --model-class: cannot import the module of 'no_such_module:Model'"),
+     "Invalid value for --model-class: cannot import module 'no_such_module' of 'no_such_module:Model'"),
     (["--input-shape", "None,4", "--model-class", "core_models:NoSuchModel"],
      "module 'core_models' has no class 'NoSuchModel'"),
     (["--input-shape", "None,4", "--model-class", "core_models:fixed_batch"], "is not a paddle.nn.Layer class"),
     (["--input-shape", "None,4", "--model-kwargs", "[4]"], "Invalid value for '--model-kwargs': must be a JSON object"),
-    (["--input-shape", "None,4", "--model-kwargs", '{"obs_dim": 5}'],
+    (["--input-shape", "None,4", "--model-kwargs", '{"obs_dim": 5}', "--import-recorded-class"],
      "does not fit: model: parameter 'fc1.weight' has shape (4, 20), expected (5, 20)"),
     (["--input-shape", "None,4", "--role", "target_model"], "has no model role 'target_model' (it holds ['model'])"),
 ])

@@ -1,5 +1,6 @@
-"""DDPG, TD3 and SAC updates on tiny fixed inputs: finite losses, moving parameters, exact soft
-target updates, seeding, hyperparameter validation and checkpoints."""
+"""DDPG, TD3 and SAC updates on tiny fixed inputs: PARL's learn arguments and return values, finite
+losses, moving parameters, exact soft target updates, seeding, hyperparameter validation and
+checkpoints."""
 import numpy as np
 import paddle
 import pytest
@@ -67,11 +68,12 @@ def make(name: str, seed: int = 0, **kwargs):
 
 
 def batch(seed: int = 0):
+    """A replay batch as PARL's agents pass it: float32 tensors, reward and terminal ``[batch, 1]``."""
     rng = np.random.default_rng(seed)
     arrays = (rng.standard_normal((BATCH, OBS_DIM)), rng.uniform(-1, 1, (BATCH, ACT_DIM)),
               rng.standard_normal((BATCH, 1)), rng.standard_normal((BATCH, OBS_DIM)),
               (rng.uniform(size=(BATCH, 1)) < 0.2))
-    keys = ("obs", "action", "reward", "next_obs", "terminated")
+    keys = ("obs", "action", "reward", "next_obs", "terminal")
     return {key: paddle.to_tensor(np.asarray(a, dtype=np.float32)) for key, a in zip(keys, arrays)}
 
 
@@ -87,9 +89,13 @@ def test_learn_gives_finite_losses_and_moves_actor_and_critic(name):
     algorithm = make(name)
     before = weights(algorithm.model)
     for step in range(2):  # TD3 moves its actor on the second call
-        stats = algorithm.learn(batch(step))
-        assert np.isfinite(stats["critic_loss"])
-    assert np.isfinite(stats["actor_loss"])
+        result = algorithm.learn(**batch(step))
+    if name == "TD3":  # PARL's TD3 returns the critic loss only
+        assert isinstance(result, paddle.Tensor) and np.isfinite(float(result))
+    else:
+        critic_loss, actor_loss = result
+        assert np.isfinite(float(critic_loss)) and np.isfinite(float(actor_loss))
+        assert result.critic_loss is critic_loss and result.actor_loss is actor_loss
     after = weights(algorithm.model)
     for name_ in before:
         assert not np.allclose(before[name_], after[name_]), f"{name_} did not move"
@@ -99,9 +105,9 @@ def test_learn_gives_finite_losses_and_moves_actor_and_critic(name):
 def test_soft_target_update_equals_the_hand_computed_blend(name):
     algorithm = make(name)
     if name == "TD3":
-        algorithm.learn(batch(5))  # the next call is the delayed actor + target step
+        algorithm.learn(**batch(5))  # the next call is the delayed actor + target step
     target_before = weights(algorithm.target_model)
-    algorithm.learn(batch(0))
+    algorithm.learn(**batch(0))
     model_after, target_after = weights(algorithm.model), weights(algorithm.target_model)
     for key in target_before:
         expected = 0.9 * target_before[key] + 0.1 * model_after[key]
@@ -112,12 +118,13 @@ def test_td3_delays_the_actor_and_the_target():
     algorithm = make("TD3", policy_freq=3)
     actor, target = weights(algorithm.model, "actor"), weights(algorithm.target_model)
     for step in range(2):
-        assert "actor_loss" not in algorithm.learn(batch(step))
+        algorithm.learn(**batch(step))
     for key, value in weights(algorithm.model, "actor").items():
         np.testing.assert_array_equal(value, actor[key])
     for key, value in weights(algorithm.target_model).items():
         np.testing.assert_array_equal(value, target[key])
-    assert "actor_loss" in algorithm.learn(batch(2))
+    algorithm.learn(**batch(2))
+    assert algorithm.total_it == 3
     assert not np.allclose(weights(algorithm.model, "actor")["actor.0.weight"], actor["actor.0.weight"])
 
 
@@ -129,8 +136,8 @@ def test_ddpg_target_q_is_reward_plus_discounted_target_value():
         next_q = algorithm.target_model.value(next_obs, algorithm.target_model.policy(next_obs)).numpy()
         q = algorithm.model.value(obs, action).numpy()
     y = reward.numpy() + 0.9 * (1.0 - terminal.numpy()) * next_q
-    critic_loss = algorithm.learn(batch(0))["critic_loss"]
-    np.testing.assert_allclose(critic_loss, np.mean((q - y) ** 2), rtol=1e-5)
+    critic_loss, _ = algorithm.learn(obs, action, reward, next_obs, terminal)
+    np.testing.assert_allclose(float(critic_loss), np.mean((q - y) ** 2), rtol=1e-5)
 
 
 def test_frozen_parameters_get_no_gradient_but_pass_it_on():
@@ -168,11 +175,26 @@ def test_sac_log_prob_matches_the_tanh_gaussian_density():
 
 
 def test_sac_tunes_alpha_only_when_asked():
-    tuned, fixed = make("SAC", alpha=0.5, alpha_lr=0.1), make("SAC", alpha=0.5, alpha_lr=None)
-    tuned.learn(batch(0))
-    fixed.learn(batch(0))
+    tuned, fixed = make("SAC", alpha=0.5, alpha_lr=0.1), make("SAC", alpha=0.5)  # PARL's: a fixed alpha
+    tuned.learn(**batch(0))
+    fixed.learn(**batch(0))
     assert tuned.alpha != pytest.approx(0.5)
     assert fixed.alpha == pytest.approx(0.5)
+    fixed.alpha = 0.2  # a float attribute in PARL
+    assert fixed.alpha == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="alpha"):
+        fixed.alpha = 0.0
+
+
+def test_sac_takes_parls_positional_order():
+    """PARL's SAC(model, gamma, tau, alpha, actor_lr, critic_lr)."""
+    paddle.seed(0)
+    sac = SAC(TwinQModel(gaussian=True), 0.9, 0.1, 0.3, 1e-2, 2e-2)
+    assert (sac.gamma, sac.tau, sac.alpha) == (0.9, 0.1, pytest.approx(0.3))
+    assert sac.actor_optimizer.get_lr() == pytest.approx(1e-2) and sac.critic_optimizer.get_lr() == pytest.approx(2e-2)
+    assert sac.alpha_optimizer is None
+    action, log_prob = sac.sample_actions(batch(0)["obs"].numpy())
+    assert action.shape == (BATCH, ACT_DIM) and log_prob.shape == (BATCH,)
 
 
 @pytest.mark.parametrize("name", ALGORITHMS)
@@ -182,7 +204,7 @@ def test_same_seed_same_updates(name):
     for _ in range(2):
         algorithm = make(name, seed=4)  # re-seeds paddle's global generator
         for step in range(3):
-            algorithm.learn(batch(step))
+            algorithm.learn(**batch(step))
         runs.append(weights(algorithm.model))
     for key, value in runs[0].items():
         np.testing.assert_array_equal(value, runs[1][key], err_msg=key)
@@ -209,7 +231,7 @@ def test_sac_checkpoint_carries_models_target_and_temperature(tmp_path):
 
     trained = make("SAC", alpha_lr=0.1)
     for step in range(3):
-        trained.learn(batch(step))
+        trained.learn(**batch(step))
     Agent(trained).save(tmp_path / "sac.h5", with_optimizer=True)
     fresh = make("SAC", seed=9, alpha_lr=0.1)
     Agent(fresh).restore(tmp_path / "sac.h5")

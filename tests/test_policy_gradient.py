@@ -8,10 +8,11 @@ import numpy as np
 import paddle
 import pytest
 
+import parl_lite
 from core_models import fixed_batch, make_agent
 from parl_lite.utils.returns import discounted_returns
 
-SCRIPT = Path(__file__).parents[1] / "scripts" / "quickstart_pg_cartpole.py"
+SCRIPT = Path(__file__).parents[1] / "scripts" / "examples" / "quickstart_pg_cartpole.py"
 
 
 def test_discounted_returns_by_hand():
@@ -34,10 +35,41 @@ def test_learn_moves_probability_towards_rewarded_action():
     assert agent.predict(obs)[0, 1] > before
 
 
-def test_sample_draws_valid_actions():
+def test_predict_gives_the_probabilities_as_parls():
     agent = make_agent(0)
-    actions = agent.alg.sample(paddle.to_tensor(fixed_batch()[0])).numpy()
-    assert actions.shape == (16,) and set(actions.tolist()) <= {0, 1}
+    obs = fixed_batch()[0]
+    probs = agent.alg.predict(obs)
+    assert probs.shape == (16, 2)
+    np.testing.assert_allclose(probs.sum(axis=-1), 1.0, rtol=1e-6)
+    with paddle.no_grad():
+        np.testing.assert_array_equal(probs, agent.alg.model(paddle.to_tensor(obs)).numpy())
+    one = agent.alg.predict(paddle.to_tensor(obs[0]))  # PARL's QuickStart agent: one observation, a tensor
+    assert isinstance(one, paddle.Tensor) and one.shape == [2]
+    np.testing.assert_array_equal(parl_lite.Agent(agent.alg).predict(obs), probs.argmax(axis=-1))
+
+
+def test_sample_actions_draws_valid_actions_with_their_log_probabilities():
+    agent = make_agent(0)
+    obs = fixed_batch()[0]
+    actions, log_probs = agent.alg.sample_actions(paddle.to_tensor(obs))
+    actions, log_probs = actions.numpy(), log_probs.numpy()
+    assert actions.shape == log_probs.shape == (16,) and set(actions.tolist()) <= {0, 1}
+    probs = agent.alg.predict(obs)
+    np.testing.assert_allclose(log_probs, np.log(probs[np.arange(16), actions]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(8,), (8, 1)])
+def test_learn_takes_actions_and_returns_as_rows_or_columns(shape):
+    """PARL's QuickStart agent passes int32 ``[N, 1]`` columns; our loop ``[N]`` int64 rows."""
+    obs, action, returns = fixed_batch(size=8)
+    losses = []
+    for dtype in ("int32", "int64"):
+        agent = make_agent(0)
+        losses.append(float(agent.alg.learn(paddle.to_tensor(obs), paddle.to_tensor(action.reshape(shape), dtype),
+                                             paddle.to_tensor(returns.reshape(shape)))))
+    probs = make_agent(0).alg.predict(obs)
+    expected = -(np.log(probs[np.arange(8), action]) * returns).mean()
+    np.testing.assert_allclose(losses, [expected, expected], rtol=1e-5)
 
 
 def test_rejects_non_positive_learning_rate():

@@ -1,4 +1,4 @@
-"""ReplayMemory: ring buffer, seeded sampling, checks, HDF5 round trips and bad files."""
+"""ReplayMemory: PARL's interface, ring buffer, seeded sampling, checks, HDF5 round trips and bad files."""
 import h5py
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ from parl_lite.utils.replay_memory import ReplayMemory, ReplayMemoryError, save_
 
 
 def _fill(memory: ReplayMemory, count: int, start: int = 0) -> None:
-    """Transition i has obs == i everywhere, action == -i, reward == i, terminated == i is odd."""
+    """Transition i has obs == i everywhere, action == -i, reward == i, terminal == i is odd."""
     for i in range(start, start + count):
         memory.append(np.full(memory.obs_shape, i), np.full(memory.act_shape, -i, memory.action.dtype),
                       float(i), np.full(memory.obs_shape, i + 1), i % 2 == 1)
@@ -22,12 +22,12 @@ def test_sample_before_full_draws_only_stored_transitions():
     memory = ReplayMemory(100, 3, 1, seed=0)
     _fill(memory, 5)
     assert memory.size() == len(memory) == 5
-    obs, action, reward, next_obs, terminated = memory.sample_batch(1000)
+    obs, action, reward, next_obs, terminal = memory.sample_batch(1000)
     assert set(reward.tolist()) == {0.0, 1.0, 2.0, 3.0, 4.0}  # all of them, nothing unfilled
     np.testing.assert_array_equal(obs[:, 0], reward)
     np.testing.assert_array_equal(action[:, 0], -reward)
     np.testing.assert_array_equal(next_obs[:, 0], reward + 1)
-    np.testing.assert_array_equal(terminated, reward % 2 == 1)
+    np.testing.assert_array_equal(terminal, reward % 2 == 1)
 
 
 def test_wrap_around_overwrites_the_oldest():
@@ -41,30 +41,71 @@ def test_wrap_around_overwrites_the_oldest():
 def test_shapes_and_dtypes_of_a_batch():
     memory = ReplayMemory(10, (2, 3), 2, seed=0)
     _fill(memory, 3)
-    obs, action, reward, next_obs, terminated = memory.sample_batch(7)
+    obs, action, reward, next_obs, terminal = memory.sample_batch(7)
     assert obs.shape == next_obs.shape == (7, 2, 3) and obs.dtype == np.float32
     assert action.shape == (7, 2) and action.dtype == np.float32
     assert reward.shape == (7,) and reward.dtype == np.float32
-    assert terminated.shape == (7,) and terminated.dtype == np.bool_
+    assert terminal.shape == (7,) and terminal.dtype == np.bool_
 
 
-def test_discrete_actions_are_scalar_int64():
-    memory = ReplayMemory(10, 4, 0)
-    memory.append(np.zeros(4), 1, 1.0, np.zeros(4), False)
-    assert memory.sample_batch(2)[1].dtype == np.int64
-    assert memory.sample_batch(2)[1].shape == (2,)
-    with pytest.raises(ValueError, match="action has dtype float64"):
+def test_parls_interface_names_order_and_dtypes():
+    """PARL's ReplayMemory(max_size, obs_dim, act_dim), append(obs, act, reward, next_obs, terminal),
+    sample_batch -> (obs, action, reward, next_obs, terminal), int32 discrete actions."""
+    memory = ReplayMemory(max_size=10, obs_dim=4, act_dim=0)
+    memory.append(obs=np.ones(4), act=1, reward=2.0, next_obs=np.full(4, 3.0), terminal=True)
+    obs, action, reward, next_obs, terminal = memory.sample_batch(2)
+    assert action.dtype == np.int32 and action.shape == (2,)  # PARL's discrete actions
+    np.testing.assert_array_equal(obs, np.ones((2, 4)))
+    np.testing.assert_array_equal(action, [1, 1])
+    np.testing.assert_array_equal(reward, [2.0, 2.0])
+    np.testing.assert_array_equal(next_obs, np.full((2, 4), 3.0))
+    np.testing.assert_array_equal(terminal, [True, True])
+    assert memory.size() == len(memory) == 1
+    index = memory.make_index(3)
+    assert index.shape == (3,) and set(index.tolist()) == {0}
+    for part, expected in zip(memory.sample_batch_by_index(index), (obs[0], action[0], reward[0], next_obs[0])):
+        np.testing.assert_array_equal(part[0], expected)
+    with pytest.raises(ValueError, match="act has dtype float64"):
         memory.append(np.zeros(4), 1.5, 1.0, np.zeros(4), False)
+    with pytest.raises(TypeError):
+        ReplayMemory(10, 4, 0, np.float64)  # the extras are keyword-only: nothing positional beyond PARL's three
+
+
+def test_np_random_seed_makes_an_unseeded_memory_repeat():
+    """PARL's memory samples with numpy's global generator, which PARL's scripts seed."""
+    batches = []
+    for _ in range(2):
+        np.random.seed(7)
+        memory = ReplayMemory(50, 3, 1)
+        _fill(memory, 30)
+        batches.append(memory.sample_batch(16)[2])
+    np.testing.assert_array_equal(*batches)
+
+
+def test_load_from_d4rl_replaces_the_contents():
+    memory = ReplayMemory(10, 2, 1, seed=0)
+    _fill(memory, 4)
+    dataset = {"observations": np.zeros((6, 2), np.float32), "actions": np.ones((6, 1), np.float32),
+               "rewards": np.arange(6, dtype=np.float32), "next_observations": np.ones((6, 2), np.float32),
+               "terminals": np.arange(6) == 5}
+    memory.load_from_d4rl(dataset)
+    assert len(memory) == 6
+    np.testing.assert_array_equal(memory.reward[:6], np.arange(6))
+    np.testing.assert_array_equal(memory.terminal[:6], np.arange(6) == 5)
+    with pytest.raises(ValueError, match="terminals"):
+        memory.load_from_d4rl({key: value for key, value in dataset.items() if key != "terminals"})
+    with pytest.raises(ValueError, match="do not fit in max_size=3"):
+        ReplayMemory(3, 2, 1).load_from_d4rl(dataset)
 
 
 @pytest.mark.parametrize("field, kwargs, message", [
     ("obs", dict(obs=np.zeros(4)), r"obs has shape \(4,\), expected \(3,\)"),
     ("next_obs", dict(next_obs=np.zeros((1, 3))), r"next_obs has shape \(1, 3\), expected \(3,\)"),
-    ("action", dict(action=np.zeros(2)), r"action has shape \(2,\), expected \(1,\)"),
+    ("act", dict(act=np.zeros(2)), r"act has shape \(2,\), expected \(1,\)"),
 ])
 def test_append_refuses_wrong_shapes(field, kwargs, message):
     memory = ReplayMemory(10, 3, 1)
-    transition = dict(obs=np.zeros(3), action=np.zeros(1), reward=0.0, next_obs=np.zeros(3), terminated=False)
+    transition = dict(obs=np.zeros(3), act=np.zeros(1), reward=0.0, next_obs=np.zeros(3), terminal=False)
     transition.update(kwargs)
     with pytest.raises(ValueError, match=message):
         memory.append(**transition)
@@ -120,7 +161,7 @@ def test_save_load_round_trip_continues_identically(tmp_path):
     restored = ReplayMemory(8, 3, 1, seed=999)
     restored.load(tmp_path / "memory.h5")
     assert len(restored) == 8
-    for name in ("obs", "action", "reward", "next_obs", "terminated"):
+    for name in ("obs", "action", "reward", "next_obs", "terminal"):
         np.testing.assert_array_equal(getattr(restored, name), getattr(memory, name), err_msg=name)
     _fill(memory, 3, start=11)
     _fill(restored, 3, start=11)
@@ -189,6 +230,8 @@ def test_memory_inside_the_agent_checkpoint(tmp_path):
     path = tmp_path / "agent.h5"
     save_agent_with_memory(agent, path, memory)
     with h5py.File(path, "r") as file:
+        assert file["replay_memory"].attrs["format_version"] == 2 and "terminal" in file["replay_memory"]
+    with h5py.File(path, "r") as file:
         assert {"models", "optimizers", "replay_memory"} <= set(file)
 
     fresh, restored = make_agent(1), ReplayMemory(8, 4, 0)
@@ -197,3 +240,18 @@ def test_memory_inside_the_agent_checkpoint(tmp_path):
     for name, value in agent.get_weights().items():
         np.testing.assert_array_equal(fresh.get_weights()[name], value)
     np.testing.assert_array_equal(restored.sample_batch(10)[2], memory.sample_batch(10)[2])
+
+
+def test_format_1_files_load(tmp_path):
+    """Format 1 named the terminal flags "terminated"."""
+    memory = ReplayMemory(8, 3, 1, seed=1)
+    _fill(memory, 5)
+    path = tmp_path / "old.h5"
+    memory.save(path)
+    with h5py.File(path, "r+") as file:
+        group = file["replay_memory"]
+        group.attrs["format_version"] = 1
+        group.move("terminal", "terminated")
+    restored = ReplayMemory(8, 3, 1)
+    restored.load(path)
+    np.testing.assert_array_equal(restored.terminal, memory.terminal)

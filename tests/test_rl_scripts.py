@@ -14,17 +14,18 @@ import pytest
 
 import parl_lite
 from parl_lite import train
-from parl_lite.algorithms import A2C, DQN, PPO
+from parl_lite.algorithms import A2C, DDQN, DQN, PPO
 from parl_lite.utils.models import MLPActorCritic, MLPQNetwork
 
 ROOT = Path(__file__).parents[1]
-SCRIPTS = ROOT / "scripts"
+EXAMPLES = ROOT / "scripts" / "examples"
+BENCH = ROOT / "scripts" / "bench"
 SUMMARY_KEYS = {field.name for field in dataclasses.fields(train.RunSummary)} | {"solved"}
 
 
 def run_script(name, *args, timeout=200):
     """Run a script to completion; return its JSON summary (the last line), checking the schema."""
-    result = subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, str(EXAMPLES / name), *map(str, args)], capture_output=True, text=True,
                             timeout=timeout, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])
@@ -38,11 +39,12 @@ def restore(algorithm, path):
 
 
 @pytest.mark.timeout(120)
-def test_ppo_pendulum_smoke_with_shared_trunk_and_kl_penalty(tmp_path):
+def test_ppo_pendulum_smoke_with_shared_trunk(tmp_path):
     summary = run_script("train_ppo.py", "--env", "Pendulum-v1", "--total-steps", 256, "--rollout-steps", 64,
-                         "--shared", "--kl-target", 0.01, "--save", tmp_path / "ppo.h5")
+                         "--shared", "--save", tmp_path / "ppo.h5")
     assert summary["env"] == "Pendulum-v1" and summary["steps"] == 256 and summary["eval_return"] < 0
-    restore(PPO(MLPActorCritic(3, 1, 64, continuous=True, shared=True)), tmp_path / "ppo.h5")
+    assert summary["updates"] == 40  # 10 epochs of 4 minibatches of 64: one learn each
+    restore(PPO(MLPActorCritic(3, 1, 64, continuous=True, shared=True), continuous_action=True), tmp_path / "ppo.h5")
 
 
 @pytest.mark.timeout(120)
@@ -63,10 +65,11 @@ def test_dqn_script_smoke(tmp_path):
 
 def _ppo_run(tmp_path, label, seed):
     paddle.seed(seed)
-    ppo = PPO(MLPActorCritic(4, 2, 64), lr=1e-3, epochs=20, batch_size=256, seed=seed)
+    ppo = PPO(MLPActorCritic(4, 2, 64), clip_param=0.2, value_loss_coef=1.0, initial_lr=1e-3,
+              use_clipped_value_loss=False)
     trainer = train.OnPolicyTrainer(ppo, "CartPole-v1", num_envs=8, rollout_steps=32, gamma=0.98, gae_lambda=0.8,
-                                    anneal=True, seed=seed, eval_every=256, target=1e9,
-                                    logdir=str(tmp_path / label), save=str(tmp_path / f"{label}.h5"))
+                                    epochs=4, minibatch_size=64, anneal=True, seed=seed, eval_every=256,
+                                    target=1e9, logdir=str(tmp_path / label), save=str(tmp_path / f"{label}.h5"))
     return trainer.learn(512, progress_bar=False)
 
 
@@ -75,7 +78,7 @@ def test_ppo_logs_and_seed_repeats_the_run_exactly(tmp_path):
     runs = {label: (_ppo_run(tmp_path, label, seed), _read_h5(tmp_path / f"{label}.h5"))
             for label, seed in (("a", 4), ("b", 4), ("c", 5))}
     summary = runs["a"][0]
-    assert summary.algo == "PPO" and summary.steps == 512 and summary.updates == 2 and summary.solved_at is None
+    assert summary.algo == "PPO" and summary.steps == 512 and summary.updates == 32 and summary.solved_at is None
     with open(tmp_path / "a" / "scalars.csv") as f:
         rows = [row for row in csv.DictReader(f) if row["tag"] == "eval/return"]
     assert [int(row["step"]) for row in rows] == [256, 512]
@@ -87,7 +90,7 @@ def test_ppo_logs_and_seed_repeats_the_run_exactly(tmp_path):
 
 def _dqn_run(tmp_path, label, seed):
     paddle.seed(seed)
-    dqn = DQN(MLPQNetwork(4, 2, 256), gamma=0.99, lr=2.3e-3, double=True)
+    dqn = DDQN(MLPQNetwork(4, 2, 256), gamma=0.99, lr=2.3e-3, loss="huber", max_grad_norm=10.0)
     exploration = train.EpsilonGreedy(2, 1.0, 0.04, 8_000, seed=seed)
     trainer = train.OffPolicyTrainer(dqn, "CartPole-v1", exploration=exploration,
                                      learning_starts=1_000, train_every=256, gradient_steps=64, batch_size=64,
@@ -133,7 +136,7 @@ def test_remote_actor_scripts_smoke(tmp_path, script, algo):
 
 @pytest.mark.timeout(180)
 def test_bench_algos_prints_one_json_line():
-    result = subprocess.run([sys.executable, str(SCRIPTS / "bench_algos.py"), "--mode", "throughput",
+    result = subprocess.run([sys.executable, str(BENCH / "bench_algos.py"), "--mode", "throughput",
                              "--seconds", "0.05"], capture_output=True, text=True, timeout=170, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()

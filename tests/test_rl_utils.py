@@ -12,7 +12,7 @@ from parl_lite.utils import summary
 from parl_lite.utils.distributions import Categorical, DiagGaussian, make_distribution
 from parl_lite.utils.gae import gae
 from parl_lite.utils.returns import discounted_returns
-from parl_lite.utils.schedulers import LinearDecayScheduler, PiecewiseScheduler
+from parl_lite.utils.scheduler import LinearDecayScheduler, PiecewiseScheduler
 
 
 # ---------------------------------------------------------------- distributions
@@ -76,8 +76,10 @@ def test_gaussian_log_prob_has_gradients_for_mean_and_log_std():
 
 def test_make_distribution_picks_by_shape_and_rejects_others():
     assert isinstance(make_distribution(paddle.zeros([2, 3])), Categorical)
-    assert isinstance(make_distribution((paddle.zeros([2, 3]), paddle.zeros([3]))), DiagGaussian)
-    with pytest.raises(TypeError, match="logits tensor or a \\(mean, log_std\\) pair"):
+    gaussian = make_distribution((paddle.zeros([2, 3]), paddle.full([3], 2.0)))  # (mean, std): PARL's PPO's
+    assert isinstance(gaussian, DiagGaussian)
+    np.testing.assert_allclose(gaussian.std.numpy(), np.full((2, 3), 2.0), rtol=1e-6)
+    with pytest.raises(TypeError, match="logits tensor or a \\(mean, std\\) pair"):
         make_distribution(np.zeros(3))
     with pytest.raises(TypeError, match="Categorical"):
         Categorical(paddle.zeros([1, 2])).kl(DiagGaussian(paddle.zeros([1, 2]), paddle.zeros([2])))
@@ -136,13 +138,19 @@ def test_vtrace_by_hand():
     np.testing.assert_allclose(out.pg_advantages[:, 0], [1.125, 0.25], rtol=1e-6)
 
 
+def _trajectories(seed, T, B, log_prob_std):
+    """Random ``(mu, pi, rewards, values, bootstrap, discounts)`` of ``B`` trajectories of ``T`` steps,
+    about a fifth of the steps terminal."""
+    rng = np.random.default_rng(seed)
+    mu, pi = rng.normal(-1, log_prob_std, (T, B)), rng.normal(-1, log_prob_std, (T, B))
+    rewards, values, bootstrap = rng.normal(size=(T, B)), rng.normal(size=(T, B)), rng.normal(size=B)
+    return mu, pi, rewards, values, bootstrap, np.where(rng.random((T, B)) < 0.2, 0.0, 0.9)
+
+
 @pytest.mark.parametrize("rho_bar,c_bar", [(1.0, 1.0), (2.0, 0.5), (100.0, 100.0)])
 def test_vtrace_matches_the_papers_definition(rho_bar, c_bar):
-    rng = np.random.default_rng(3)
-    T, B = 7, 4
-    mu, pi = rng.normal(-1, 0.5, (T, B)), rng.normal(-1, 0.5, (T, B))
-    rewards, values, bootstrap = rng.normal(size=(T, B)), rng.normal(size=(T, B)), rng.normal(size=B)
-    discounts = np.where(rng.random((T, B)) < 0.2, 0.0, 0.9)
+    B = 4
+    mu, pi, rewards, values, bootstrap, discounts = _trajectories(3, 7, B, 0.5)
     out = vtrace(mu, pi, rewards, discounts, values, bootstrap, clip_rho_threshold=rho_bar,
                  clip_pg_rho_threshold=rho_bar, clip_c_threshold=c_bar)
     for b in range(B):
@@ -153,6 +161,29 @@ def test_vtrace_matches_the_papers_definition(rho_bar, c_bar):
         rho_pg = np.minimum(rho_bar, np.exp(pi[:, b] - mu[:, b]))
         np.testing.assert_allclose(out.pg_advantages[:, b],
                                    rho_pg * (rewards[:, b] + discounts[:, b] * next_vs - values[:, b]), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rho_bar,pg_rho_bar", [(3.7, 2.2), (None, None)])
+def test_from_importance_weights_is_parls_vtrace_on_tensors(rho_bar, pg_rho_bar):
+    """PARL's entry point: paddle tensors in and out, c_bar fixed at 1, None turns a clip off."""
+    from parl_lite.algorithms.vtrace import from_importance_weights
+
+    T, B = 6, 3
+    mu, pi, rewards, values, bootstrap, discounts = _trajectories(5, T, B, 0.8)
+    tensor = lambda x: paddle.to_tensor(x.astype("float32"))  # noqa: E731
+    out = from_importance_weights(tensor(mu), tensor(pi), tensor(discounts), tensor(rewards), tensor(values),
+                                  tensor(bootstrap), clip_rho_threshold=rho_bar, clip_pg_rho_threshold=pg_rho_bar)
+    assert isinstance(out.vs, paddle.Tensor) and out.vs.shape == [T, B] and out.vs.stop_gradient
+    for b in range(B):
+        expected = _vtrace_from_definition(mu[:, b], pi[:, b], rewards[:, b], discounts[:, b], values[:, b],
+                                           bootstrap[b], rho_bar if rho_bar else np.inf, 1.0)
+        np.testing.assert_allclose(out.vs.numpy()[:, b], expected, rtol=1e-4, atol=1e-4)
+        next_vs = np.append(expected[1:], bootstrap[b])
+        ratio = np.exp(pi[:, b] - mu[:, b])
+        rho_pg = ratio if pg_rho_bar is None else np.minimum(pg_rho_bar, ratio)
+        np.testing.assert_allclose(out.pg_advantages.numpy()[:, b],
+                                   rho_pg * (rewards[:, b] + discounts[:, b] * next_vs - values[:, b]), rtol=1e-4,
+                                   atol=1e-4)
 
 
 def test_vtrace_on_policy_is_the_n_step_return():
@@ -190,8 +221,10 @@ def test_piecewise_scheduler():
     assert scheduler.step(9) == 1e-3
     assert scheduler.step(1) == 5e-4
     assert scheduler.step(100) == 1e-4
-    with pytest.raises(ValueError, match="start at step 0"):
-        PiecewiseScheduler([(5, 1.0)])
+    late_start = PiecewiseScheduler([(5, 1.0), (8, 2.0)])  # PARL's: the first value before its step
+    assert [late_start.step() for _ in range(8)] == [1.0] * 7 + [2.0]
+    with pytest.raises(ValueError, match="empty"):
+        PiecewiseScheduler([])
     with pytest.raises(ValueError, match="increase strictly"):
         PiecewiseScheduler([(0, 1.0), (10, 2.0), (10, 3.0)])
 
@@ -217,7 +250,7 @@ def test_summary_writes_readable_event_file_and_csv(tmp_path):
     with summary.SummaryWriter(tmp_path / "run") as writer:
         for step in range(3):
             writer.add_scalar("train/return", 10.0 * step + 0.5, step)
-        writer.add_histogram("weights", values, step=2)
+        writer.add_histogram("weights", values, global_step=2)
     (event_file,) = (tmp_path / "run").glob("events.out.tfevents.*")
     events = _read_events(event_file)
     scalars = [(e.step, v.tag, v.simple_value) for e in events for v in e.summary.value if v.HasField("simple_value")]
@@ -233,7 +266,7 @@ def test_summary_writes_readable_event_file_and_csv(tmp_path):
 def test_summary_module_functions_use_set_logdir(tmp_path):
     summary.set_logdir(tmp_path / "module")
     try:
-        summary.add_scalar("loss", 1.25, step=7)
+        summary.add_scalar("loss", 1.25, global_step=7)
         summary.flush()
         assert summary.get_logdir() == tmp_path / "module"
         with open(tmp_path / "module" / "scalars.csv") as f:
@@ -242,7 +275,7 @@ def test_summary_module_functions_use_set_logdir(tmp_path):
         summary.close()
     with pytest.raises(ValueError, match="empty"):
         with summary.SummaryWriter(tmp_path / "x") as writer:
-            writer.add_histogram("h", [], step=0)
+            writer.add_histogram("h", [], global_step=0)
 
 
 # ---------------------------------------------------------------- rollouts
@@ -251,10 +284,11 @@ def test_vector_rollout_time_major_batches_and_episode_bookkeeping():
 
     rollout = VectorRollout("CartPole-v1", num_envs=3, seed=0)
     rng = np.random.default_rng(0)
-    policy = lambda obs: (rng.integers(0, 2, len(obs)), np.full(len(obs), np.log(0.5), "float32"))
+    policy = lambda obs: (rng.integers(0, 2, len(obs)), {"log_probs": np.full(len(obs), np.log(0.5), "float32")})
     first = rollout.collect(policy, 40)
     second = rollout.collect(policy, 40)
     assert first["obs"].shape == (40, 3, 4) and first["actions"].shape == (40, 3) and rollout.steps == 240
+    assert first["log_probs"].shape == (40, 3)  # what the policy recorded, stacked
     for batch in (first, second):
         ends = batch["ends"]
         assert ends.any() and not (batch["terminated"] & ~ends).any()

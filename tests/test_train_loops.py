@@ -122,7 +122,7 @@ def test_resume_continues_the_step_count_and_the_replay_memory(tmp_path):
 @pytest.mark.timeout(120)
 def test_ctrl_c_checkpoints_and_exits_130_and_the_run_resumes(tmp_path):
     save = tmp_path / "ppo.h5"
-    command = [sys.executable, "-u", str(ROOT / "scripts" / "train_ppo.py"), "--total-steps", "1000000",
+    command = [sys.executable, "-u", str(ROOT / "scripts" / "examples" / "train_ppo.py"), "--total-steps", "1000000",
                "--eval-every", "256", "--eval-episodes", "1", "--target", "1e9", "--save", str(save)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
     try:
@@ -161,19 +161,73 @@ def test_args_dataclass_is_a_command_line():
         train.parse_args(Args, argv=["--env", "Nope-v0"])
 
 
+@dataclasses.dataclass
+class LongerArgs(Args):
+    total_steps: int = 500_000  # TrainArgs's field, another default: the help is inherited
+    lr: float = 0.25            # Args's field
+
+
+def test_a_default_changed_in_a_subclass_keeps_the_fields_help(capsys):
+    assert (LongerArgs().total_steps, LongerArgs().lr, LongerArgs().double) == (500_000, 0.25, True)
+    with pytest.raises(SystemExit):
+        train.parse_args(LongerArgs, argv=["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--total-steps TOTAL_STEPS environment steps at most (default: 500000)" in text
+    assert "--lr LR learning rate (default: 0.25)" in text
+    assert train.parse_args(LongerArgs, argv=["--total-steps", "7"]).total_steps == 7
+
+
+@pytest.mark.timeout(60)
+def test_the_package_loads_each_name_on_first_use():
+    code = """
+import sys
+from parl_lite import train
+assert sorted(dir(train)) == sorted(train.__all__), dir(train)
+train.Reporter, train.RunSummary, train.TrainArgs      # what es-train takes: paddle-free
+assert "paddle" not in sys.modules and "parl_lite.train.on_policy" not in sys.modules
+assert train.OnPolicyTrainer.__module__ == "parl_lite.train.on_policy" and "paddle" in sys.modules
+try:
+    train.NoSuchLoop
+except AttributeError as error:
+    print(error)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "module 'parl_lite.train' has no attribute 'NoSuchLoop'\n"
+
+
 def test_algorithm_converts_numpy_once_and_passes_tensors_through():
     paddle.seed(0)
-    ppo = PPO(MLPActorCritic(4, 2, 16), seed=0)
+    ppo = PPO(MLPActorCritic(4, 2, 16))
     obs = np.zeros((3, 4), np.float64)  # float64 in: converted to float32
-    actions, log_probs = ppo.sample(obs)
+    actions, log_probs = parl_lite.Agent(ppo).sample(obs)
     assert isinstance(actions, np.ndarray) and actions.shape == (3,) and log_probs.dtype == np.float32
     assert isinstance(ppo.predict(paddle.zeros([3, 4])), paddle.Tensor)
     assert isinstance(ppo.value(obs), np.ndarray)
-    stats = parl_lite.Agent(ppo).learn(dict(obs=obs, actions=np.array([0, 1, 0]), log_probs=log_probs,
-                                            advantages=np.ones(3), returns=np.ones(3), values=np.zeros(3)))
-    assert all(isinstance(value, float) for value in stats.values())
-    with pytest.raises(TypeError, match="one batch"):
-        ppo.learn(obs)
+    losses = parl_lite.Agent(ppo).learn(obs, np.array([0, 1, 0]), np.zeros(3), np.ones(3), log_probs, np.ones(3))
+    assert len(losses) == 3 and all(isinstance(value, float) for value in losses)
+
+
+def test_the_dict_form_of_learn_is_refused_with_the_way_to_call_it():
+    ppo = PPO(MLPActorCritic(4, 2, 16))
+    with pytest.raises(TypeError, match=r"not one dict: call learn\(\*\*batch\)"):
+        ppo.learn(dict(batch_obs=np.zeros((3, 4))))
+
+
+def test_learn_stats_names_parls_return_values():
+    from parl_lite.algorithms.a2c import A2CLosses
+    from parl_lite.algorithms.impala import IMPALALosses, VTraceLoss
+    from parl_lite.algorithms.vtrace import VTraceReturns
+
+    assert train.learn_stats(paddle.to_tensor(0.5)) == {"loss": 0.5}
+    assert train.learn_stats(A2CLosses(*(paddle.to_tensor(float(v)) for v in range(4)))) == {
+        "total_loss": 0.0, "pi_loss": 1.0, "vf_loss": 2.0, "entropy": 3.0}
+    nested = IMPALALosses(VTraceLoss(1.0, 2.0, 3.0, 4.0, VTraceReturns(paddle.ones([2, 3]), paddle.ones([2, 3]))),
+                          paddle.to_tensor([0.25]))
+    assert train.learn_stats(nested) == {"total_loss": 1.0, "pi_loss": 2.0, "vf_loss": 3.0, "entropy": 4.0,
+                                         "kl": 0.25}
+    assert train.learn_stats((1.0, np.float32(2.0))) == {"loss_0": 1.0, "loss_1": 2.0}
+    assert train.learn_stats(None) == {} and train.learn_stats(np.zeros(3)) == {}
 
 
 def test_constructor_arguments_are_recorded_and_export_needs_no_model_kwargs(tmp_path):

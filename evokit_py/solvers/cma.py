@@ -90,8 +90,9 @@ class CMAES(Solver):
 
     Args:
         x0, noise, population_size, sigma, max_staleness: as :class:`Solver`'s.
-        mu: parents per generation (``None``: ``population_size // 2``; scaled with the population
-            at a restart).
+        mu: parents per generation, 1 to ``population_size // 2``, the ranks whose recombination
+            weight ``log((lambda + 1) / 2) - log(rank)`` is positive (``None``: ``population_size //
+            2``; scaled with the population at a restart).
         active: negative weights for the worst candidates (active CMA).
         diagonal: separable CMA-ES (diagonal covariance).
         restarts: IPOP restarts after a termination criterion.
@@ -106,6 +107,9 @@ class CMAES(Solver):
                  tolx: float = 1e-11, tolconditioncov: float = 1e14, tolstagnation: int | None = None,
                  max_staleness: int = 0):
         super().__init__(x0, noise, population_size, sigma, max_staleness)
+        if mu is not None and not 1 <= mu <= population_size // 2:  # the weights of the rest are not positive
+            raise ValueError(f"solver.cma_es.mu: must be in [1, solver.population_size // 2 ({population_size // 2})]"
+                             f", got {mu}")
         self.diagonal = self.diagonal or diagonal
         self.mu, self.active, self.restarts = mu, active, restarts
         self.tolerances = (tolfun, tolx, tolconditioncov, tolstagnation)
@@ -120,9 +124,7 @@ class CMAES(Solver):
     def _start_run(self, lam: int) -> None:
         """(Re)initialise the distribution around ``x0`` for ``lam`` candidates per generation."""
         n = self.dim
-        mu = lam // 2 if self.mu is None else min(lam, self.mu * lam // self.initial_population_size)
-        if not 1 <= mu <= lam:
-            raise ValueError(f"solver.cma_es.mu must be in [1, population_size], got {mu}")
+        mu = lam // 2 if self.mu is None else self.mu * lam // self.initial_population_size
         self.population_size = lam
         self.params = CMAParameters.create(n, lam, mu, self.active, self.diagonal)
         self.mean = self.x0.copy()

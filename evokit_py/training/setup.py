@@ -15,6 +15,7 @@ import numpy as np
 
 from evokit_py.config import ESConfig
 from evokit_py.envs import ActionMap, make_env, observation_size
+from evokit_py.limits import check_noise_table
 from evokit_py.noise import NoiseSource, NoiseSpec, NoiseTable, SamplingInfo
 from evokit_py.obs_stats import ObsStats, normalisation
 from evokit_py.policy import OnnxPolicy, make_policy
@@ -88,7 +89,8 @@ def setup_run(config: ESConfig) -> Run:
     """Build the parts of a run of ``config`` (see the module docstring).
 
     Raises:
-        ValueError: the environment, the policy or the noise does not fit (the message names the key).
+        ValueError: the environment, the policy or the noise does not fit, or the noise table does not
+            fit in this machine's shared memory (the message names the key).
         ConfigError: an unknown ``solver.type``; PluginError: its plugin does not load.
     """
     env = make_env(config.env)
@@ -99,6 +101,8 @@ def setup_run(config: ESConfig) -> Run:
     finally:
         env.close()
     sampling = config.solver.sampling.gaussian_sampling
+    if sampling.cached:
+        check_noise_table(sampling.cache_size)
     table = NoiseTable.create(sampling.seed, sampling.cache_size) if sampling.cached else None
     try:
         noise = NoiseSource(sampling.seed, len(x0), table)

@@ -1,9 +1,10 @@
 """What PPO, A2C and IMPALA share: a policy and a value function on one or two models.
 
 The policy is ``model.policy(obs)`` (or ``model(obs)`` when the model has no ``policy`` method) and
-returns logits (discrete actions, :class:`Categorical`) or a ``(mean, log_std)`` pair (continuous,
-:class:`DiagGaussian`). The value function is ``model.value(obs)`` on a shared actor-critic model
-(one trunk, two heads), or ``critic(obs)`` when a separate critic model is given.
+returns logits (discrete actions, :class:`Categorical`) or a ``(mean, std)`` pair (continuous,
+:class:`DiagGaussian`; PARL's PPO convention). The value function is ``model.value(obs)`` on a
+shared actor-critic model (one trunk, two heads), or ``critic(obs)`` when a separate critic model
+is given.
 """
 
 import paddle
@@ -21,9 +22,11 @@ class ActorCriticAlgorithm(Algorithm):
     Args:
         model: the policy, with a ``value(obs)`` method when ``critic`` is None.
         critic: a separate value model, ``critic(obs) -> [batch, 1]``.
+        continuous_action: whether the policy is continuous (a ``(mean, std)`` pair) or discrete
+            (logits); None: whichever the policy returns.
     """
 
-    def __init__(self, model: Model, critic: Model | None = None) -> None:
+    def __init__(self, model: Model, critic: Model | None = None, continuous_action: bool | None = None) -> None:
         super().__init__(model)
         if critic is None and not callable(getattr(model, "value", None)):
             raise ValueError(f"{type(self).__name__} needs a value function: give the model a value(obs) "
@@ -31,6 +34,7 @@ class ActorCriticAlgorithm(Algorithm):
         if critic is not None and not isinstance(critic, Model):
             raise TypeError(f"critic must be a parl_lite.Model, got {type(critic).__name__}")
         self.critic = critic
+        self.continuous_action = continuous_action
 
     def parameters(self) -> list[paddle.Tensor]:
         """Every trainable parameter of the policy and the value function, each once."""
@@ -38,21 +42,28 @@ class ActorCriticAlgorithm(Algorithm):
         return list({id(p): p for m in models for p in m.parameters()}.values())
 
     def distribution(self, obs: paddle.Tensor) -> Distribution:
-        """The policy's action distribution at ``obs``."""
-        policy = getattr(self.model, "policy", self.model)
-        return make_distribution(policy(obs))
+        """The policy's action distribution at ``obs``.
+
+        Raises:
+            ValueError: the policy's output does not match ``continuous_action``.
+        """
+        output = getattr(self.model, "policy", self.model)(obs)
+        if self.continuous_action is not None and isinstance(output, paddle.Tensor) == self.continuous_action:
+            expected = "a (mean, std) pair" if self.continuous_action else "a logits tensor"
+            raise ValueError(f"{type(self).__name__}: continuous_action={self.continuous_action}, so the policy must "
+                             f"return {expected}; it returned {type(output).__name__}")
+        return make_distribution(output)
 
     def value(self, obs: paddle.Tensor) -> paddle.Tensor:
-        """``V(obs)``, shape ``[batch]``."""
-        value = self.critic(obs) if self.critic is not None else self.model.value(obs)
-        return value.reshape([-1])
+        """``V(obs)``, as the value model returns it (``[batch, 1]``)."""
+        return self.critic(obs) if self.critic is not None else self.model.value(obs)
 
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
-        """Greedy actions (the mode of the policy)."""
+        """Greedy actions (the mode of the policy): the mean (continuous) or the most probable action."""
         return self.distribution(obs).mode()
 
-    def sample(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
-        """Draw actions; returns ``(actions, log_probs)``."""
+    def sample_actions(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
+        """Actions drawn from the policy and their log-probabilities ``[batch]``."""
         with paddle.no_grad():
             dist = self.distribution(obs)
             actions = dist.sample()

@@ -1,23 +1,30 @@
-"""Small pieces shared by the actor-critic algorithms."""
+"""Small pieces the algorithms share."""
 import copy
 from contextlib import contextmanager
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
 
+import numpy as np
 import paddle
 
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.model import Model
 
-__all__ = ["frozen", "check_hyperparameter", "SoftTargetActorCritic", "transition_columns", "GlobalNormClip"]
+__all__ = ["frozen", "check_hyperparameter", "reduction_of", "SoftTargetActorCritic", "ActorCriticLosses", "column",
+           "GlobalNormClip"]
 
 
-def transition_columns(batch: Mapping[str, paddle.Tensor]) -> tuple[paddle.Tensor, ...]:
-    """``(obs, action, reward, next_obs, terminated)`` of a replay batch, with ``reward`` and
-    ``terminated`` as float32 columns ``[batch, 1]`` (they may come as ``[batch]``)."""
-    def column(name: str) -> paddle.Tensor:
-        return batch[name].astype("float32").reshape([-1, 1])
+class ActorCriticLosses(NamedTuple):
+    """What DDPG's and SAC's ``learn`` return (a tuple, as PARL's): 0-D tensors."""
 
-    return batch["obs"], batch["action"], column("reward"), batch["next_obs"], column("terminated")
+    critic_loss: paddle.Tensor
+    actor_loss: paddle.Tensor
+
+
+def column(values: paddle.Tensor) -> paddle.Tensor:
+    """``values`` (a reward or terminal flag, ``[batch]`` or ``[batch, 1]``, any dtype) as a float32
+    column ``[batch, 1]``."""
+    return values.astype("float32").reshape([-1, 1])
 
 
 @contextmanager
@@ -39,12 +46,21 @@ def frozen(parameters: Sequence[paddle.Tensor]) -> Iterator[None]:
 
 
 def check_hyperparameter(name: str, value: float, low: float, high: float, low_open: bool = False) -> float:
-    """Return ``value`` if it lies in [low, high] (``(low, high]`` with ``low_open``), else raise
-    ValueError naming ``name``."""
-    if not (low < value <= high if low_open else low <= value <= high):
+    """Return ``value`` as a float if it is a number in [low, high] (``(low, high]`` with
+    ``low_open``), else raise ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not (low < value <= high if low_open else low <= value <= high):
         interval = f"{'(' if low_open else '['}{low}, {high}]"
         raise ValueError(f"{name} must be in {interval}, got {value}")
     return float(value)
+
+
+def reduction_of(reduction: str) -> Callable[[paddle.Tensor], paddle.Tensor]:
+    """``paddle.sum`` for ``"sum"`` (PARL's A2C and IMPALA add their losses over the batch) or
+    ``paddle.mean`` for ``"mean"``; ValueError naming ``reduction`` otherwise."""
+    if reduction not in ("sum", "mean"):
+        raise ValueError(f"reduction must be 'sum' or 'mean', got {reduction!r}")
+    return paddle.sum if reduction == "sum" else paddle.mean
 
 
 class SoftTargetActorCritic(Algorithm):

@@ -11,18 +11,17 @@ Actions live in [-1, 1] (``policy`` ends in tanh); the agent scales them to the 
 adds the exploration noise.
 """
 
-from collections.abc import Mapping
 import paddle
 import paddle.nn.functional as F
 
-from parl_lite.algorithms.common import SoftTargetActorCritic, frozen, transition_columns
+from parl_lite.algorithms.common import ActorCriticLosses, SoftTargetActorCritic, column, frozen
 from parl_lite.core.model import Model
 
 __all__ = ["DDPG"]
 
 
 class DDPG(SoftTargetActorCritic):
-    """Deep Deterministic Policy Gradient.
+    """Deep Deterministic Policy Gradient (PARL's ``DDPG``).
 
     The model has two roles and exposes their parameters:
     ``policy(obs) -> action`` in [-1, 1], ``value(obs, action) -> Q`` of shape ``[batch, 1]``,
@@ -44,22 +43,23 @@ class DDPG(SoftTargetActorCritic):
         """The deterministic action ``pi(obs)`` in [-1, 1]."""
         return self.model.policy(obs)
 
-    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
+    def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor, next_obs: paddle.Tensor,
+              terminal: paddle.Tensor) -> ActorCriticLosses:
         """One critic step, one actor step, one soft target update.
 
         Args:
-            batch: ``obs``, ``next_obs`` ``[batch, obs_dim]``; ``action`` ``[batch, act_dim]`` in
-                [-1, 1]; ``reward``, ``terminated`` ``[batch]`` or ``[batch, 1]`` (terminated is 1
-                where the episode truly ended; 0 on a time-limit truncation).
+            obs, next_obs: ``[batch, obs_dim]``.
+            action: ``[batch, act_dim]`` in [-1, 1].
+            reward, terminal: ``[batch]`` or ``[batch, 1]`` (terminal is 1 where the episode truly
+                ended; 0 on a time-limit truncation).
 
         Returns:
-            ``critic_loss`` and ``actor_loss``.
+            ``(critic_loss, actor_loss)``, 0-D tensors.
         """
-        obs, action, reward, next_obs, terminal = transition_columns(batch)
-        critic_loss = self._learn_critic(obs, action, reward, next_obs, terminal)
+        critic_loss = self._learn_critic(obs, action, column(reward), next_obs, column(terminal))
         actor_loss = self._learn_actor(obs)
         self.sync_target()
-        return {"critic_loss": critic_loss, "actor_loss": actor_loss}
+        return ActorCriticLosses(critic_loss, actor_loss)
 
     def _learn_critic(self, obs, action, reward, next_obs, terminal) -> paddle.Tensor:
         with paddle.no_grad():

@@ -3,39 +3,40 @@
 ``model(obs)`` returns Q-values ``[batch, num_actions]``. A deep copy of it is the target network,
 refreshed by :meth:`DQN.sync_target` (a hard copy, or Polyak averaging with ``decay``).
 """
-from collections.abc import Mapping
 import copy
 
 import paddle
 import paddle.nn.functional as F
 
+from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter, column
 from parl_lite.core.algorithm import Algorithm
-from parl_lite.algorithms.common import GlobalNormClip
 from parl_lite.core.model import Model
 
 __all__ = ["DQN", "DDQN"]
 
+_LOSSES = {"mse": F.mse_loss, "huber": F.smooth_l1_loss}
+
 
 class DQN(Algorithm):
-    """Q-learning with a target network and a Huber TD loss.
+    """Q-learning with a target network (PARL's ``DQN``).
 
     Args:
         model: Q-network, ``model(obs) -> [batch, num_actions]``.
         gamma: discount factor in [0, 1].
         lr: Adam learning rate.
-        double: Double DQN: the online network picks the next action, the target network
-            values it (reduces the max operator's over-estimation).
-        max_grad_norm: global gradient-norm clip; None: no clipping.
+        loss: ``"mse"`` (PARL's) or ``"huber"`` (the smooth L1 loss of the DQN paper and
+            Stable-Baselines3).
+        max_grad_norm: global gradient-norm clip; None (PARL's): no clipping.
     """
 
-    def __init__(self, model: Model, gamma: float, lr: float, double: bool = False,
-                 max_grad_norm: "float | None" = 10.0) -> None:
+    def __init__(self, model: Model, gamma: float, lr: float, *, loss: str = "mse",
+                 max_grad_norm: float | None = None) -> None:
         super().__init__(model)
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma must be in [0, 1], got {gamma}")
-        if lr <= 0:
-            raise ValueError(f"lr must be positive, got {lr}")
-        self.gamma, self.double = gamma, double
+        self.gamma = check_hyperparameter("gamma", gamma, 0.0, 1.0)
+        self.lr = check_hyperparameter("lr", lr, 0.0, float("inf"), low_open=True)
+        if loss not in _LOSSES:
+            raise ValueError(f"loss must be one of {sorted(_LOSSES)}, got {loss!r}")
+        self.loss_fn = _LOSSES[loss]
         self.target_model = copy.deepcopy(model)
         self.target_model.eval()
         for parameter in self.target_model.parameters():
@@ -43,51 +44,51 @@ class DQN(Algorithm):
         clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
         self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=model.parameters(), grad_clip=clip)
 
-    def q_values(self, obs: paddle.Tensor) -> paddle.Tensor:
-        """Q-values of every action, ``[batch, num_actions]``."""
+    def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
+        """The Q-values of every action, ``[..., num_actions]``."""
         return self.model(obs)
 
-    def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
-        """Greedy actions, ``[batch]`` (exploration, e.g. epsilon-greedy, belongs to the loop)."""
+    def greedy_actions(self, obs: paddle.Tensor) -> paddle.Tensor:
+        """The actions of highest Q-value, ``[batch]`` (exploration belongs to the loop or the agent)."""
         return paddle.argmax(self.model(obs), axis=-1)
 
-    sample = predict
-
-    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
-        """One Adam step on the Huber loss between ``Q(obs, action)`` and the TD target
-        ``reward + gamma * (1 - terminated) * Q_target(next_obs, a*)``.
+    def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor, next_obs: paddle.Tensor,
+              terminal: paddle.Tensor) -> paddle.Tensor:
+        """One Adam step on the loss between ``Q(obs, action)`` and the TD target
+        ``reward + gamma * (1 - terminal) * Q_target(next_obs, a*)``.
 
         Args:
-            batch: ``obs``, ``next_obs`` ``[N, obs_dim]``; ``action``, ``reward`` and
-                ``terminated`` ``[N]``. ``terminated`` marks true terminations only: a
-                time-limit truncation must bootstrap.
+            obs, next_obs: ``[N, obs_dim]``.
+            action: the actions taken, integers ``[N]`` or ``[N, 1]``.
+            reward: ``[N]`` or ``[N, 1]``.
+            terminal: ``[N]`` or ``[N, 1]``, 1 where the episode truly ended (a time-limit
+                truncation must bootstrap: 0).
 
         Returns:
-            ``loss``.
+            The loss, a 0-D tensor.
         """
         with paddle.no_grad():
-            next_obs = batch["next_obs"]
-            next_q = self.target_model(next_obs)
-            if self.double:
-                best = paddle.argmax(self.model(next_obs), axis=-1, keepdim=True)
-                next_value = paddle.take_along_axis(next_q, best, axis=-1).squeeze(-1)
-            else:
-                next_value = next_q.max(axis=-1)
-            target = batch["reward"] + self.gamma * (1.0 - batch["terminated"].astype("float32")) * next_value
-        q = paddle.take_along_axis(self.model(batch["obs"]), batch["action"].reshape([-1, 1]), axis=-1).squeeze(-1)
-        loss = F.smooth_l1_loss(q, target)
+            target = column(reward) + self.gamma * (1.0 - column(terminal)) * self._next_value(next_obs)
+        q = paddle.take_along_axis(self.model(obs), action.reshape([-1, 1]).astype("int64"), axis=-1)
+        loss = self.loss_fn(q, target)
+        self.optimizer.clear_grad()
         loss.backward()
         self.optimizer.step()
-        self.optimizer.clear_grad()
-        return {"loss": loss}
+        return loss
+
+    def _next_value(self, next_obs: paddle.Tensor) -> paddle.Tensor:
+        """``max_a Q_target(next_obs, a)``, ``[N, 1]``."""
+        return self.target_model(next_obs).max(axis=-1, keepdim=True)
 
     def sync_target(self, decay: float = 0.0) -> None:
-        """``target = decay * target + (1 - decay) * model``; ``decay=0`` copies."""
+        """``target = decay * target + (1 - decay) * model``; ``decay=0`` (PARL's) copies."""
         self.model.sync_weights_to(self.target_model, decay=decay)
 
 
 class DDQN(DQN):
-    """Double DQN: :class:`DQN` with ``double=True``."""
+    """Double DQN (PARL's ``DDQN``): the online network picks the next action, the target network
+    values it, which reduces the max operator's over-estimation. Arguments as :class:`DQN`."""
 
-    def __init__(self, model: Model, gamma: float, lr: float, max_grad_norm: "float | None" = 10.0) -> None:
-        super().__init__(model, gamma, lr, double=True, max_grad_norm=max_grad_norm)
+    def _next_value(self, next_obs: paddle.Tensor) -> paddle.Tensor:
+        best = paddle.argmax(self.model(next_obs), axis=-1, keepdim=True)
+        return paddle.take_along_axis(self.target_model(next_obs), best, axis=-1)

@@ -1,54 +1,62 @@
-"""REINFORCE (Williams, 1992): the policy gradient with normalised discounted returns."""
+"""REINFORCE (Williams, 1992): the policy gradient, on the returns the caller gives."""
 
-from collections.abc import Mapping
 import paddle
-import paddle.nn.functional as F
 
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.model import Model
 
 __all__ = ["PolicyGradient"]
 
+_MIN_PROB = 1e-8  # floor of a probability before its log
+
 
 class PolicyGradient(Algorithm):
-    """Policy gradient for discrete actions.
+    """Policy gradient for discrete actions (PARL's ``PolicyGradient``).
 
-    The model maps observations to action probabilities (a softmax output). ``learn`` takes the
-    actions taken and their (normalised) returns and ascends ``E[log pi(a|s) * G]``.
+    The model maps observations to action probabilities (a softmax output). ``learn`` ascends
+    ``E[log pi(a|s) * G]`` on the actions taken and their returns ``G``.
 
     Args:
-        model: policy network returning probabilities of shape ``[batch, act_dim]``.
+        model: policy network returning probabilities ``[..., act_dim]``.
         lr: Adam learning rate.
     """
 
     def __init__(self, model: Model, lr: float) -> None:
         super().__init__(model)
-        if lr <= 0:
+        if not lr > 0:
             raise ValueError(f"lr must be positive, got {lr}")
         self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=model.parameters())
 
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
-        """Greedy actions (the most probable), shape ``[batch]``."""
+        """The action probabilities ``model(obs)``, ``[..., act_dim]``."""
+        return self.model(obs)
+
+    def greedy_actions(self, obs: paddle.Tensor) -> paddle.Tensor:
+        """The most probable actions, ``[batch]``."""
         return paddle.argmax(self.model(obs), axis=-1)
 
-    def sample(self, obs: paddle.Tensor) -> paddle.Tensor:
-        """Actions drawn from the policy, shape ``[batch]``."""
-        return paddle.multinomial(self.model(obs), num_samples=1).squeeze(-1)
+    def sample_actions(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
+        """Actions drawn from the policy ``[batch]`` and their log-probabilities ``[batch]``."""
+        probs = self.model(obs)
+        actions = paddle.multinomial(probs, num_samples=1)
+        return actions.squeeze(-1), paddle.log(paddle.take_along_axis(probs, actions, axis=-1).squeeze(-1))
 
-    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
-        """One gradient step on ``-mean(log pi(action|obs) * returns)``.
+    def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor) -> paddle.Tensor:
+        """One Adam step on ``-mean(log pi(action|obs) * reward)``.
 
         Args:
-            batch: ``obs`` ``[N, obs_dim]``, ``action`` ``[N]`` and ``returns`` ``[N]``.
+            obs: ``[N, obs_dim]``.
+            action: the actions taken, integers ``[N]`` or ``[N, 1]``.
+            reward: the return ``G`` of each step (e.g. the normalised reward-to-go), ``[N]`` or
+                ``[N, 1]``.
 
         Returns:
-            ``loss``.
+            The loss, a 0-D tensor.
         """
-        probs = self.model(batch["obs"])
-        log_probs = paddle.log(probs.clip(min=1e-8))
-        taken = (log_probs * F.one_hot(batch["action"], probs.shape[-1])).sum(axis=-1)
-        loss = -(taken * batch["returns"]).mean()
+        probs = self.model(obs)
+        taken = paddle.take_along_axis(probs, action.reshape([-1, 1]).astype("int64"), axis=-1).squeeze(-1)
+        loss = -(paddle.log(taken.clip(min=_MIN_PROB)) * reward.reshape([-1])).mean()
+        self.optimizer.clear_grad()
         loss.backward()
         self.optimizer.step()
-        self.optimizer.clear_grad()
-        return {"loss": loss}
+        return loss

@@ -14,13 +14,12 @@ Update on a batch ``(obs, action, reward, next_obs, terminal)``, with ``alpha = 
 The policy is ``a = tanh(u)``, ``u ~ N(mean, exp(log_std))``; actions live in [-1, 1] and the
 agent scales them to the environment.
 """
-from collections.abc import Mapping
 import math
 
 import paddle
 import paddle.nn.functional as F
 
-from parl_lite.algorithms.common import SoftTargetActorCritic, check_hyperparameter, frozen, transition_columns
+from parl_lite.algorithms.common import ActorCriticLosses, SoftTargetActorCritic, check_hyperparameter, column, frozen
 from parl_lite.core.model import Model
 
 __all__ = ["SAC", "EntropyTemperature"]
@@ -40,7 +39,7 @@ class EntropyTemperature(Model):
 
 
 class SAC(SoftTargetActorCritic):
-    """Soft Actor-Critic.
+    """Soft Actor-Critic (PARL's ``SAC``, plus automatic entropy tuning when ``alpha_lr`` is set).
 
     The model exposes ``policy(obs) -> (mean, log_std)`` (pre-squash, each ``[batch, act_dim]``),
     ``value(obs, action) -> (Q1, Q2)`` (each ``[batch, 1]``), ``get_actor_params()`` and
@@ -50,16 +49,17 @@ class SAC(SoftTargetActorCritic):
         model: the actor-critic model; a deep copy becomes ``target_model``.
         gamma: discount factor in [0, 1].
         tau: soft target update rate in (0, 1].
+        alpha: the entropy temperature (> 0); fixed, as in PARL, unless ``alpha_lr`` is given.
         actor_lr: Adam learning rate of the policy.
         critic_lr: Adam learning rate of both critics.
-        alpha: initial entropy temperature (> 0).
-        alpha_lr: Adam learning rate of ``log_alpha``; ``None`` keeps alpha fixed.
+        alpha_lr: Adam learning rate of ``log_alpha``, which then steers the policy's entropy toward
+            ``target_entropy``; None (PARL's behaviour) keeps alpha fixed.
         target_entropy: entropy the temperature steers toward; default ``-act_dim``.
     """
 
-    def __init__(self, model: Model, gamma: float = 0.99, tau: float = 0.005,
-                 actor_lr: float = 3e-4, critic_lr: float = 3e-4, alpha: float = 1.0,
-                 alpha_lr: float | None = 3e-4, target_entropy: float | None = None) -> None:
+    def __init__(self, model: Model, gamma: float = 0.99, tau: float = 0.005, alpha: float = 0.2,
+                 actor_lr: float = 3e-4, critic_lr: float = 3e-4, *, alpha_lr: float | None = None,
+                 target_entropy: float | None = None) -> None:
         super().__init__(model, gamma, tau, actor_lr, critic_lr)
         check_hyperparameter("alpha", alpha, 0.0, float("inf"), low_open=True)
         self.temperature = EntropyTemperature(alpha)
@@ -85,30 +85,42 @@ class SAC(SoftTargetActorCritic):
                     - paddle.log(1.0 - action.square() + 1e-6)).sum(axis=-1, keepdim=True)
         return action, log_prob
 
+    def sample_actions(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
+        """:meth:`sample`'s actions ``[batch, act_dim]`` and log-probabilities as ``[batch]``."""
+        action, log_prob = self.sample(obs)
+        return action, log_prob.squeeze(-1)
+
     @property
     def alpha(self) -> float:
-        """The current entropy temperature."""
+        """The current entropy temperature (settable, as PARL's attribute)."""
         return float(self.temperature.log_alpha.exp().item())
 
-    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
-        """One critic step, one actor step, one temperature step, one soft target update.
+    @alpha.setter
+    def alpha(self, value: float) -> None:
+        check_hyperparameter("alpha", value, 0.0, float("inf"), low_open=True)
+        self.temperature.log_alpha.set_value(paddle.full([1], math.log(value), dtype="float32"))
+
+    def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor, next_obs: paddle.Tensor,
+              terminal: paddle.Tensor) -> ActorCriticLosses:
+        """One critic step, one actor step, one temperature step (with ``alpha_lr``), one soft
+        target update.
 
         Args:
-            batch: ``obs``, ``next_obs`` ``[batch, obs_dim]``; ``action`` ``[batch, act_dim]`` in
-                [-1, 1]; ``reward``, ``terminated`` ``[batch]`` or ``[batch, 1]`` (terminated is 1
-                only on a true episode end).
+            obs, next_obs: ``[batch, obs_dim]``.
+            action: ``[batch, act_dim]`` in [-1, 1].
+            reward, terminal: ``[batch]`` or ``[batch, 1]`` (terminal is 1 only on a true episode
+                end).
 
         Returns:
-            ``critic_loss``, ``actor_loss`` and ``alpha``.
+            ``(critic_loss, actor_loss)``, 0-D tensors.
         """
-        obs, action, reward, next_obs, terminal = transition_columns(batch)
         alpha = self.temperature.log_alpha.exp().detach()
-        critic_loss = self._learn_critic(obs, action, reward, next_obs, terminal, alpha)
+        critic_loss = self._learn_critic(obs, action, column(reward), next_obs, column(terminal), alpha)
         actor_loss, log_prob = self._learn_actor(obs, alpha)
         if self.alpha_optimizer is not None:
             self._learn_alpha(self.alpha_optimizer, log_prob, action.shape[-1])
         self.sync_target()
-        return {"critic_loss": critic_loss, "actor_loss": actor_loss, "alpha": alpha}
+        return ActorCriticLosses(critic_loss, actor_loss)
 
     def _learn_critic(self, obs, action, reward, next_obs, terminal, alpha) -> paddle.Tensor:
         with paddle.no_grad():

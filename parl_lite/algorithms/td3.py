@@ -13,18 +13,17 @@ Update on a batch ``(obs, action, reward, next_obs, terminal)``::
         actor loss = -mean(Q1(obs, pi(obs)));   target <- tau * model + (1 - tau) * target
 """
 
-from collections.abc import Mapping
 import paddle
 import paddle.nn.functional as F
 
-from parl_lite.algorithms.common import SoftTargetActorCritic, check_hyperparameter, frozen, transition_columns
+from parl_lite.algorithms.common import SoftTargetActorCritic, check_hyperparameter, column, frozen
 from parl_lite.core.model import Model
 
 __all__ = ["TD3"]
 
 
 class TD3(SoftTargetActorCritic):
-    """Twin Delayed DDPG.
+    """Twin Delayed DDPG (PARL's ``TD3``).
 
     The model exposes ``policy(obs) -> action`` in [-1, 1], ``value(obs, action) -> (Q1, Q2)``
     (each ``[batch, 1]``), ``get_actor_params()`` and ``get_critic_params()``.
@@ -49,30 +48,31 @@ class TD3(SoftTargetActorCritic):
         if not isinstance(policy_freq, int) or policy_freq < 1:
             raise ValueError(f"policy_freq must be a positive int, got {policy_freq!r}")
         self.policy_freq = policy_freq
-        self.total_updates = 0
+        self.total_it = 0  # learn calls so far (PARL's name)
 
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
         """The deterministic action ``pi(obs)`` in [-1, 1]."""
         return self.model.policy(obs)
 
-    def learn(self, batch: Mapping[str, paddle.Tensor]) -> dict[str, paddle.Tensor]:
+    def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor, next_obs: paddle.Tensor,
+              terminal: paddle.Tensor) -> paddle.Tensor:
         """One critic step; every ``policy_freq``-th call also an actor step and a target update.
 
         Args:
-            batch: ``obs``, ``next_obs`` ``[batch, obs_dim]``; ``action`` ``[batch, act_dim]`` in
-                [-1, 1]; ``reward``, ``terminated`` ``[batch]`` or ``[batch, 1]`` (terminated is 1
-                only on a true episode end).
+            obs, next_obs: ``[batch, obs_dim]``.
+            action: ``[batch, act_dim]`` in [-1, 1].
+            reward, terminal: ``[batch]`` or ``[batch, 1]`` (terminal is 1 only on a true episode
+                end).
 
         Returns:
-            ``critic_loss``, and ``actor_loss`` on the calls that took an actor step.
+            The critic loss, a 0-D tensor (as PARL's; the actor loss is not returned).
         """
-        obs, action, reward, next_obs, terminal = transition_columns(batch)
-        stats = {"critic_loss": self._learn_critic(obs, action, reward, next_obs, terminal)}
-        self.total_updates += 1
-        if self.total_updates % self.policy_freq == 0:
-            stats["actor_loss"] = self._learn_actor(obs)
+        critic_loss = self._learn_critic(obs, action, column(reward), next_obs, column(terminal))
+        self.total_it += 1
+        if self.total_it % self.policy_freq == 0:
+            self._learn_actor(obs)
             self.sync_target()
-        return stats
+        return critic_loss
 
     def _learn_critic(self, obs, action, reward, next_obs, terminal) -> paddle.Tensor:
         with paddle.no_grad():
@@ -88,11 +88,10 @@ class TD3(SoftTargetActorCritic):
         self.critic_optimizer.step()
         return critic_loss
 
-    def _learn_actor(self, obs) -> paddle.Tensor:
+    def _learn_actor(self, obs) -> None:
         with frozen(self.model.get_critic_params()):
             q1, _ = self.model.value(obs, self.model.policy(obs))
             actor_loss = -q1.mean()
         self.actor_optimizer.clear_grad()
         actor_loss.backward()
         self.actor_optimizer.step()
-        return actor_loss

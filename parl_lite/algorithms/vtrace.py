@@ -9,17 +9,22 @@ For a trajectory ``x_s .. x_{s+n}`` collected by a behaviour policy ``mu``, with
 computed backwards as ``v_s - V(x_s) = delta_s + gamma_s c_s (v_{s+1} - V(x_{s+1}))``, where a
 per-step ``discounts[t]`` (``gamma`` times 0 at a terminal step) stands for ``gamma``. The policy
 gradient uses ``rho_pg_t (r_t + gamma v_{t+1} - V(x_t))`` with its own clip ``rho_pg_bar``.
+
+:func:`vtrace` computes on numpy arrays; :func:`from_importance_weights` is PARL's entry point
+(``parl.algorithms.paddle.impala.vtrace``) on paddle tensors, with ``c_bar`` fixed at 1.
 """
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["VTraceReturns", "vtrace"]
+__all__ = ["VTraceReturns", "vtrace", "from_importance_weights"]
 
 
 class VTraceReturns(NamedTuple):
-    vs: np.ndarray             # [T, B] value targets v_s
-    pg_advantages: np.ndarray  # [T, B] advantages for the policy gradient
+    """V-trace's results, ``[T, B]`` each."""
+
+    vs: Any             # value targets v_s
+    pg_advantages: Any  # advantages for the policy gradient
 
 
 def vtrace(
@@ -29,9 +34,9 @@ def vtrace(
     discounts: np.ndarray,
     values: np.ndarray,
     bootstrap_value: np.ndarray,
-    clip_rho_threshold: float = 1.0,
-    clip_pg_rho_threshold: float = 1.0,
-    clip_c_threshold: float = 1.0,
+    clip_rho_threshold: float | None = 1.0,
+    clip_pg_rho_threshold: float | None = 1.0,
+    clip_c_threshold: float | None = 1.0,
 ) -> VTraceReturns:
     """V-trace targets and policy-gradient advantages of a time-major batch.
 
@@ -77,3 +82,35 @@ def vtrace(
     pg_rhos = ratios if clip_pg_rho_threshold is None else np.minimum(clip_pg_rho_threshold, ratios)
     pg_advantages = pg_rhos * (rewards + discounts * next_vs - values)
     return VTraceReturns(vs.astype(np.float32), pg_advantages.astype(np.float32))
+
+
+def from_importance_weights(behaviour_actions_log_probs: Any, target_actions_log_probs: Any, discounts: Any,
+                            rewards: Any, values: Any, bootstrap_value: Any, clip_rho_threshold: float | None = 1.0,
+                            clip_pg_rho_threshold: float | None = 1.0,
+                            name: str = "vtrace_from_logits") -> VTraceReturns:
+    """PARL's V-trace: :func:`vtrace` on paddle tensors (or numpy arrays) with ``c_bar`` = 1,
+    computed without gradients.
+
+    Args:
+        behaviour_actions_log_probs: ``[T, B]`` ``log mu(a_t | x_t)``.
+        target_actions_log_probs: ``[T, B]`` ``log pi(a_t | x_t)``.
+        discounts: ``[T, B]`` the discount at each step, 0 where the episode ended.
+        rewards: ``[T, B]``.
+        values: ``[T, B]`` ``V(x_t)``.
+        bootstrap_value: ``[B]`` ``V(x_T)``.
+        clip_rho_threshold: ``rho_bar`` (None: no clipping).
+        clip_pg_rho_threshold: clip of the policy-gradient weights (None: no clipping).
+        name: accepted for PARL's signature (a TensorFlow name scope in the original); unused.
+
+    Returns:
+        :class:`VTraceReturns` of float32 paddle tensors ``[T, B]``.
+    """
+    import paddle
+
+    def array(value: Any) -> np.ndarray:
+        return value.numpy() if isinstance(value, paddle.Tensor) else np.asarray(value)
+
+    returns = vtrace(array(behaviour_actions_log_probs), array(target_actions_log_probs), array(rewards),
+                     array(discounts), array(values), array(bootstrap_value), clip_rho_threshold=clip_rho_threshold,
+                     clip_pg_rho_threshold=clip_pg_rho_threshold, clip_c_threshold=1.0)
+    return VTraceReturns(paddle.to_tensor(returns.vs), paddle.to_tensor(returns.pg_advantages))

@@ -1,44 +1,54 @@
 """``parl_lite.Agent``: the bridge between an environment and an :class:`Algorithm`."""
 import os
 from typing import Any
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
+from parl_lite.core.agent_base import AgentBase
 from parl_lite.core.algorithm import Algorithm
+from parl_lite.core.model import Model
 from parl_lite.io import checkpoint
 
 __all__ = ["Agent"]
 
 
-class Agent:
+class Agent(AgentBase):
     """Base class of user agents: turn observations into tensors, call the algorithm, and turn
     its output back into actions.
 
-    By default ``learn`` / ``predict`` / ``sample`` hand numpy batches to the algorithm (which
-    converts them, see :class:`parl_lite.Algorithm`); a subclass overrides them to reshape or
-    preprocess. The agent starts in training mode;
-    :meth:`eval` switches every model of the algorithm to evaluation mode (dropout off, batch-norm
-    uses its running statistics) and :meth:`train` switches back.
+    As in PARL, an agent subclass usually writes ``learn``, ``predict`` and ``sample`` for its
+    environment. Where PARL's base class leaves them abstract, parl_lite's work on batches of
+    numpy observations for every shipped algorithm, which is what the training loops
+    (:mod:`parl_lite.train`) call: ``learn(*args, **kwargs)`` is the algorithm's ``learn``,
+    ``predict(obs)`` its greedy actions, ``sample(obs)`` its exploratory actions and their
+    log-probabilities.
+
+    The agent starts in training mode; :meth:`eval` switches every model of the algorithm to
+    evaluation mode (dropout off, batch-norm uses its running statistics) and :meth:`train` back.
+
+    Args:
+        algorithm: the :class:`parl_lite.Algorithm` this agent drives (``self.alg``).
     """
 
     def __init__(self, algorithm: Algorithm) -> None:
         if not isinstance(algorithm, Algorithm):
             raise TypeError(f"algorithm must be a parl_lite.Algorithm, got {type(algorithm).__name__}")
-        self.alg = algorithm
+        super().__init__(algorithm)
         self.training = True
 
-    def learn(self, batch: Mapping[str, Any]) -> dict[str, float]:
-        """Update the algorithm from a batch (names to numpy arrays); returns its statistics."""
-        return self.alg.learn(batch)
+    def learn(self, *args: Any, **kwargs: Any) -> Any:
+        """Update the algorithm: its ``learn`` with these arguments, and its result."""
+        return self.alg.learn(*args, **kwargs)
 
     def predict(self, obs: Any) -> Any:
-        """The greedy action(s) for a batch of observations (numpy in, numpy out)."""
-        return self.alg.predict(obs)
+        """The greedy actions for a batch of observations (numpy in, numpy out)."""
+        return self.alg.greedy_actions(obs)
 
     def sample(self, obs: Any) -> Any:
-        """Exploratory action(s) for a batch of observations (numpy in, numpy out)."""
-        return self.alg.sample(obs)
+        """Exploratory actions for a batch of observations and their log-probabilities, as
+        ``(actions, log_probs)`` (numpy in, numpy out)."""
+        return self.alg.sample_actions(obs)
 
     def train(self) -> None:
         """Put every model of the algorithm in training mode."""
@@ -61,28 +71,78 @@ class Agent:
         """Load weights into the algorithm's model."""
         self.alg.set_weights(weights)
 
-    def save(self, path: "str | os.PathLike", with_optimizer: bool = False) -> None:
-        """Write every model of the algorithm (and, if asked, its optimizer state) to an HDF5
-        checkpoint at ``path``, atomically. See :mod:`parl_lite.io.checkpoint` for the layout.
-        """
-        checkpoint.save(
-            path,
-            models=self.alg.models(),
-            optimizers=self.alg.optimizers() if with_optimizer else {},
-            owner=type(self),
-        )
+    def save(self, save_path: "str | os.PathLike", model: Model | None = None, *,
+             with_optimizer: bool = False) -> None:
+        """Write an HDF5 checkpoint at ``save_path``, atomically.
 
-    def restore(self, path: "str | os.PathLike") -> None:
-        """Load a checkpoint written by :meth:`save` into this agent's algorithm.
-
-        Optimizer state is restored when the checkpoint holds it. Everything (checksums, finite
-        values, shapes of weights and optimizer accumulators) is checked before anything changes.
+        Args:
+            save_path: the checkpoint file (its folders are created).
+            model: save only this model (PARL's argument; e.g. ``agent.alg.model.actor_model``);
+                None saves every model of the algorithm (``model``, ``target_model``, ...).
+            with_optimizer: also save the optimizers' state, so that training resumes exactly
+                (only with ``model`` None).
 
         Raises:
+            TypeError: ``model`` is not a :class:`parl_lite.Model` (e.g. ``True``: the optimizer
+                state is asked for with ``with_optimizer=True``).
+            ValueError: ``with_optimizer`` together with ``model``.
+        """
+        models = self._models_of("save", model)
+        if with_optimizer and model is not None:
+            raise ValueError("Agent.save: with_optimizer=True saves the optimizers of the whole algorithm; "
+                             "leave model=None")
+        checkpoint.save(save_path, models=models, optimizers=self.alg.optimizers() if with_optimizer else {},
+                        owner=type(self))
+
+    def restore(self, save_path: "str | os.PathLike", model: Model | None = None) -> None:
+        """Load a checkpoint written by :meth:`save`.
+
+        Args:
+            save_path: the checkpoint file.
+            model: load into this model only (PARL's argument): the checkpoint's ``model`` role,
+                which is the model given to ``save``; None loads every model of the algorithm and
+                the optimizers' state when the checkpoint holds it.
+
+        Everything (checksums, finite values, shapes of weights and optimizer accumulators) is
+        checked before anything changes.
+
+        Raises:
+            TypeError: ``model`` is not a :class:`parl_lite.Model`.
             parl_lite.CheckpointError: the file is missing, a folder, unreadable or corrupted, or
                 does not fit the models or optimizers (the message names the dataset).
         """
-        checkpoint.load(path, models=self.alg.models(), optimizers=self.alg.optimizers())
+        models = self._models_of("restore", model)
+        checkpoint.load(save_path, models=models, optimizers=self.alg.optimizers() if model is None else None)
+
+    def _models_of(self, method: str, model: Any) -> dict[str, Model]:
+        if model is None:
+            return self.alg.models()
+        if not isinstance(model, Model):
+            hint = "; to save the optimizer state pass with_optimizer=True" if isinstance(model, bool) else ""
+            raise TypeError(f"Agent.{method}: model (PARL's argument: the model to {method}) must be a "
+                            f"parl_lite.Model or None, got {type(model).__name__}{hint}")
+        return {"model": model}
+
+    def save_inference_model(self, save_path: "str | os.PathLike", input_shape_list: Sequence[Sequence[int | None]],
+                             input_dtype_list: Sequence[str], model: Model | None = None) -> None:
+        """Save a model's ``forward`` and weights for inference with ``paddle.jit.save``
+        (``paddle.jit.load(save_path)`` reads them back); each file is written atomically.
+
+        Args:
+            save_path: path prefix of the files (``.json`` and ``.pdiparams`` with Paddle 3).
+            input_shape_list: the shape of each input of ``forward``, None for a free dimension,
+                e.g. ``[[None, 4]]``.
+            input_dtype_list: the dtype of each input, e.g. ``["float32"]``.
+            model: the model to save (e.g. ``agent.alg.model.actor_model``); None: ``self.alg.model``.
+
+        Raises:
+            ValueError: the model has no ``forward`` of its own, or the shapes and dtypes are not
+                lists of the same length (each named).
+        """
+        from parl_lite.io.inference import save_inference_model
+
+        save_inference_model(self.alg.model if model is None else model, save_path, input_shape_list,
+                             input_dtype_list)
 
     def export_onnx(self, path: "str | os.PathLike", input_spec: Sequence[Any]) -> None:
         """Export the algorithm's model to ONNX (see :func:`parl_lite.export_onnx`)."""

@@ -1,14 +1,22 @@
 """``parl_lite.Algorithm``: how a model is updated (``learn``) and used (``predict``/``sample``).
 
-One contract for every algorithm:
+PARL's contract, on tensors or numpy arrays alike:
 
-* ``learn(batch) -> dict[str, float]``: ``batch`` maps names (``obs``, ``action``, ...) to numpy
-  arrays or paddle tensors; the result maps statistic names to plain floats.
-* ``predict(obs)`` / ``sample(obs)``: numpy in, numpy out (run without gradients); tensors in,
-  tensors out (inside an update, gradients flow as usual).
+* ``learn(obs, action, ...)`` takes the algorithm's arrays by PARL's names, positionally or by
+  keyword, and returns what PARL's algorithm returns (e.g. DQN the loss tensor, DDPG
+  ``(critic_loss, actor_loss)``). Numpy arrays (also in a tuple) become tensors on the way in
+  (floating and boolean arrays float32, integer arrays int64); tensors and other values (a
+  learning rate) pass through.
+* ``predict(obs)`` / ``sample(obs)`` / ``value(obs)``: numpy in, numpy out (run without gradients);
+  tensors in, tensors out (inside an update, gradients flow as usual).
 
-The numpy <-> tensor conversion is written once, here: every subclass's ``learn``, ``predict`` and
-``sample`` are wrapped when the subclass is defined, so a subclass only ever sees tensors.
+parl_lite adds two methods that turn an algorithm's outputs into actions for a batch of
+observations, which the default :class:`parl_lite.Agent` and the training loops use:
+``greedy_actions(obs)`` and ``sample_actions(obs) -> (actions, log_probs)``.
+
+The numpy <-> tensor conversion is written once, here: every subclass's own ``learn``, ``predict``,
+``sample``, ``value``, ``greedy_actions`` and ``sample_actions`` are wrapped when the subclass is
+defined, so a subclass only ever sees tensors.
 """
 import functools
 from typing import Any
@@ -17,11 +25,11 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import paddle
 
+from parl_lite.core.algorithm_base import AlgorithmBase
 from parl_lite.core.model import Model
 
 __all__ = ["Algorithm", "to_tensor", "to_numpy"]
 
-Batch = Mapping[str, Any]
 _WRAPPED_MARK = "__wrapped_by_algorithm__"  # set on the methods __init_subclass__ already wrapped
 
 
@@ -49,20 +57,24 @@ def to_numpy(value: Any) -> Any:
     return value
 
 
-def _as_float(value: Any) -> float:
-    if isinstance(value, paddle.Tensor):
-        return float(value.item())
-    return float("nan") if value is None else float(value)
+def _learn_input(value: Any) -> Any:
+    """A numpy array as a tensor (see :func:`to_tensor`), also inside a tuple (a policy's
+    ``(mean, std)``); anything else unchanged."""
+    if isinstance(value, np.ndarray):
+        return to_tensor(value)
+    if isinstance(value, tuple):
+        return tuple(map(_learn_input, value))
+    return value
 
 
-def _wrap_learn(learn: Callable[..., Any]) -> Callable[..., dict[str, float]]:
+def _wrap_learn(learn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(learn)
-    def wrapper(self: "Algorithm", batch: Batch) -> dict[str, float]:
-        if not isinstance(batch, Mapping):
-            raise TypeError(f"{type(self).__name__}.learn takes one batch mapping names to arrays, "
-                            f"got {type(batch).__name__}")
-        stats = learn(self, {key: to_tensor(value) for key, value in batch.items()})
-        return {key: _as_float(value) for key, value in stats.items()}
+    def wrapper(self: "Algorithm", *args: Any, **kwargs: Any) -> Any:
+        if args and isinstance(args[0], Mapping):
+            raise TypeError(f"{type(self).__name__}.learn takes its arrays as arguments, by PARL's names "
+                            "(e.g. learn(obs, action, reward, next_obs, terminal)), not one dict: "
+                            "call learn(**batch)")
+        return learn(self, *map(_learn_input, args), **{key: _learn_input(value) for key, value in kwargs.items()})
 
     setattr(wrapper, _WRAPPED_MARK, True)
     return wrapper
@@ -80,23 +92,28 @@ def _wrap_acting(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-class Algorithm:
+_WRAPPERS = {"learn": _wrap_learn, "predict": _wrap_acting, "sample": _wrap_acting, "value": _wrap_acting,
+             "greedy_actions": _wrap_acting, "sample_actions": _wrap_acting}
+
+
+class Algorithm(AlgorithmBase):
     """Base class of the update rules (PolicyGradient, DQN, PPO, ...).
 
     Subclasses keep their networks as :class:`Model` attributes (``self.model``,
     ``self.target_model``, ...) and their optimizers as ``paddle.optimizer.Optimizer`` attributes;
     :meth:`models` and :meth:`optimizers` find them, so checkpoints need no per-algorithm code.
 
-    Subclasses write ``learn(self, batch)`` on a dict of tensors returning a dict of scalars
-    (tensors or floats), and ``predict(self, obs)`` / ``sample(self, obs)`` (and ``value(self, obs)``
-    where there is one) on tensors; the base
-    class turns numpy input into tensors and the results back (see the module docstring).
+    Subclasses write ``learn``, ``predict`` and ``sample`` (and ``value`` where there is one) on
+    tensors; the base class turns numpy input into tensors and the results of the acting methods
+    back (see the module docstring).
+
+    Args:
+        model: the algorithm's main network (``self.model``).
     """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        wrappers = {"learn": _wrap_learn, "predict": _wrap_acting, "sample": _wrap_acting, "value": _wrap_acting}
-        for name, wrap in wrappers.items():
+        for name, wrap in _WRAPPERS.items():
             method = cls.__dict__.get(name)
             if callable(method) and not getattr(method, _WRAPPED_MARK, False):
                 setattr(cls, name, wrap(method))
@@ -107,24 +124,20 @@ class Algorithm:
         # Any: the roles a subclass calls (policy, value, get_critic_params, ...) are its model's own.
         self.model: Any = model
 
-    def learn(self, batch: Batch) -> dict[str, float]:
-        """Update the model(s) from a batch of experience.
+    def greedy_actions(self, obs: Any) -> Any:
+        """The actions to take when evaluating, for a batch of observations: ``predict(obs)``
+        unless the algorithm's ``predict`` returns something else (Q-values, probabilities)."""
+        return self.predict(obs)
 
-        Args:
-            batch: names (``obs``, ``action``, ...) to numpy arrays or tensors.
+    def sample_actions(self, obs: Any) -> tuple[Any, Any]:
+        """Exploratory actions for a batch of observations and their log-probabilities, for
+        algorithms with a stochastic policy.
 
-        Returns:
-            Training statistics (losses, ...) as floats.
+        Raises:
+            NotImplementedError: the algorithm has no stochastic policy; its training loop explores
+                (epsilon-greedy for DQN, Gaussian noise for DDPG and TD3).
         """
-        raise NotImplementedError(f"{type(self).__name__} does not implement learn()")
-
-    def predict(self, obs: Any) -> Any:
-        """Return the greedy (evaluation) action for a batch of observations."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement predict()")
-
-    def sample(self, obs: Any) -> Any:
-        """Return an exploratory output (e.g. an action drawn from the policy)."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement sample()")
+        raise NotImplementedError(f"{type(self).__name__} has no stochastic policy to sample actions from")
 
     def models(self) -> dict[str, Model]:
         """Every :class:`Model` attribute of this algorithm, by attribute name."""

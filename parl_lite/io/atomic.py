@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import h5py
 
+from parl_lite.io.paths import check_destination
+
 __all__ = ["write_atomically", "write_bytes_atomically", "write_hdf5_atomically", "remove_stale_temporaries"]
 _TEMPORARY_INFIX = ".tmp-"
 
@@ -29,8 +31,13 @@ def write_atomically(path: "str | os.PathLike", write: Callable[[Path], object])
 
     Returns:
         ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        ValueError: ``path`` is empty or names no file.
+        IsADirectoryError, NotADirectoryError: ``path`` is a folder, or a parent of it is a file (the
+            message names it); other ``OSError``: as the system reports it (no space, no permission).
     """
-    path = Path(path)
+    path = check_destination(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path)
     temporary = path.with_name(f".{path.name}{_TEMPORARY_INFIX}{os.getpid()}")

@@ -14,10 +14,12 @@ Optimizer accumulators are stored under the *structured* parameter name rather t
 generated one (``linear_0.w_0``), so a checkpoint restores into a fresh process.
 
 Every dataset carries the CRC-32 of its values (attribute ``crc32``, see
-:mod:`parl_lite.io.datasets`, new in format 2). Loading checks the checksums, that every value is
-finite, that each accumulator has its parameter's shape (or is a scalar such as Adam's
-``beta1_pow_acc``, which must be in [0, 1]) and that the learning-rate scheduler's step count is in
-range, before anything is changed. Format 1 files (no checksums) load with the value checks only.
+:mod:`parl_lite.io.datasets`, new in format 2). Loading first checks the file's structure (see
+:func:`parl_lite.io.datasets.open_hdf5`) and the declared shapes and dtypes of the weights and
+accumulators against the models, reading no value; then the checksums, that every value is finite,
+that each accumulator has its parameter's shape (or is a scalar such as Adam's ``beta1_pow_acc``,
+which must be in [0, 1]) and that the learning-rate scheduler's step count is in range, before
+anything is changed. Format 1 files (no checksums) load with the value checks only.
 """
 import json
 import os
@@ -31,11 +33,13 @@ import paddle
 
 from parl_lite.core.model import Model, _weight_problems
 from parl_lite.io.atomic import write_hdf5_atomically
+from parl_lite.io.paths import check_destination
 from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_range, dataset_names, open_hdf5,
                                    read_dataset, write_dataset)
 from parl_lite.version import __version__
 
-__all__ = ["CheckpointError", "save", "load", "open_checkpoint", "read_weights", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["CheckpointError", "save", "load", "open_checkpoint", "model_group", "qualified_name", "FORMAT",
+           "FORMAT_VERSION"]
 
 FORMAT = "parl_lite.checkpoint"
 FORMAT_VERSION = 2
@@ -63,8 +67,13 @@ def save(
 
     The file is written next to ``path`` under a temporary name, flushed to disk and renamed over
     ``path``: a process killed mid-save leaves the previous checkpoint intact.
+
+    Raises:
+        ValueError: ``path`` is empty or names a folder (``.``, ``..``).
+        IsADirectoryError, NotADirectoryError: ``path`` is a folder, or one of its parents is a
+            file (the message names it); other ``OSError``: no space, no permission, ...
     """
-    path = Path(path)
+    path = check_destination(path)
     if not models:
         raise CheckpointError(f"nothing to save to {path}: the algorithm has no parl_lite.Model attribute")
 
@@ -107,7 +116,7 @@ def load(
         raise
     except DatasetError as error:
         raise CheckpointError(f"checkpoint {path}: {error}") from error
-    except (OSError, KeyError, ValueError, TypeError) as error:
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as error:
         raise CheckpointError(f"checkpoint {path} is truncated or corrupted: {error}") from error
     for role, model in models.items():
         model.set_weights(weights[role])
@@ -120,7 +129,8 @@ def open_checkpoint(path: Path) -> h5py.File:
     """Open the checkpoint ``path`` for reading (see :func:`parl_lite.io.datasets.open_hdf5`).
 
     Raises:
-        CheckpointError: ``path`` is missing, a folder, or not a readable HDF5 file.
+        CheckpointError: ``path`` is missing, not a regular file (the message says what it is),
+            not a readable HDF5 file, or corrupted or crafted (see ``open_hdf5``).
     """
     return open_hdf5(path, "checkpoint", CheckpointError)
 
@@ -130,13 +140,13 @@ def _write(file: h5py.File, models, optimizers, owner) -> None:
     file.attrs["format_version"] = FORMAT_VERSION
     file.attrs["parl_lite_version"] = __version__
     main_model = models.get("model", next(iter(models.values())))
-    file.attrs["model_class"] = _qualified_name(type(main_model))
+    file.attrs["model_class"] = qualified_name(type(main_model))
     if owner is not None:
-        file.attrs["owner_class"] = _qualified_name(owner)
+        file.attrs["owner_class"] = qualified_name(owner)
     models_group = file.create_group("models")
     for role, model in models.items():
         group = models_group.create_group(role)
-        group.attrs["class"] = _qualified_name(type(model))
+        group.attrs["class"] = qualified_name(type(model))
         constructor_args = model.constructor_args()
         if constructor_args is not None:
             group.attrs["constructor_args"] = json.dumps(constructor_args)
@@ -152,11 +162,13 @@ def _write(file: h5py.File, models, optimizers, owner) -> None:
             if key == _LR_SCHEDULER_KEY:
                 group.attrs["lr_scheduler"] = json.dumps(value)
                 continue
-            if not isinstance(value, paddle.Tensor):
+            # an optimizer restored but not stepped since holds the restored arrays as given (paddle
+            # creates its accumulators at the first step), so its state is numpy until then
+            if not isinstance(value, paddle.Tensor | np.ndarray):
                 raise CheckpointError(f"optimizer {opt_name!r}: state entry {key!r} of type "
                                       f"{type(value).__name__} cannot be saved")
             parameter, slot = _split_accumulator_key(key, structured, opt_name)
-            write_dataset(group, f"{parameter}/{slot}", value.numpy())
+            write_dataset(group, f"{parameter}/{slot}", np.asarray(value))
 
 
 def _check_header(file: h5py.File, path: Path) -> int:
@@ -179,8 +191,9 @@ def _read(dataset: h5py.Dataset, version: int) -> np.ndarray:
     return value
 
 
-def read_weights(file: h5py.File, path: Path, role: str, role_option: str | None = None) -> dict[str, np.ndarray]:
-    """The checked weights of model ``role`` (checksums, finite values), without any model at hand.
+def model_group(file: h5py.File, path: Path, role: str, role_option: str | None = None) -> h5py.Group:
+    """The group of model ``role`` (its weights, its ``class`` and ``constructor_args`` attributes),
+    after checking the file's header; no value is read.
 
     Args:
         file: the open checkpoint (see :func:`open_checkpoint`).
@@ -189,36 +202,56 @@ def read_weights(file: h5py.File, path: Path, role: str, role_option: str | None
         role_option: the command-line option that chooses the role, named when the role is missing.
 
     Raises:
-        CheckpointError: the header is wrong, the role is missing, or a value is corrupted.
+        CheckpointError: the header is wrong or the role is missing.
     """
-    version = _check_header(file, path)
-    roles = sorted(file.get("models", {}).keys())
+    _check_header(file, path)
+    roles = sorted(_models_group(file, path).keys())
     if role not in roles:
         hint = f"; choose one with {role_option}" if role_option else ""
         raise CheckpointError(f"checkpoint {path} has no model role {role!r} (it holds {roles}){hint}")
-    group = file["models"][role]
-    try:
-        return {name: _read(group[name], version) for name in group.keys()}
-    except DatasetError as error:
-        raise CheckpointError(f"checkpoint {path}: {error}") from error
+    return file["models"][role]
+
+
+def _models_group(file: h5py.File, path: Path) -> "h5py.Group | dict":
+    """The ``models`` group (empty when missing)."""
+    group = file.get("models", {})
+    if not isinstance(group, h5py.Group | dict):
+        raise CheckpointError(f"checkpoint {path} is corrupted: 'models' is not a group")
+    return group
+
+
+def _datasets(group: h5py.Group) -> dict[str, h5py.Dataset]:
+    """The datasets directly in ``group``; anything else there is corruption."""
+    datasets = {}
+    for name in group.keys():
+        item = group[name]
+        if not isinstance(item, h5py.Dataset):
+            raise DatasetError(f"{item.name.lstrip('/')}: a group where a dataset was expected")
+        datasets[name] = item
+    return datasets
+
+
+def _declared(dataset: h5py.Dataset) -> np.ndarray:
+    """An array of ``dataset``'s declared shape and dtype that reads nothing and takes no memory,
+    to check a file's layout against a model before any value is read."""
+    return np.broadcast_to(np.zeros((), dataset.dtype), dataset.shape)
 
 
 def _read_weights(file: h5py.File, path: Path, models: Mapping[str, Model],
                   version: int) -> dict[str, dict[str, np.ndarray]]:
-    stored_roles = set(file.get("models", {}).keys())
+    stored_roles = set(_models_group(file, path).keys())
     missing_roles = [role for role in models if role not in stored_roles]
     if missing_roles:
         raise CheckpointError(f"checkpoint {path} has no weights for model(s) {missing_roles} "
                               f"(it holds {sorted(stored_roles)})")
-    weights = {}
+    datasets = {role: _datasets(file["models"][role]) for role in models}
     problems = []
-    for role, model in models.items():
-        group = file["models"][role]
-        weights[role] = {name: _read(group[name], version) for name in group.keys()}
-        problems += [f"{role}: {problem}" for problem in _weight_problems(model.state_dict(), weights[role])]
+    for role, model in models.items():  # shapes and dtypes first: nothing is read for a file that does not fit
+        declared = {name: _declared(dataset) for name, dataset in datasets[role].items()}
+        problems += [f"{role}: {problem}" for problem in _weight_problems(model.state_dict(), declared)]
     if problems:
         raise CheckpointError(f"checkpoint {path} does not fit: " + "; ".join(problems))
-    return weights
+    return {role: {name: _read(dataset, version) for name, dataset in datasets[role].items()} for role in models}
 
 
 def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, version: int) -> dict[str, dict]:
@@ -233,13 +266,17 @@ def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, vers
             raise CheckpointError(f"checkpoint {path} holds optimizer {opt_name!r}, which the algorithm "
                                   f"does not have (it has {sorted(optimizers)})")
         state: dict[str, Any] = {}
-        for name in dataset_names(group):
-            parameter, slot = name.rsplit("/", 1)
+        datasets = {name: group[name] for name in dataset_names(group)}
+        for name, dataset in datasets.items():  # every layout first: nothing is read for a file that does not fit
+            parameter = name.rpartition("/")[0]
             if parameter not in unique_names:
                 raise CheckpointError(f"checkpoint {path}: optimizer {opt_name!r} has state for unknown "
                                       f"parameter {parameter!r}")
-            value = _read(group[name], version)
-            _check_accumulator(f"{group.name.lstrip('/')}/{name}", value, shapes[parameter], slot)
+            _check_accumulator_layout(dataset, shapes[parameter])
+        for name, dataset in datasets.items():
+            parameter, slot = name.rsplit("/", 1)
+            value = _read(dataset, version)
+            _check_accumulator_range(f"{group.name.lstrip('/')}/{name}", value, shapes[parameter], slot)
             state[f"{unique_names[parameter]}_{slot}"] = value
         if "lr_scheduler" in group.attrs:
             state[_LR_SCHEDULER_KEY] = _read_scheduler(group, path)
@@ -247,17 +284,22 @@ def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, vers
     return states
 
 
-def _check_accumulator(name: str, value: np.ndarray, parameter_shape: tuple[int, ...], slot: str) -> None:
-    """An accumulator has its parameter's shape (moments, velocities) or is a scalar (powers of
-    Adam's betas, which stay in [0, 1]; 0 in :class:`parl_lite.algorithms.optimizers.RMSprop`)."""
-    if value.dtype.kind != "f":
-        raise DatasetError(f"{name}: dtype {value.dtype}, expected a float type")
-    if value.size == 1 and value.shape != parameter_shape:
-        if "_pow_acc" in slot and not 0 <= float(value.reshape(-1)[0]) <= 1:
-            raise DatasetError(f"{name}: {float(value.reshape(-1)[0])} is out of range [0, 1]")
-        return
-    if value.shape != parameter_shape:
-        raise DatasetError(f"{name}: shape {value.shape}, expected the parameter's shape {parameter_shape}")
+def _check_accumulator_layout(dataset: h5py.Dataset, parameter_shape: tuple[int, ...]) -> None:
+    """An accumulator (declared, not read) is a float array of its parameter's shape (moments,
+    velocities) or a float scalar (powers of Adam's betas; 0 in
+    :class:`parl_lite.algorithms.optimizers.RMSprop`)."""
+    name = dataset.name.lstrip("/")
+    if dataset.dtype.kind != "f":
+        raise DatasetError(f"{name}: dtype {dataset.dtype}, expected a float type")
+    if dataset.shape != parameter_shape and dataset.size != 1:
+        raise DatasetError(f"{name}: shape {dataset.shape}, expected the parameter's shape {parameter_shape}")
+
+
+def _check_accumulator_range(name: str, value: np.ndarray, parameter_shape: tuple[int, ...], slot: str) -> None:
+    """The powers of Adam's betas, scalars, stay in [0, 1]."""
+    if value.size == 1 and value.shape != parameter_shape and "_pow_acc" in slot \
+            and not 0 <= float(value.reshape(-1)[0]) <= 1:
+        raise DatasetError(f"{name}: {float(value.reshape(-1)[0])} is out of range [0, 1]")
 
 
 def _read_scheduler(group: h5py.Group, path: Path) -> dict:
@@ -295,5 +337,6 @@ def _split_accumulator_key(key: str, structured: Mapping[str, str], opt_name: st
                           f"algorithm's models; give every optimized parameter's model to the algorithm")
 
 
-def _qualified_name(cls: type) -> str:
+def qualified_name(cls: type) -> str:
+    """``module.QualifiedName`` of ``cls``, as a checkpoint records a model's class."""
     return f"{cls.__module__}.{cls.__qualname__}"

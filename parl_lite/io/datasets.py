@@ -5,7 +5,12 @@ Every dataset of a parl_lite or evokit_py checkpoint carries the CRC-32 of its b
 attribute ``crc32``; reading recomputes it, so a flipped bit anywhere in the stored values is found.
 HDF5's fletcher32 filter would do the same for chunked datasets only, and scalars (generation
 counters, step counts) cannot be chunked.
+
+Opening checks the file's structure before any value is read (:func:`open_hdf5`): a crafted file
+cannot make a reader allocate more memory than the file's own size, nor read another file.
 """
+import os
+import stat
 import zlib
 from pathlib import Path
 
@@ -13,6 +18,7 @@ import h5py
 import numpy as np
 
 from parl_lite.io.atomic import remove_stale_temporaries
+from parl_lite.io.paths import describe_file_type
 
 __all__ = ["DatasetError", "CHECKSUM_ATTRIBUTE", "open_hdf5", "write_dataset", "read_dataset", "check_finite",
            "check_integer_range", "dataset_names"]
@@ -27,7 +33,13 @@ class DatasetError(ValueError):
 
 def open_hdf5(path: Path, what: str, error_type: type[Exception]) -> h5py.File:
     """Open the HDF5 file ``path`` for reading, after removing temporaries that killed writers of
-    it left behind.
+    it left behind, and check its structure before anything is read.
+
+    The file is opened without blocking (a FIFO in its place is refused, never waited on) and must
+    be a regular file. Its datasets together must not declare more bytes than the file holds (an
+    11 KB file declaring a 12 GB dataset, stored compressed or not at all, is refused before a
+    byte is read), and it must not link to other files (external links, external or virtual
+    storage): reading never allocates more than the file's size, nor opens another path.
 
     Args:
         path: the file.
@@ -35,17 +47,75 @@ def open_hdf5(path: Path, what: str, error_type: type[Exception]) -> h5py.File:
         error_type: the exception to raise.
 
     Raises:
-        error_type: ``path`` is missing, a folder, or not a readable HDF5 file.
+        error_type: ``path`` is missing, not a regular file (the message says what it is: a folder,
+            a FIFO, ...), unreadable, not HDF5, or corrupted or crafted (the message says how).
     """
-    if path.is_dir():
-        raise error_type(f"{what} {path} is a folder, not a {what} file")
-    if not path.is_file():
-        raise error_type(f"{what} {path} does not exist")
-    remove_stale_temporaries(path)
+    path = Path(path)
     try:
-        return h5py.File(path, "r")
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise error_type(f"{what} {path} does not exist") from None
+    except IsADirectoryError:
+        raise error_type(f"{what} {path} is a folder, not a {what} file") from None
     except OSError as error:
-        raise error_type(f"{what} {path} is truncated or corrupted: {error}") from error
+        raise error_type(f"{what} {path} cannot be opened: {error.strerror or error}") from None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise error_type(f"{what} {path} is {describe_file_type(info.st_mode)}, not a {what} file")
+        remove_stale_temporaries(path)
+        try:  # the file just checked, whatever has replaced it at `path` since
+            file = h5py.File(_descriptor_path(descriptor, path), "r")
+        except OSError as error:
+            raise error_type(f"{what} {path} is truncated or corrupted: {error}") from error
+    finally:
+        os.close(descriptor)
+    try:
+        _check_structure(file, info.st_size)
+    except (DatasetError, RuntimeError, OSError, KeyError, ValueError, TypeError) as error:
+        file.close()
+        raise error_type(f"{what} {path} is corrupted or crafted: {error}") from error
+    return file
+
+
+def _descriptor_path(descriptor: int, path: Path) -> str:
+    """A path that opens the very file behind ``descriptor`` (Linux's /proc), else ``path``."""
+    alias = f"/proc/self/fd/{descriptor}"
+    return alias if os.path.exists(alias) else str(path)
+
+
+def _check_structure(file: h5py.File, file_size: int) -> None:
+    """Refuse links to other files, datasets stored outside the file, and datasets that together
+    declare more bytes than ``file_size`` (only metadata is read, through h5py's low-level API: a
+    few milliseconds for a checkpoint of a hundred datasets)."""
+    links: list[tuple[bytes, int]] = []
+    file.id.links.visit(lambda name, info: links.append((name, info.type)), info=True)
+    external = [name.decode(errors="replace") for name, kind in links if kind == h5py.h5l.TYPE_EXTERNAL]
+    if external:
+        raise DatasetError(f"{external[0]}: a link to another file, which parl_lite never writes")
+    declared: dict[str, int] = {}
+    for name in _dataset_paths(file.id):
+        dataset = h5py.h5o.open(file.id, name)
+        plist = dataset.get_create_plist()
+        if plist.get_layout() == h5py.h5d.VIRTUAL or plist.get_external_count():
+            raise DatasetError(f"{name.decode(errors='replace')}: its values are stored in other files, which "
+                               f"parl_lite never writes")
+        declared[name.decode(errors="replace")] = \
+            dataset.get_space().get_simple_extent_npoints() * dataset.get_type().get_size()
+    total = sum(declared.values())
+    if total > file_size:
+        largest = max(declared, key=declared.__getitem__)
+        raise DatasetError(f"{largest}: declares {file[largest].shape} values of {file[largest].dtype} "
+                           f"({declared[largest]:,} bytes); the datasets declare {total:,} bytes in all, more than "
+                           f"the whole file ({file_size:,} bytes), so they are not stored in it; nothing was read")
+
+
+def _dataset_paths(group_id: h5py.h5g.GroupID) -> list[bytes]:
+    """Paths (relative to the group) of every dataset below it, found without opening any."""
+    paths: list[bytes] = []
+    h5py.h5o.visit(group_id, lambda name, info: paths.append(name) if info.type == h5py.h5o.TYPE_DATASET else None,
+                   info=True)
+    return paths
 
 
 def _checksum(value: np.ndarray) -> int:
@@ -86,9 +156,7 @@ def read_dataset(dataset: h5py.Dataset, require_checksum: bool = True) -> np.nda
 
 def dataset_names(group: h5py.Group) -> list[str]:
     """Paths (relative to ``group``) of every dataset below ``group``."""
-    names: list[str] = []
-    group.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
-    return names
+    return [path.decode() for path in _dataset_paths(group.id)]
 
 
 def check_finite(name: str, value: np.ndarray) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 _DYNAMIC = {"none", "-1", "?"}
+_OWN_PACKAGE = "parl_lite."  # recorded classes of this package are imported without asking
 
 
 def _parse_shape(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[list[int | None]]:
@@ -31,22 +32,6 @@ def _parse_shape(ctx: click.Context, param: click.Parameter, values: tuple[str, 
     return shapes
 
 
-def _constructor_kwargs(model_kwargs: dict[str, Any] | None, model_class: str | None, checkpoint_path: Path,
-                        role: str) -> dict[str, Any]:
-    """``--model-kwargs`` when given; else, unless ``--model-class`` names another class, the
-    constructor arguments the checkpoint recorded for ``role`` (models record theirs); else none."""
-    if model_kwargs is not None:
-        return model_kwargs
-    if model_class is None:
-        import h5py
-
-        with h5py.File(checkpoint_path, "r") as file:
-            recorded = file["models"][role].attrs.get("constructor_args")
-        if recorded is not None:
-            return json.loads(recorded)
-    return {}
-
-
 def _parse_kwargs(ctx: click.Context, param: click.Parameter, text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
@@ -63,30 +48,50 @@ class _ClassNotUsable(Exception):
     """The class named by --model-class or by the checkpoint cannot be used (message says why)."""
 
 
-def _load_class(path: str) -> type:
-    """``package.module:ClassName`` (or ``package.module.ClassName``) -> the class.
+def _check_class_path(path: str) -> None:
+    """Refuse a class path that is not ``dotted.module:Class`` or ``dotted.module.Class`` made of
+    Python identifiers (no relative import, no path, nothing but names)."""
+    module_part, colon, class_part = path.partition(":")
+    parts = module_part.split(".") + (class_part.split(".") if colon else [])
+    if not all(part.isidentifier() for part in parts) or len(parts) < 2:
+        raise _ClassNotUsable(f"{path!r} is not a class path of the form package.module:ClassName "
+                              f"(dotted Python names only)")
+
+
+def _module_of(path: str) -> str:
+    """The module a class path would import first: ``a.b`` for ``a.b:C`` and for ``a.b.C``."""
+    return path.partition(":")[0] if ":" in path else path.rpartition(".")[0]
+
+
+def _load_class(path: str, app_dir: str | None) -> type:
+    """``package.module:ClassName`` (or ``package.module.ClassName``) -> the class, importing its
+    module (which runs the module's code).
 
     Raises:
         _ClassNotUsable: malformed, not importable, missing, or not a ``paddle.nn.Layer``.
     """
     import paddle
 
+    _check_class_path(path)
     if ":" in path:
         module_part, _, class_part = path.partition(":")
         candidates = [(module_part, class_part)]
     else:  # package.module.Outer.Inner: the longest importable prefix is the module
         parts = path.split(".")
         candidates = [(".".join(parts[:i]), ".".join(parts[i:])) for i in range(len(parts) - 1, 0, -1)]
-    if not candidates or not all(candidates[0]):
-        raise _ClassNotUsable(f"{path!r} is not of the form package.module:ClassName")
     for candidate in candidates:
         try:
             value: Any = importlib.import_module(candidate[0])
             break
         except ImportError as error:
             failure = error
+        except Exception as error:  # the module's own code failed
+            raise _ClassNotUsable(f"importing module {candidate[0]!r} of {path!r} failed: "
+                                  f"{type(error).__name__}: {error}") from error
     else:
-        raise _ClassNotUsable(f"cannot import the module of {path!r}: {failure} (is it on the path? see --app-dir)")
+        where = f"nor in --app-dir {app_dir}" if app_dir else "and the current folder is not searched"
+        raise _ClassNotUsable(f"cannot import module {_module_of(path)!r} of {path!r}: {failure} (it is not "
+                              f"installed, {where}; give the folder that holds it with --app-dir FOLDER)")
     module_name, qualname = candidate
     for part in qualname.split("."):
         if not hasattr(value, part):
@@ -97,16 +102,35 @@ def _load_class(path: str) -> type:
     return value
 
 
-def _stored_class(checkpoint_path: Path, role: str) -> str | None:
-    """The model class a checkpoint records for ``role`` (``None`` if it records none), after the
-    header and every weight of ``role`` were checked (checksums, finite values): nothing named in a
-    file is imported before the file proved sound."""
+def _recorded_role(checkpoint_path: Path, role: str) -> tuple[str | None, str | None]:
+    """The model class and the constructor arguments (JSON) a checkpoint records for ``role``
+    (``None`` where it records none), after checking its header: attributes only, no value is read.
+
+    Raises:
+        CheckpointError: not a parl_lite checkpoint, or no such role.
+    """
     from parl_lite.io import checkpoint
 
     with checkpoint.open_checkpoint(checkpoint_path) as file:
-        checkpoint.read_weights(file, checkpoint_path, role, role_option="--role")
-        stored = file["models"][role].attrs.get("class")
-    return None if stored is None else str(stored)
+        attrs = checkpoint.model_group(file, checkpoint_path, role, role_option="--role").attrs
+        stored_class, stored_args = attrs.get("class"), attrs.get("constructor_args")
+    return (None if stored_class is None else str(stored_class)), (None if stored_args is None else str(stored_args))
+
+
+def _recorded_kwargs(text: str, checkpoint_path: Path, role: str) -> dict[str, Any]:
+    """The constructor arguments recorded as the JSON ``text``.
+
+    Raises:
+        click.ClickException: not a JSON object (the message names the attribute and the file).
+    """
+    where = f"checkpoint {checkpoint_path}: attribute constructor_args of models/{role}"
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise click.ClickException(f"{where} is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise click.ClickException(f"{where} is not a JSON object; give the arguments with --model-kwargs")
+    return value
 
 
 @click.command("export")
@@ -116,11 +140,15 @@ def _stored_class(checkpoint_path: Path, role: str) -> str | None:
                    "dimension (e.g. None,4 or None,3,84,84). Repeat for each input.")
 @click.option("--output", "-o", "output", type=click.Path(dir_okay=False, path_type=Path),
               help="ONNX file to write (default: CHECKPOINT with the suffix .onnx). Written atomically.")
-@click.option("--model-class", help="Class of the model, package.module:ClassName. Default: the class "
-                                    "recorded in the checkpoint for --role.")
+@click.option("--model-class", help="Class of the model, package.module:ClassName (its module is imported). "
+                                    "Without it, see --import-recorded-class.")
+@click.option("--import-recorded-class", is_flag=True,
+              help="Import the model class that CHECKPOINT records for --role, which runs its module's "
+                   "code: only for checkpoints you trust. Without it or --model-class, only parl_lite's own "
+                   "classes (shipped models) are imported.")
 @click.option("--model-kwargs", default=None, callback=_parse_kwargs,
               help="Keyword arguments of the model class's constructor, as a JSON object. Default: the "
-                   "arguments recorded in the checkpoint (models record theirs), else none.")
+                   "arguments recorded in the checkpoint when the class is the recorded one, else none.")
 @click.option("--role", default="model", show_default=True,
               help="Which model of the checkpoint to export (an algorithm attribute: model, target_model, ...).")
 @click.option("--output-name", "output_names", multiple=True,
@@ -129,44 +157,51 @@ def _stored_class(checkpoint_path: Path, role: str) -> str | None:
 @click.option("--backend", default="auto", show_default=True, type=click.Choice(["auto", "paddle2onnx", "onnx"]),
               help="auto: parl_lite's own translation to ONNX (milliseconds, no paddle2onnx), else paddle2onnx; "
                    "onnx: the own translation only; paddle2onnx: paddle2onnx only.")
-@click.option("--app-dir", default=".", show_default=True, type=click.Path(file_okay=False),
-              help="Folder put first on the Python path, to import the model class from.")
+@click.option("--app-dir", default=None, type=click.Path(exists=True, file_okay=False),
+              help="Folder put first on the Python path, to import the model class from (default: none; "
+                   "the current folder is not searched unless given, e.g. --app-dir .).")
 def export_command(checkpoint_path: Path, input_shapes, output: Path | None, model_class: str | None,
-                   model_kwargs: dict[str, Any], role: str, output_names: tuple[str, ...], opset: int,
-                   backend: str, app_dir: str) -> None:
+                   import_recorded_class: bool, model_kwargs: dict[str, Any] | None, role: str,
+                   output_names: tuple[str, ...], opset: int, backend: str, app_dir: str | None) -> None:
     """Export a model from an HDF5 checkpoint (written by Agent.save) to ONNX.
 
     Builds the model class with --model-kwargs (default: the constructor arguments the checkpoint
-    recorded), restores its weights from CHECKPOINT, exports its
-    forward in evaluation mode and checks the ONNX file against paddle in onnxruntime.
+    recorded), restores its weights from CHECKPOINT, exports its forward in evaluation mode and
+    checks the ONNX file against paddle in onnxruntime.
+
+    Importing a class runs its module's code, so the class a checkpoint records is imported only
+    with --import-recorded-class (or if it is one of parl_lite's own); otherwise name it with
+    --model-class.
 
     \b
     Example:
-      parl-lite export pg_cartpole.h5 --model-class my_models:CartpoleModel \\
+      parl-lite export pg_cartpole.h5 --model-class my_models:CartpoleModel --app-dir . \\
           --model-kwargs '{"obs_dim": 4, "act_dim": 2}' --input-shape None,4 --output policy.onnx
     """
     from parl_lite.io import checkpoint
     from parl_lite.io.onnx_export import OnnxExportError, export_onnx
 
-    app_dir = str(Path(app_dir).resolve())
-    if app_dir not in sys.path:
-        sys.path.insert(0, app_dir)
+    if model_class is not None and import_recorded_class:
+        raise click.UsageError("give either --model-class or --import-recorded-class, not both")
     started = time.perf_counter()
     try:
-        stored_class = _stored_class(checkpoint_path, role)
-        class_path = model_class or stored_class
-        if class_path is None:
-            raise click.ClickException(f"checkpoint {checkpoint_path} records no class for model role {role!r} "
-                                       f"(attribute 'class' of models/{role}); give it with --model-class")
+        stored_class, stored_args = _recorded_role(checkpoint_path, role)
+        class_path = _chosen_class(checkpoint_path, role, model_class, import_recorded_class, stored_class)
+        if app_dir is not None:
+            app_dir = str(Path(app_dir).resolve())
+            if app_dir not in sys.path:
+                sys.path.insert(0, app_dir)
         try:
-            cls = _load_class(class_path)
+            cls = _load_class(class_path, app_dir)
         except _ClassNotUsable as error:
             if model_class:
                 raise click.BadParameter(str(error), param_hint="--model-class") from None
             raise click.ClickException(f"the class recorded in {checkpoint_path} for role {role!r}: {error}; "
                                        f"give the class with --model-class") from None
+        if model_kwargs is None:  # the recorded arguments fit the recorded class only
+            recorded = checkpoint.qualified_name(cls) == stored_class
+            model_kwargs = _recorded_kwargs(stored_args, checkpoint_path, role) if recorded and stored_args else {}
         try:
-            model_kwargs = _constructor_kwargs(model_kwargs, model_class, checkpoint_path, role)
             model = cls(**model_kwargs)
         except Exception as error:
             raise click.ClickException(f"cannot build {class_path} with --model-kwargs {model_kwargs}: "
@@ -178,3 +213,27 @@ def export_command(checkpoint_path: Path, input_shapes, output: Path | None, mod
     except (checkpoint.CheckpointError, OnnxExportError) as error:
         raise click.ClickException(str(error)) from error
     click.echo(f"wrote {output} ({class_path}, role {role!r}) in {time.perf_counter() - started:.1f} s")
+
+
+def _chosen_class(checkpoint_path: Path, role: str, model_class: str | None, import_recorded_class: bool,
+                  stored_class: str | None) -> str:
+    """The class path to import: --model-class, else the recorded one if it is parl_lite's own (a
+    shipped model: importing it runs only parl_lite's code) or with --import-recorded-class."""
+    if model_class is not None:
+        return model_class
+    if stored_class is None:
+        raise click.ClickException(f"checkpoint {checkpoint_path} records no class for model role {role!r} "
+                                   f"(attribute 'class' of models/{role}); give it with --model-class")
+    if not import_recorded_class and not stored_class.startswith(_OWN_PACKAGE):
+        try:
+            _check_class_path(stored_class)
+        except _ClassNotUsable as error:
+            raise click.ClickException(f"the class recorded in {checkpoint_path} for role {role!r}: {error}; "
+                                       f"give the class with --model-class") from None
+        module, _, name = stored_class.rpartition(".")
+        raise click.ClickException(
+            f"checkpoint {checkpoint_path} records the model class {stored_class!r} for role {role!r}; using it "
+            f"would import module {module!r}, which runs that module's code, so it is imported only when you "
+            f"ask: pass --import-recorded-class if you trust this checkpoint, or name the class yourself with "
+            f"--model-class {module}:{name} (and --app-dir FOLDER if the module is not installed)")
+    return stored_class

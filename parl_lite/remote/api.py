@@ -8,6 +8,9 @@
 
     actor = Actor()        # the instance lives in a worker process of the pool
     actor.run(10)          # runs there; wait=False returns a parl_lite.Future instead
+
+PARL's spellings work too: ``parl_lite.connect("localhost:8010", distributed_files=[...])``,
+``@remote_class(wait=False, max_memory=..., n_gpu=0)``, ``future.get()``, ``actor.destroy()``.
 """
 import atexit
 import concurrent.futures
@@ -28,46 +31,60 @@ __all__ = [
     "RemoteError", "ActorDiedError", "SerializationError", "MemoryLimitError",
 ]
 
-BACKEND_ENTRY_POINTS = "parl_lite.backends"
 CLUSTER_SCHEME = "cluster"  # the plugin that serves a plain "host:port" address
 
 _backend: Backend | None = None
+_backend_settings: dict[str, Any] | None = None  # what connect() was called with, to recognise a repeat
 _backend_lock = threading.Lock()
 _shutdown_registered = False
 
 T = TypeVar("T", bound=type)
 
 
-def connect(address: str | None = None, num_workers: int | None = None,
-            threads_per_worker: int = 1, **backend_options: Any) -> Backend:
+def connect(master_address: str | None = None, distributed_files: Sequence[str] | None = None, *,
+            num_workers: int | None = None, threads_per_worker: int = 1, **backend_options: Any) -> Backend:
     """Start (or join) the backend that hosts actors. Optional: the first actor calls it.
 
+    PARL's ``parl.connect(master_address, distributed_files=[])`` is this call with a cluster's
+    address.
+
     Args:
-        address: ``None`` for the local process pool; ``host:port`` for a parl_lite cluster
+        master_address: ``None`` for the local process pool; ``host:port`` for a parl_lite cluster
             (``parl-lite start``); ``scheme://...`` for a backend plugin registered under the
             ``parl_lite.backends`` entry-point group.
+        distributed_files: files (globs) shipped to the cluster's nodes, next to your ``*.py``
+            files (a cluster only: the local pool runs in this folder).
         num_workers: worker processes kept started and idle (default: the number of usable CPUs).
             More actors than that may be created; each further one forks a process.
         threads_per_worker: OMP/MKL/OpenBLAS threads in each worker (default 1).
-        backend_options: passed to the backend, e.g. ``distributed_files=[...]`` and
-            ``token_file=...`` for a cluster.
+        backend_options: passed to the backend, e.g. ``token_file=...`` for a cluster.
 
     Returns:
-        The backend now in use.
+        The backend now in use. Calling again with the same arguments (or none) returns it too.
 
     Raises:
         RuntimeError: already connected with other settings (call :func:`shutdown` first).
-        ValueError: no backend is installed for ``address``.
+        ValueError: no backend is installed for ``master_address``, or ``distributed_files``
+            without a cluster address.
     """
-    global _backend, _shutdown_registered
+    global _backend, _backend_settings, _shutdown_registered
+    if distributed_files and master_address is None:
+        raise ValueError("parl_lite.connect(distributed_files=...): files are shipped to a cluster's nodes; "
+                         "give its master_address too (the local pool runs in this folder and needs none)")
+    if distributed_files is not None and master_address is not None:
+        backend_options["distributed_files"] = list(distributed_files)
+    settings = {"master_address": master_address, "num_workers": num_workers,
+                "threads_per_worker": threads_per_worker, **backend_options}
     with _backend_lock:
         if _backend is not None:
-            if address is None and num_workers is None and not backend_options:
+            if settings == _backend_settings or (master_address is None and num_workers is None
+                                                 and not backend_options):
                 return _backend
             raise RuntimeError("parl_lite is already connected; call parl_lite.shutdown() before "
                                "connecting again with other settings")
-        _backend = _make_backend(address, num_workers=num_workers, threads_per_worker=threads_per_worker,
+        _backend = _make_backend(master_address, num_workers=num_workers, threads_per_worker=threads_per_worker,
                                  **backend_options)
+        _backend_settings = settings
         if not _shutdown_registered:
             atexit.register(_shutdown_at_exit)
             _shutdown_registered = True
@@ -79,13 +96,13 @@ def _make_backend(address: str | None, **options: Any) -> Backend:
         from parl_lite.remote.pool import LocalPool
 
         return LocalPool(**options)
-    from parl_lite.ext import plugins
+    from parl_lite import plugins  # the registry only (standard library): no plugin is imported here
 
     scheme = address.split("://", 1)[0] if "://" in address else CLUSTER_SCHEME
-    plugin = plugins.find(BACKEND_ENTRY_POINTS, scheme)
+    plugin = plugins.find(plugins.BACKENDS, scheme)
     if plugin is None:
-        installed = ", ".join(p.name for p in plugins.installed(BACKEND_ENTRY_POINTS)) or "none"
-        raise ValueError(f"parl_lite.connect(address={address!r}): no backend handles "
+        installed = ", ".join(p.name for p in plugins.installed(plugins.BACKENDS)) or "none"
+        raise ValueError(f"parl_lite.connect({address!r}): no backend handles "
                          f"{scheme + '://' if scheme else 'this address'} (installed backend plugins: "
                          f"{installed}); connect() without an address starts the local pool")
     return plugin.load()(address, **options)  # PluginError names a plugin that does not load
@@ -93,9 +110,9 @@ def _make_backend(address: str | None, **options: Any) -> Backend:
 
 def shutdown() -> None:
     """Stop every actor and the backend (idempotent; also runs when the program exits)."""
-    global _backend
+    global _backend, _backend_settings
     with _backend_lock:
-        backend, _backend = _backend, None
+        backend, _backend, _backend_settings = _backend, None, None
     if backend is not None:
         backend.shutdown()
 
@@ -121,18 +138,18 @@ class ActorHandle:
     stop the actor and give its worker back.
     """
 
-    _remote_cls: type
+    _original: type  # the decorated class (PARL's name): ``Actor._original(...)`` builds a local one
     _wait: bool
     _options: ActorOptions
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        channel = _current_backend().create_actor(self._remote_cls, args, kwargs, self._options)
+        channel = _current_backend().create_actor(self._original, args, kwargs, self._options)
         object.__setattr__(self, "_channel", channel)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name == "_channel":
             raise AttributeError(name)
-        if _is_method(self._remote_cls, name):
+        if _is_method(self._original, name):
             # not cached on the handle: the method refers to the handle, and a cycle would keep
             # the actor alive after the user's last reference to it is gone
             return RemoteMethod(self, self._channel, name, self._wait)
@@ -149,9 +166,17 @@ class ActorHandle:
         channel = self.__dict__.get("_channel")
         if channel is None:
             return
-        if callable(getattr(self._remote_cls, "close", None)):
+        if callable(getattr(self._original, "close", None)):
             channel.call_sync("close", (), {})
         channel.close()
+
+    def destroy(self) -> Any:
+        """PARL's name for :meth:`close`; if the class defines its own ``destroy``, that method is
+        called in the actor instead (as any method)."""
+        if _is_method(self._original, "destroy"):
+            return RemoteMethod(self, self._channel, "destroy", self._wait)()
+        self.close()
+        return None
 
     def __del__(self) -> None:
         channel = self.__dict__.get("_channel")
@@ -159,11 +184,11 @@ class ActorHandle:
             channel.close()
 
     def __reduce__(self) -> Any:
-        raise TypeError(f"a handle of remote actor {self._remote_cls.__qualname__} cannot be pickled "
+        raise TypeError(f"a handle of remote actor {self._original.__qualname__} cannot be pickled "
                         "or sent to another process")
 
     def __repr__(self) -> str:
-        return f"<remote {self._remote_cls.__qualname__} actor>"
+        return f"<remote {self._original.__qualname__} actor>"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -192,8 +217,8 @@ class RemoteMethod:
         return self._channel.call(self._name, args, kwargs)
 
 
-def remote_class(cls: T | None = None, *, wait: bool = True,
-                 max_memory: float | None = None) -> type | Callable[[T], type]:
+def remote_class(cls: T | None = None, *, wait: bool = True, max_memory: float | None = None,
+                 n_gpu: int = 0) -> type | Callable[[T], type]:
     """Make instances of ``cls`` live in worker processes.
 
     Usable as ``@remote_class`` or ``@remote_class(wait=False, max_memory=512)``.
@@ -203,10 +228,18 @@ def remote_class(cls: T | None = None, *, wait: bool = True,
         wait: ``True``: a method call returns its value; ``False``: it returns a :class:`Future`.
         max_memory: resident memory limit in MB; an actor over it is stopped and its callers get
             :class:`MemoryLimitError`.
+        n_gpu: PARL's GPUs per actor; only 0 (actors run on CPUs).
 
     Returns:
         A class whose instances are :class:`ActorHandle` objects.
+
+    Raises:
+        TypeError: ``cls`` is not a class, or an argument has the wrong type.
+        ValueError: ``max_memory`` is not positive, or ``n_gpu`` is not 0.
     """
+    if n_gpu != 0:
+        raise ValueError(f"@remote_class(n_gpu={n_gpu!r}): parl_lite's actors run on CPUs only; drop n_gpu "
+                         "(paddle in an actor uses the CPU)")
     if cls is None:
         return lambda inner: _remote_class(inner, wait, max_memory)
     return _remote_class(cls, wait, max_memory)
@@ -214,14 +247,15 @@ def remote_class(cls: T | None = None, *, wait: bool = True,
 
 def _remote_class(cls: type, wait: bool, max_memory: float | None) -> type:
     if not isinstance(cls, type):
-        raise TypeError(f"@remote_class decorates a class, got {type(cls).__name__}")
+        raise TypeError(f"@remote_class decorates a class, got {type(cls).__name__} {cls!r}; use "
+                        "@remote_class or @remote_class(wait=..., max_memory=...) on a class")
     if max_memory is not None:
         if not isinstance(max_memory, numbers.Real) or isinstance(max_memory, bool):
             raise TypeError(f"max_memory must be a number of MB (or None), got {max_memory!r}")
         if not (max_memory > 0 and math.isfinite(max_memory)):
             raise ValueError(f"max_memory must be a positive number of MB, got {max_memory!r}")
     return type(cls.__name__, (ActorHandle,), {
-        "_remote_cls": cls, "_wait": bool(wait), "_options": ActorOptions(max_memory=max_memory),
+        "_original": cls, "_wait": bool(wait), "_options": ActorOptions(max_memory=max_memory),
         "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__,
     })
 

@@ -1,4 +1,5 @@
 """Exceptions raised to the caller of a remote actor, and failures as they travel to it."""
+import concurrent.futures
 import pickle
 import traceback
 from dataclasses import dataclass
@@ -7,7 +8,8 @@ from typing import Any
 import cloudpickle
 
 __all__ = [
-    "RemoteError", "ActorDiedError", "SerializationError", "MemoryLimitError", "RemoteFailure",
+    "RemoteError", "ActorDiedError", "SerializationError", "MemoryLimitError", "FutureObjectEmpty",
+    "RemoteFailure",
 ]
 
 
@@ -30,6 +32,11 @@ class MemoryLimitError(ActorDiedError):
 
 class SerializationError(RemoteError):
     """An argument or return value of a remote call could not be pickled."""
+
+
+class FutureObjectEmpty(concurrent.futures.TimeoutError):
+    """``future.get(block=False)`` found no result yet, or ``get(timeout=...)`` waited in vain
+    (PARL's name; a ``TimeoutError``, as ``future.result(timeout)`` raises)."""
 
 
 @dataclass

@@ -49,6 +49,10 @@ SHM_RESERVE_BYTES = 64 * 2**20
 _ENDED_KEPT = 32  # ended actors still listed in the status (and their logs kept)
 _log = logging.getLogger("parl_lite.remote")
 
+_EXIT_GRACE = 0.1  # seconds a worker whose connection closed is given to be seen exiting
+# the connection closed while the process ran on (an os.exec* in the actor): the pool kills it
+_HUNG_UP = Ending(Cause.DIED, "the worker process closed its connection while still running "
+                              "(did the actor call os.exec*?) and was killed")
 
 class WorkerProcess(CallerChannel):
     """The caller's end of one worker process, and of the actor it hosts.
@@ -76,6 +80,7 @@ class WorkerProcess(CallerChannel):
         if self._pidfd is not None:
             self._poller.register(self._pidfd, select.POLLIN)
         self._ready: list[tuple[int, int]] | None = None  # what wait() saw, until receive() uses it
+        self._hung_up = False  # the connection ended while the process ran on
         super().__init__(None, f"worker pid {pid}", f"parl_lite-worker-{pid}")
 
     @property
@@ -182,6 +187,8 @@ class WorkerProcess(CallerChannel):
         try:
             frame = self._connection.recv_bytes()
         except (EOFError, OSError):
+            if self._pidfd is not None and not select.select([self._pidfd], [], [], _EXIT_GRACE)[0]:
+                self._hung_up = True
             return None
         return protocol.decode(frame, self.borrowed, self._segments, self.pid)
 
@@ -200,7 +207,7 @@ class WorkerProcess(CallerChannel):
         self._segments.forget(self.pid)
         # arrays here may still view the worker's segments: unlinking keeps their mappings valid
         remove_session_segments(f"{self._pool.session_prefix}w{self.pid}_")
-        return None
+        return _HUNG_UP if self._hung_up and not expected else None
 
     def disconnect(self) -> None:
         self._connection.close()
@@ -246,7 +253,8 @@ class LocalPool(Backend):
         self._status = StatusBoard(os.getpid())
         try:
             self._zygote, self._control = self._start_zygote()
-        except BaseException:
+        except BaseException:  # also a Ctrl-C while the zygote starts
+            self.segments.close()
             self._status.close()
             raise
         self._status.publish(self.status())  # readable as soon as connect() returns
@@ -384,14 +392,17 @@ class LocalPool(Backend):
             pass_fds=[theirs.fileno()], env=env, start_new_session=True,
         )
         theirs.close()
-        # while the zygote starts: pages for the first large argument, so it costs a copy, not faults
-        self._chore("pre-faulting shared memory", self.segments.prefault, SHM_RESERVE_BYTES)
         try:
+            # while the zygote starts: pages for the first large argument, so it costs a copy, not faults
+            self._chore("pre-faulting shared memory", self.segments.prefault, SHM_RESERVE_BYTES)
             _receive_exactly(ours, 4)  # the zygote says it is ready
-        except OSError as exc:
+        except BaseException as exc:  # also a Ctrl-C: no zygote is left starting, to fail on the closed socket
             zygote.kill()
             zygote.wait()
-            raise RuntimeError(f"the pool's zygote process failed to start: {exc}") from exc
+            ours.close()
+            if isinstance(exc, OSError):
+                raise RuntimeError(f"the pool's zygote process failed to start: {exc}") from exc
+            raise
         return zygote, ours
 
     # --- housekeeping ---------------------------------------------------------------------------

@@ -4,6 +4,7 @@ Everything the actor prints reaches the caller as OUTPUT messages (the caller pr
 with the actor's name), so actors are not debugged blind. Whatever a call raises, ``SystemExit`` and
 ``KeyboardInterrupt`` included, goes back to the caller as its error; the actor keeps serving.
 """
+import codecs
 import inspect
 import io
 import os
@@ -64,12 +65,21 @@ class _Channel:
 
 
 class _ForwardedStream(io.TextIOBase):
-    """A text stream that sends whole lines to the caller as OUTPUT messages."""
+    """A text stream that sends whole lines to the caller as OUTPUT messages; bytes written to its
+    ``buffer`` (as ``sys.stdout.buffer.write(b"...")`` does) are decoded as UTF-8 into the same lines."""
+
+    encoding = "utf-8"
+    errors = "replace"
 
     def __init__(self, channel: _Channel, name: str) -> None:
         self.channel = channel
         self.name = name
         self.pending = ""
+        self._buffer = _ForwardedBytes(self)
+
+    @property
+    def buffer(self) -> "_ForwardedBytes":
+        return self._buffer
 
     def writable(self) -> bool:
         return True
@@ -85,6 +95,26 @@ class _ForwardedStream(io.TextIOBase):
         if self.pending:
             text, self.pending = self.pending, ""
             self.channel.send((protocol.OUTPUT, self.name, text))
+
+
+class _ForwardedBytes(io.BufferedIOBase):
+    """The ``buffer`` of a :class:`_ForwardedStream`: bytes in, text out (a character split across
+    two writes is decoded whole)."""
+
+    def __init__(self, text: _ForwardedStream) -> None:
+        self._text = text
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: "bytes | bytearray | memoryview") -> int:  # type: ignore[override]
+        data = bytes(data)
+        self._text.write(self._decoder.decode(data))
+        return len(data)
+
+    def flush(self) -> None:
+        self._text.flush()
 
 
 def serve(connection: Connection, segment_prefix: str) -> None:
@@ -170,6 +200,9 @@ def run_forked_worker(fd: int, segment_prefix: str) -> None:
     status = 0
     try:
         _warm_up(segment_prefix)
+        # not inherited by a program the actor execs (the zygote's fd arrives inheritable): the
+        # connection closes with the old program, so the caller learns at once that the actor is gone
+        os.set_inheritable(fd, False)
         serve(Connection(fd), segment_prefix)
     except BaseException:
         status = 1

@@ -7,24 +7,27 @@
 
     paddle.seed(1)
     spaces = train.env_spaces("CartPole-v1")
-    ppo = PPO(MLPActorCritic(spaces.obs_dim, spaces.act_dim), lr=1e-3, epochs=20, batch_size=256, seed=1)
-    trainer = train.OnPolicyTrainer(ppo, "CartPole-v1", num_envs=8, rollout_steps=32, seed=1, target=475)
+    ppo = PPO(MLPActorCritic(spaces.obs_dim, spaces.act_dim), clip_param=0.2, value_loss_coef=1.0, initial_lr=1e-3,
+              use_clipped_value_loss=False)
+    trainer = train.OnPolicyTrainer(ppo, "CartPole-v1", num_envs=8, rollout_steps=32, epochs=20, minibatch_size=256,
+                                    seed=1, target=475)
     summary = trainer.learn(total_timesteps=100_000, callback=None, progress_bar=True)
 
 | loop | algorithms | a round |
 |---|---|---|
-| :class:`OnPolicyTrainer` | PPO, A2C | a rollout from a vector env, GAE, one ``learn`` |
+| :class:`OnPolicyTrainer` | PPO, A2C | a rollout from a vector env, GAE, ``learn`` on its minibatches |
 | :class:`OffPolicyTrainer` | DQN, DDPG, TD3, SAC | one env step into the replay memory, updates from it |
 | :class:`AsyncTrainer` | A3C, IMPALA | the first rollout back from the remote actors, one ``learn`` |
 | :class:`EpisodicTrainer` | PolicyGradient | one episode, discounted returns, one ``learn`` |
 """
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from parl_lite.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from parl_lite.train.args import TrainArgs, arg, parse_args
     from parl_lite.train.asynchronous import AsyncTrainer
-    from parl_lite.train.base import EnvSpaces, Trainer, env_spaces
+    from parl_lite.train.base import EnvSpaces, Trainer, env_spaces, learn_stats
     from parl_lite.train.callbacks import Callback, CallbackList, EveryNSteps, StopOnThreshold
     from parl_lite.train.episodic import EpisodicTrainer
     from parl_lite.train.evaluation import Evaluator
@@ -34,28 +37,28 @@ if TYPE_CHECKING:
     from parl_lite.train.progress import Reporter
     from parl_lite.train.summary import RunSummary
 
+# public name -> the module that defines it: the loops import paddle, so they load on first use, and
+# ``parl-lite es-train`` (which must not import paddle) can use the reporter and the summary
+_LAZY = {
+    "TrainArgs": "parl_lite.train.args", "arg": "parl_lite.train.args", "parse_args": "parl_lite.train.args",
+    "AsyncTrainer": "parl_lite.train.asynchronous",
+    "EnvSpaces": "parl_lite.train.base", "Trainer": "parl_lite.train.base", "env_spaces": "parl_lite.train.base",
+    "learn_stats": "parl_lite.train.base",
+    "Callback": "parl_lite.train.callbacks", "CallbackList": "parl_lite.train.callbacks",
+    "EveryNSteps": "parl_lite.train.callbacks", "StopOnThreshold": "parl_lite.train.callbacks",
+    "EpisodicTrainer": "parl_lite.train.episodic",
+    "Evaluator": "parl_lite.train.evaluation",
+    "ContinuousExploration": "parl_lite.train.exploration", "EpsilonGreedy": "parl_lite.train.exploration",
+    "Exploration": "parl_lite.train.exploration",
+    "OffPolicyTrainer": "parl_lite.train.off_policy",
+    "OnPolicyTrainer": "parl_lite.train.on_policy", "advantage_batch": "parl_lite.train.on_policy",
+    "Reporter": "parl_lite.train.progress",
+    "RunSummary": "parl_lite.train.summary",
+}
+
 __all__ = ["AsyncTrainer", "Callback", "CallbackList", "ContinuousExploration", "EnvSpaces", "EpisodicTrainer",
            "EpsilonGreedy", "Evaluator", "EveryNSteps", "Exploration", "OffPolicyTrainer", "OnPolicyTrainer",
            "Reporter", "RunSummary", "StopOnThreshold", "TrainArgs", "Trainer", "advantage_batch", "arg",
-           "env_spaces", "parse_args"]
+           "env_spaces", "learn_stats", "parse_args"]
 
-# where each public name lives: the loops import paddle, so they load on first use, and
-# ``parl-lite es-train`` (which must not import paddle) can use the reporter and the summary
-_HOMES = {
-    "TrainArgs": "args", "arg": "args", "parse_args": "args", "AsyncTrainer": "asynchronous", "EnvSpaces": "base",
-    "Trainer": "base", "env_spaces": "base", "Callback": "callbacks", "CallbackList": "callbacks",
-    "EveryNSteps": "callbacks", "StopOnThreshold": "callbacks", "EpisodicTrainer": "episodic",
-    "Evaluator": "evaluation", "ContinuousExploration": "exploration", "EpsilonGreedy": "exploration",
-    "Exploration": "exploration", "OffPolicyTrainer": "off_policy", "OnPolicyTrainer": "on_policy",
-    "advantage_batch": "on_policy", "Reporter": "progress", "RunSummary": "summary",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """Import the module that holds ``name`` when it is first asked for."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

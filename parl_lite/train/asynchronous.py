@@ -8,6 +8,7 @@ sends the new weights back with that actor's next request, so actors act with we
 import concurrent.futures
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from parl_lite.train.base import Trainer
 from parl_lite.train.on_policy import advantage_batch
 from parl_lite.utils.rollout import RolloutWorker
 
-__all__ = ["AsyncTrainer"]
+__all__ = ["AsyncTrainer", "impala_batch"]
 
 RemoteRolloutWorker = parl_lite.remote_class(RolloutWorker, wait=False)
 
@@ -33,9 +34,9 @@ class AsyncTrainer(Trainer):
         actors: remote rollout actors.
         num_envs: environments per actor.
         rollout_steps: steps per environment in one rollout.
-        gamma, gae_lambda: with ``gae_lambda`` set (A3C), ``learn`` gets GAE advantages and returns
-            as in :class:`OnPolicyTrainer`; None (IMPALA) hands it the raw time-major trajectory
-            (``obs``, ``actions``, ``log_probs``, ``rewards``, ``terminated``, ``ends``, ``next_obs``).
+        gamma, gae_lambda: with ``gae_lambda`` set (A3C), ``learn`` gets the batch of
+            :func:`parl_lite.train.advantage_batch`, as in :class:`OnPolicyTrainer`; None (IMPALA)
+            hands it the trajectories in PARL's layout (see :func:`impala_batch`).
         model_fn: builds the actors' copy of the model (runs in the actor); default: the model's
             class with its recorded constructor arguments (:meth:`parl_lite.Model.constructor_args`).
         **options: the :class:`Trainer` options (seed, target, eval_every, save, ...).
@@ -50,6 +51,11 @@ class AsyncTrainer(Trainer):
         self.num_actors, self.num_envs, self.rollout_steps = actors, num_envs, rollout_steps
         self.gamma, self.gae_lambda = gamma, gae_lambda
         self.model_fn = model_fn or _rebuild_fn(self.agent.alg.model)
+        steps = getattr(self.agent.alg, "sample_batch_steps", None)
+        if gae_lambda is None and steps != rollout_steps + 1:
+            raise ValueError(f"AsyncTrainer: IMPALA's sample_batch_steps ({steps}) must be rollout_steps + 1 = "
+                             f"{rollout_steps + 1}: each actor's {rollout_steps} steps, then the observation "
+                             "that bootstraps them")
         self._recent: deque = deque(maxlen=20)
         self._actors: list = []
         self._pending: dict = {}
@@ -71,8 +77,8 @@ class AsyncTrainer(Trainer):
             if self.gae_lambda is not None:
                 batch = advantage_batch(self.agent, rollout, self.gamma, self.gae_lambda)
             else:
-                batch = rollout
-            self.last_stats = self.agent.learn(batch)
+                batch = impala_batch(self.agent.alg, rollout, self.gamma)
+            self.last_learned = self.agent.learn(**batch)
             self.updates += 1
             self.steps += rollout["rewards"].size
             self._pending[actor.collect(self.agent.get_weights(), self.rollout_steps)] = actor
@@ -90,6 +96,41 @@ class AsyncTrainer(Trainer):
             for actor in self._actors:
                 actor.close()
             self._actors, self._pending = [], {}
+
+
+def impala_batch(algorithm: Any, rollout: dict[str, np.ndarray], gamma: float) -> dict[str, np.ndarray]:
+    """A ``[T, N]`` rollout in the layout of PARL's ``IMPALA.learn``: each environment's trajectory
+    of ``T + 1`` rows (its ``T`` steps, then the observation after them, which only bootstraps),
+    the ``N`` trajectories one after another.
+
+    A time-limit truncation is handled exactly: the truncated step's reward gets ``gamma`` times
+    the learner's value of the final observation, and the step counts as done, which cuts the
+    trace there as a termination does.
+
+    Returns:
+        ``obs``, ``actions``, ``behaviour_logits``, ``rewards``, ``dones``, each ``[N * (T + 1), ...]``.
+
+    Raises:
+        ValueError: the rollout has no ``behaviour_logits`` (a continuous policy).
+    """
+    if "behaviour_logits" not in rollout:
+        raise ValueError("IMPALA learns from the behaviour policy's logits: its policy must be discrete")
+    T, N = rollout["rewards"].shape
+    rewards = rollout["rewards"].astype(np.float32)
+    truncated = rollout["ends"] & ~rollout["terminated"]
+    if truncated.any():
+        rewards[truncated] += gamma * np.asarray(algorithm.value(rollout["next_obs"][truncated])).reshape(-1)
+
+    def trajectories(steps: np.ndarray, after: np.ndarray) -> np.ndarray:  # [T, N, ...], [N, ...] -> [N * (T+1), ...]
+        rows = np.concatenate([steps, after[None]]).swapaxes(0, 1)
+        return rows.reshape(N * (T + 1), *rows.shape[2:])
+
+    def padded(steps: np.ndarray) -> np.ndarray:  # the bootstrap row's entries are never used
+        return trajectories(steps, np.zeros_like(steps[0]))
+
+    return {"obs": trajectories(rollout["obs"], rollout["next_obs"][-1]), "actions": padded(rollout["actions"]),
+            "behaviour_logits": padded(rollout["behaviour_logits"]), "rewards": padded(rewards),
+            "dones": padded(rollout["ends"])}
 
 
 def _rebuild_fn(model: Model) -> Callable[[], Model]:

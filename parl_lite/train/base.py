@@ -22,7 +22,7 @@ from parl_lite.train.evaluation import Evaluator
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
 
-__all__ = ["Trainer", "EnvSpaces", "env_spaces", "spaces_of"]
+__all__ = ["Trainer", "EnvSpaces", "env_spaces", "spaces_of", "learn_stats"]
 
 TRAINER_GROUP = "trainer"
 INTERRUPTED_EXIT_CODE = 130
@@ -59,6 +59,44 @@ def spaces_of(env: gym.Env, env_id: str) -> EnvSpaces:
     if isinstance(space, gym.spaces.Discrete):
         return EnvSpaces(obs_dim, int(space.n), False, None)
     raise ValueError(f"{env_id}: the action space {space} is neither a Box nor Discrete")
+
+
+def learn_stats(result: Any) -> dict[str, float]:
+    """The statistics in what an algorithm's ``learn`` returned (PARL's return values), as floats.
+
+    A single value (DQN's loss) is ``loss``; a named tuple (DDPG's ``(critic_loss, actor_loss)``,
+    PPO's ``(value_loss, action_loss, entropy)``, ...) gives its fields, nested named tuples
+    flattened; a plain tuple gives ``loss_0``, ``loss_1``, ...; values that are not scalars (arrays)
+    are left out.
+    """
+    scalar = _scalar(result)
+    if scalar is not None:
+        return {"loss": scalar}
+    if isinstance(result, tuple):
+        fields = result._asdict().items() if hasattr(result, "_asdict") else \
+            ((f"loss_{index}", value) for index, value in enumerate(result))
+        stats: dict[str, float] = {}
+        for name, value in fields:
+            scalar = _scalar(value)
+            if scalar is not None:
+                stats[name] = scalar
+            elif hasattr(value, "_asdict"):
+                stats.update(learn_stats(value))
+        return stats
+    return {}
+
+
+def _scalar(value: Any) -> float | None:
+    """``value`` as a float when it is one number (a float, a 0-D or one-element tensor or array)."""
+    if value is None or isinstance(value, (tuple, list, dict, str)):
+        return None
+    try:
+        if int(getattr(value, "size", 1)) != 1:
+            return None
+        item = getattr(value, "item", None)  # a tensor or array of shape [1] has no float() of its own
+        return float(item() if callable(item) else value)
+    except (TypeError, ValueError):
+        return None
 
 
 class Trainer:
@@ -99,7 +137,7 @@ class Trainer:
         self.name = name or type(self.agent.alg).__name__
         self.steps = 0          # environment steps so far
         self.updates = 0        # learn calls so far
-        self.last_stats: dict[str, float] = {}
+        self.last_learned: Any = None  # what the last learn returned (PARL's values)
         self.last_eval_steps = 0
         self.eval_return = float("nan")
         self.train_seconds = 0.0
@@ -192,6 +230,12 @@ class Trainer:
                 keep_going = callbacks.on_evaluation(self, self.eval_return) and keep_going
             if not keep_going:
                 break
+
+    @property
+    def last_stats(self) -> dict[str, float]:
+        """The last ``learn``'s statistics as floats (see :func:`learn_stats`), converted when
+        asked for rather than on every update."""
+        return learn_stats(self.last_learned)
 
     def _next_multiple(self, every: int | None) -> int | None:
         return None if every is None else (self.steps // every + 1) * every

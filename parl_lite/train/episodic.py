@@ -14,8 +14,8 @@ __all__ = ["EpisodicTrainer"]
 
 
 class EpisodicTrainer(Trainer):
-    """Play one episode with ``agent.sample``, then ``agent.learn`` on ``obs``, ``action`` and
-    the episode's normalised discounted ``returns``.
+    """Play one episode with ``agent.sample``, then ``agent.learn(obs=, action=, reward=)`` with
+    the episode's normalised discounted returns as ``reward`` (PARL's ``PolicyGradient.learn``).
 
     Args:
         agent: the agent or algorithm to train.
@@ -36,7 +36,8 @@ class EpisodicTrainer(Trainer):
         obs, _ = self.env.reset(seed=self.seed * 100_000 + self.episodes + 1)
         done = False
         while not done:
-            action = self.agent.sample(obs[None])[0]
+            sampled, _ = self.agent.sample(obs[None])
+            action = sampled[0]
             observations.append(obs)
             actions.append(action)
             obs, reward, terminated, truncated, _ = self.env.step(action)
@@ -45,8 +46,7 @@ class EpisodicTrainer(Trainer):
         self.episodes += 1
         self.returns.update(np.array([sum(rewards)]), np.array([True]))
         returns = discounted_returns(rewards, self.gamma, normalize=True)
-        self.last_stats = self.agent.learn({"obs": np.array(observations), "action": np.array(actions),
-                                            "returns": returns})
+        self.last_learned = self.agent.learn(obs=np.array(observations), action=np.array(actions), reward=returns)
         self.updates += 1
         self.steps += len(rewards)
 

@@ -4,7 +4,7 @@ policy's own sampling (continuous actions in [-1, 1]), after a warm-up of unifor
 import numpy as np
 
 from parl_lite.core.agent import Agent
-from parl_lite.utils.schedulers import LinearDecayScheduler
+from parl_lite.utils.scheduler import LinearDecayScheduler
 
 __all__ = ["Exploration", "EpsilonGreedy", "ContinuousExploration"]
 

@@ -15,7 +15,7 @@ from parl_lite.utils.replay_memory import ReplayMemory
 
 __all__ = ["OffPolicyTrainer"]
 
-BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminated")
+BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminal")  # ReplayMemory.sample_batch's, PARL's names
 
 
 class OffPolicyTrainer(Trainer):
@@ -28,7 +28,7 @@ class OffPolicyTrainer(Trainer):
 
     Args:
         agent: the agent or algorithm to train; its ``learn`` gets ``obs``, ``action``, ``reward``,
-            ``next_obs`` and ``terminated`` (a true termination, not a time-limit truncation).
+            ``next_obs`` and ``terminal`` (a true termination, not a time-limit truncation).
         env_id: a registered gymnasium id.
         exploration: how actions are chosen; default: epsilon-greedy (1.0 -> 0.05 over 10k steps)
             for discrete actions, Gaussian noise 0.1 after ``learning_starts`` random steps for
@@ -89,7 +89,7 @@ class OffPolicyTrainer(Trainer):
         if step > self.learning_starts and step % self.train_every == 0:
             for _ in range(self.gradient_steps):
                 batch = memory.sample_batch(self.batch_size)
-                self.last_stats = self.agent.learn(dict(zip(BATCH_KEYS, batch, strict=True)))
+                self.last_learned = self.agent.learn(**dict(zip(BATCH_KEYS, batch, strict=True)))
                 self.updates += 1
         if self.target_every is not None and step % self.target_every == 0:
             target_holder: Any = self.agent.alg  # DQN, DDPG, TD3, SAC: sync_target()

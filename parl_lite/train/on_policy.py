@@ -1,49 +1,63 @@
-"""The on-policy loop (PPO, A2C): rollouts from a vector environment, advantages, one ``learn``."""
+"""The on-policy loop (PPO, A2C): rollouts from a vector environment, advantages, ``learn`` on the
+batch (A2C) or on its minibatches over several epochs (PPO)."""
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import paddle
 
+from parl_lite.algorithms.ppo import PPO
 from parl_lite.core.agent import Agent
-from parl_lite.core.algorithm import Algorithm
+from parl_lite.core.algorithm import Algorithm, to_tensor
 from parl_lite.train.base import Trainer
 from parl_lite.utils.gae import gae
 from parl_lite.utils.rollout import VectorRollout
-from parl_lite.utils.schedulers import LinearDecayScheduler
+from parl_lite.utils.scheduler import LinearDecayScheduler
 
 __all__ = ["OnPolicyTrainer", "advantage_batch"]
+
+# PARL's names of an on-policy batch's arrays in each algorithm's learn
+_PPO_NAMES = {"obs": "batch_obs", "actions": "batch_action", "values": "batch_value", "returns": "batch_return",
+              "log_probs": "batch_logprob", "advantages": "batch_adv"}
+_A2C_NAMES = {"obs": "obs", "actions": "actions", "advantages": "advantages", "returns": "target_values"}
 
 
 def advantage_batch(agent: Agent, rollout: dict[str, np.ndarray], gamma: float,
                     gae_lambda: float) -> dict[str, np.ndarray]:
-    """Flatten a ``[T, N]`` rollout into the batch PPO and A2C learn from.
+    """Flatten a ``[T, N]`` rollout into the batch ``agent.alg.learn`` takes, under its argument
+    names: PPO's ``batch_obs``, ``batch_action``, ``batch_value``, ``batch_return``,
+    ``batch_logprob``, ``batch_adv``; A2C's ``obs``, ``actions``, ``advantages``, ``target_values``.
 
     Values come from the agent's current value function (one forward over ``obs`` and
     ``next_obs``), advantages and returns from :func:`parl_lite.utils.gae.gae`.
 
     Returns:
-        ``obs``, ``actions``, ``log_probs``, ``advantages``, ``returns``, ``values``, each ``[T*N, ...]``.
+        The arrays, each ``[T*N, ...]``.
     """
     T, N = rollout["rewards"].shape
     flat_obs = rollout["obs"].reshape(T * N, -1)
     critic: Any = agent.alg  # an actor-critic algorithm (PPO, A2C): it has value(obs)
-    both = critic.value(np.concatenate([flat_obs, rollout["next_obs"].reshape(T * N, -1)]))
+    both = critic.value(np.concatenate([flat_obs, rollout["next_obs"].reshape(T * N, -1)])).reshape(-1)
     values, next_values = both[:T * N].reshape(T, N), both[T * N:].reshape(T, N)
     advantages, returns = gae(rollout["rewards"], values, next_values, rollout["terminated"], rollout["ends"],
                               gamma, gae_lambda)
     actions = rollout["actions"]
-    return {"obs": flat_obs, "actions": actions.reshape(T * N, *actions.shape[2:]),
-            "log_probs": rollout["log_probs"].reshape(-1), "advantages": advantages.reshape(-1),
-            "returns": returns.reshape(-1), "values": values.reshape(-1)}
+    arrays = {"obs": flat_obs, "actions": actions.reshape(T * N, *actions.shape[2:]),
+              "log_probs": rollout["log_probs"].reshape(-1), "advantages": advantages.reshape(-1),
+              "returns": returns.reshape(-1), "values": values.reshape(-1)}
+    names = _PPO_NAMES if isinstance(agent.alg, PPO) else _A2C_NAMES
+    return {names[key]: arrays[key] for key in names}
 
 
 class OnPolicyTrainer(Trainer):
     """Collect ``rollout_steps`` steps in each of ``num_envs`` environments with ``agent.sample``,
-    compute GAE advantages with the agent's value function, and call ``agent.learn`` once.
+    compute GAE advantages with the agent's value function, and learn from the batch: ``epochs``
+    passes over it, in shuffled minibatches of ``minibatch_size`` (PPO; as PARL's PPO agent does),
+    or one ``learn`` on the whole batch (A2C: the defaults).
 
-    The algorithm has ``sample(obs) -> (actions, log_probs)`` and ``value(obs)`` (as PPO and A2C
-    do); its ``learn`` gets ``obs``, ``actions``, ``log_probs``, ``advantages``, ``returns``,
-    ``values``.
+    The algorithm has ``sample_actions(obs) -> (actions, log_probs)`` and ``value(obs)`` (as PPO
+    and A2C do); its ``learn`` gets the batch under PARL's names (see :func:`advantage_batch`).
 
     Args:
         agent: the agent or algorithm to train.
@@ -52,18 +66,26 @@ class OnPolicyTrainer(Trainer):
         rollout_steps: steps per environment between updates.
         gamma: discount.
         gae_lambda: GAE's lambda (1: n-step Monte-Carlo returns, as A2C).
+        epochs: passes over each batch.
+        minibatch_size: rows per ``learn``; None (or at least the batch size): the whole batch,
+            unshuffled (its mean loss does not depend on the order).
         anneal: decay the learning rate (and PPO's ``clip_param``) linearly to 0 over the budget.
-        **options: the :class:`Trainer` options (seed, target, eval_every, save, ...).
+        **options: the :class:`Trainer` options (seed, target, eval_every, save, ...); ``seed``
+            also seeds the minibatch shuffling.
     """
 
     def __init__(self, agent: Agent | Algorithm, env_id: str, *, num_envs: int = 8, rollout_steps: int = 32,
-                 gamma: float = 0.99, gae_lambda: float = 0.95, anneal: bool = False, **options) -> None:
+                 gamma: float = 0.99, gae_lambda: float = 0.95, epochs: int = 1, minibatch_size: int | None = None,
+                 anneal: bool = False, **options) -> None:
         super().__init__(agent, env_id, **options)
-        if rollout_steps <= 0:
-            raise ValueError(f"rollout_steps must be positive, got {rollout_steps}")
+        for name, value in (("rollout_steps", rollout_steps), ("epochs", epochs), ("minibatch_size", minibatch_size)):
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be positive, got {value}")
         self.rollout = VectorRollout(env_id, num_envs, seed=self.seed)
         self.num_envs, self.rollout_steps = num_envs, rollout_steps
         self.gamma, self.gae_lambda, self.anneal = gamma, gae_lambda, anneal
+        self.epochs, self.minibatch_size = epochs, minibatch_size
+        self.rng = np.random.default_rng(self.seed)
         alg: Any = self.agent.alg  # PPO or A2C: optimizer, clip_param (PPO)
         self._base_lr = alg.optimizer.get_lr() if anneal else None
         self._base_clip: float | None = getattr(alg, "clip_param", None) if anneal else None
@@ -76,17 +98,36 @@ class OnPolicyTrainer(Trainer):
             self._schedule = LinearDecayScheduler(1.0, num_updates, end_value=0.0)
         return num_updates * per_round
 
+    def _policy(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        actions, log_probs = self.agent.sample(obs)
+        return actions, {"log_probs": log_probs}
+
     def _round(self, total_steps: int) -> None:
         if self._schedule is not None and self._base_lr is not None:  # both set when annealing
-            fraction = self._schedule.value_at(self.updates)
+            fraction = self._schedule.value_at(self.steps // (self.rollout_steps * self.num_envs))
             alg: Any = self.agent.alg
             alg.optimizer.set_lr(self._base_lr * fraction)
             if self._base_clip is not None:
                 alg.clip_param = self._base_clip * max(fraction, 1e-3)
-        rollout = self.rollout.collect(self.agent.sample, self.rollout_steps)
-        self.last_stats = self.agent.learn(advantage_batch(self.agent, rollout, self.gamma, self.gae_lambda))
-        self.updates += 1
+        rollout = self.rollout.collect(self._policy, self.rollout_steps)
+        batch = {key: to_tensor(value) for key, value in
+                 advantage_batch(self.agent, rollout, self.gamma, self.gae_lambda).items()}
+        size = len(next(iter(batch.values())))
+        for _ in range(self.epochs):
+            for minibatch in self._minibatches(batch, size):
+                self.last_learned = self.agent.learn(**minibatch)
+                self.updates += 1
         self.steps += self.rollout_steps * self.num_envs
+
+    def _minibatches(self, batch: dict[str, paddle.Tensor], size: int) -> Iterator[dict[str, paddle.Tensor]]:
+        """One epoch's minibatches: the whole batch, or shuffled slices of ``minibatch_size`` rows."""
+        if self.minibatch_size is None or self.minibatch_size >= size:
+            yield batch
+            return
+        order = self.rng.permutation(size)
+        for start in range(0, size, self.minibatch_size):
+            index = paddle.to_tensor(order[start:start + self.minibatch_size])
+            yield {key: paddle.gather(value, index) for key, value in batch.items()}
 
     def train_return(self) -> float:
         return self.rollout.returns.recent_mean

@@ -1,6 +1,7 @@
 """The one summary of a training run that every script prints as its last line (JSON)."""
 import dataclasses
 import json
+import math
 
 __all__ = ["RunSummary"]
 
@@ -15,7 +16,7 @@ class RunSummary:
         seed: the run's seed.
         steps: environment steps taken.
         solved_at: steps at the first evaluation that reached the target; None if none did.
-        eval_return: mean return of the last evaluation (nan before the first).
+        eval_return: mean return of the last evaluation (nan before the first; ``null`` in the JSON).
         train_seconds: training wall-clock, evaluations excluded.
         train_cpu_seconds: CPU time of this process over the same spans (fairer on a loaded machine).
         updates: ``learn`` calls.
@@ -45,9 +46,13 @@ class RunSummary:
         return self.solved_at is not None
 
     def to_json(self) -> str:
-        """One line of JSON, times rounded to 0.01 s."""
+        """One line of JSON, times rounded to 0.01 s; a number that is not finite (an evaluation
+        return before the first evaluation) is ``null``, since JSON has no NaN."""
         fields = dataclasses.asdict(self)
         for key in ("train_seconds", "train_cpu_seconds", "updates_per_second"):
             fields[key] = round(fields[key], 2)
         fields["solved"] = self.solved
-        return json.dumps(fields)
+        for key, value in fields.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                fields[key] = None
+        return json.dumps(fields, allow_nan=False)

@@ -105,10 +105,10 @@ Distribution = Categorical | DiagGaussian
 
 
 def make_distribution(params: paddle.Tensor | Sequence[paddle.Tensor]) -> Distribution:
-    """Build the distribution a policy head returned.
+    """Build the distribution a policy head returned (PARL's PPO convention).
 
     Args:
-        params: a logits tensor (discrete actions) or a ``(mean, log_std)`` pair (continuous).
+        params: a logits tensor (discrete actions) or a ``(mean, std)`` pair (continuous).
 
     Returns:
         :class:`Categorical` or :class:`DiagGaussian`.
@@ -116,8 +116,8 @@ def make_distribution(params: paddle.Tensor | Sequence[paddle.Tensor]) -> Distri
     if isinstance(params, paddle.Tensor):
         return Categorical(params)
     if isinstance(params, (tuple, list)) and len(params) == 2:
-        return DiagGaussian(params[0], params[1])
+        return DiagGaussian(params[0], paddle.log(params[1]))
     raise TypeError(
-        "a policy must return a logits tensor or a (mean, log_std) pair, "
+        "a policy must return a logits tensor or a (mean, std) pair, "
         f"got {type(params).__name__}"
     )

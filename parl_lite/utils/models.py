@@ -31,8 +31,8 @@ def mlp(in_dim: int, hidden: int, out_dim: int) -> paddle.nn.Sequential:
 class MLPActorCritic(Model):
     """Two-layer tanh MLPs for the policy and the value (SB3's ``MlpPolicy``).
 
-    ``policy(obs)`` returns logits, or ``(mean, log_std)`` with a state-independent ``log_std``
-    when ``continuous``; ``value(obs)`` returns ``[batch, 1]``.
+    ``policy(obs)`` returns logits, or ``(mean, std)`` with a state-independent ``std =
+    exp(log_std)`` when ``continuous`` (PARL's PPO convention); ``value(obs)`` returns ``[batch, 1]``.
 
     Args:
         obs_dim: observation size.
@@ -61,7 +61,7 @@ class MLPActorCritic(Model):
 
     def policy(self, obs: paddle.Tensor):
         out = self.pi_out(self._trunk(obs))
-        return (out, self.log_std) if self.continuous else out
+        return (out, paddle.exp(self.log_std)) if self.continuous else out
 
     def value(self, obs: paddle.Tensor) -> paddle.Tensor:
         hidden = self._trunk(obs) if self.shared else F.tanh(self.vf2(F.tanh(self.vf1(obs))))

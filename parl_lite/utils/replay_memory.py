@@ -1,22 +1,25 @@
-"""Experience replay: a preallocated numpy ring buffer with uniform, seeded sampling.
+"""Experience replay: a preallocated numpy ring buffer with uniform, seeded sampling (PARL's
+``parl.utils.ReplayMemory``).
 
-    memory = ReplayMemory(max_size=100_000, obs_dim=3, act_dim=1, seed=0)
-    memory.append(obs, action, reward, next_obs, terminated)
-    obs, action, reward, next_obs, terminated = memory.sample_batch(256)
+    memory = ReplayMemory(max_size=100_000, obs_dim=3, act_dim=1)
+    memory.append(obs, act, reward, next_obs, terminal)
+    obs, action, reward, next_obs, terminal = memory.sample_batch(256)
     memory.save("memory.h5"); memory.load("memory.h5")
 
 The buffer never imports paddle. On disk (HDF5) it is one group, ``/replay_memory``, either in a
 file of its own (:meth:`ReplayMemory.save`) or inside an agent checkpoint
 (:func:`save_agent_with_memory`); :meth:`ReplayMemory.load` reads both.
 
-Layout of the ``/replay_memory`` group::
+Layout of the ``/replay_memory`` group (format 2; format 1 named the ``terminal`` dataset
+``terminated``)::
 
     attrs: format="parl_lite.replay_memory", format_version, max_size, size, next_index,
            rng_state (JSON of the numpy bit generator state)
-    obs, action, reward, next_obs, terminated    the first ``size`` rows of each array
+    obs, action, reward, next_obs, terminal    the first ``size`` rows of each array
 """
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import h5py
@@ -27,9 +30,12 @@ from parl_lite.io.atomic import write_hdf5_atomically
 __all__ = ["ReplayMemory", "ReplayMemoryError", "save_agent_with_memory"]
 
 FORMAT = "parl_lite.replay_memory"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 GROUP = "replay_memory"
-_FIELDS = ("obs", "action", "reward", "next_obs", "terminated")
+_FIELDS = ("obs", "action", "reward", "next_obs", "terminal")
+_FORMAT_1_NAMES = {"terminal": "terminated"}  # datasets that format 1 named otherwise
+_D4RL_KEYS = {"obs": "observations", "action": "actions", "reward": "rewards", "next_obs": "next_observations",
+              "terminal": "terminals"}
 
 Shape = int | tuple[int, ...]
 Batch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -40,42 +46,39 @@ class ReplayMemoryError(ValueError):
 
 
 class ReplayMemory:
-    """A ring buffer of transitions ``(obs, action, reward, next_obs, terminated)``.
+    """A ring buffer of transitions ``(obs, action, reward, next_obs, terminal)``.
 
-    Arrays are allocated once; when full, the oldest transition is overwritten.
+    Arrays are allocated once; when full, the oldest transition is overwritten. As PARL's,
+    observations and continuous actions are float32, discrete actions (``act_dim=0``) int32,
+    rewards float32 and terminal flags bool.
 
     Args:
         max_size: capacity in transitions.
         obs_dim: observation shape (an int for flat observations).
         act_dim: action shape; ``0`` stores one scalar action per transition (a discrete action
-            index, as in PARL).
+            index).
         obs_dtype: dtype of observations.
-        act_dtype: dtype of actions; default ``int64`` when ``act_dim == 0``, else ``float32``.
-        seed: seed of the numpy Generator that draws the sample indices.
+        act_dtype: dtype of actions; default ``int32`` when ``act_dim == 0``, else ``float32``.
+        seed: seed of the numpy Generator that draws the sample indices; None: a seed drawn from
+            numpy's global generator, so that ``np.random.seed`` (as PARL's scripts call it) makes
+            the sampling repeat.
     """
 
-    def __init__(
-        self,
-        max_size: int,
-        obs_dim: Shape,
-        act_dim: Shape,
-        obs_dtype: "np.typing.DTypeLike" = np.float32,
-        act_dtype: "np.typing.DTypeLike | None" = None,
-        seed: int | None = None,
-    ) -> None:
-        if not isinstance(max_size, (int, np.integer)) or max_size <= 0:
+    def __init__(self, max_size: int, obs_dim: Shape, act_dim: Shape, *, obs_dtype: "np.typing.DTypeLike" = np.float32,
+                 act_dtype: "np.typing.DTypeLike | None" = None, seed: int | None = None) -> None:
+        if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or max_size <= 0:
             raise ValueError(f"max_size must be a positive int, got {max_size!r}")
         self.max_size = int(max_size)
         self.obs_shape = _shape("obs_dim", obs_dim)
         self.act_shape = _shape("act_dim", act_dim)
         if act_dtype is None:
-            act_dtype = np.int64 if self.act_shape == () else np.float32
+            act_dtype = np.int32 if self.act_shape == () else np.float32
         self.obs = np.zeros((self.max_size, *self.obs_shape), dtype=obs_dtype)
         self.next_obs = np.zeros_like(self.obs)
         self.action = np.zeros((self.max_size, *self.act_shape), dtype=act_dtype)
         self.reward = np.zeros(self.max_size, dtype=np.float32)
-        self.terminated = np.zeros(self.max_size, dtype=np.bool_)
-        self.rng = np.random.default_rng(seed)
+        self.terminal = np.zeros(self.max_size, dtype=np.bool_)
+        self.rng = np.random.default_rng(np.random.randint(2**31) if seed is None else seed)
         self._size = 0
         self._next_index = 0
 
@@ -86,27 +89,26 @@ class ReplayMemory:
     def __len__(self) -> int:
         return self._size
 
-    def append(self, obs, action, reward: float, next_obs, terminated: bool) -> None:
+    def append(self, obs, act, reward: float, next_obs, terminal: bool) -> None:
         """Store one transition, overwriting the oldest when full.
 
-        ``terminated`` means a true end of the episode (no bootstrapping); a time-limit
-        truncation is *not* terminated.
+        ``terminal`` means a true end of the episode (no bootstrapping); a time-limit truncation
+        is *not* terminal.
 
         Raises:
-            ValueError: ``obs``, ``next_obs`` or ``action`` has the wrong shape, or a dtype that
-                would convert with loss (a float action into an integer memory); the message
-                names it.
+            ValueError: ``obs``, ``next_obs`` or ``act`` has the wrong shape, or a dtype that would
+                convert with loss (a float action into an integer memory); the message names it.
         """
         index = self._next_index
         self.obs[index] = _checked("obs", obs, self.obs_shape, self.obs.dtype)
-        self.action[index] = _checked("action", action, self.act_shape, self.action.dtype)
+        self.action[index] = _checked("act", act, self.act_shape, self.action.dtype)
         self.reward[index] = reward
         self.next_obs[index] = _checked("next_obs", next_obs, self.obs_shape, self.obs.dtype)
-        self.terminated[index] = terminated
+        self.terminal[index] = terminal
         self._next_index = (index + 1) % self.max_size
         self._size = min(self._size + 1, self.max_size)
 
-    def extend(self, obs, action, reward, next_obs, terminated) -> None:
+    def extend(self, obs, act, reward, next_obs, terminal) -> None:
         """Store a batch of transitions (first axis = transition), e.g. from a vector env.
 
         Raises:
@@ -117,39 +119,73 @@ class ReplayMemory:
         if count > self.max_size:
             raise ValueError(f"extend: {count} transitions do not fit in max_size={self.max_size}")
         arrays = {
-            name: _checked(name, value, (count, *getattr(self, name).shape[1:]), getattr(self, name).dtype)
-            for name, value in zip(_FIELDS, (obs, action, reward, next_obs, terminated), strict=True)
+            field: _checked(name, value, (count, *getattr(self, field).shape[1:]), getattr(self, field).dtype)
+            for field, name, value in zip(_FIELDS, ("obs", "act", "reward", "next_obs", "terminal"),
+                                          (obs, act, reward, next_obs, terminal), strict=True)
         }
         indices = (self._next_index + np.arange(count)) % self.max_size
-        for name, values in arrays.items():
-            getattr(self, name)[indices] = values
+        for field, values in arrays.items():
+            getattr(self, field)[indices] = values
         self._next_index = int((self._next_index + count) % self.max_size)
         self._size = min(self._size + count, self.max_size)
 
-    def sample_batch(self, batch_size: int) -> Batch:
-        """Draw ``batch_size`` transitions uniformly, with replacement.
-
-        Returns:
-            ``(obs, action, reward, next_obs, terminated)``, each with leading axis ``batch_size``.
+    def make_index(self, batch_size: int) -> np.ndarray:
+        """``batch_size`` indices of stored transitions, drawn uniformly with replacement.
 
         Raises:
             ValueError: the memory is empty, or ``batch_size`` is not a positive int.
         """
         if self._size == 0:
             raise ValueError("sample_batch: the replay memory is empty; append transitions first")
-        if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        indices = self.rng.integers(0, self._size, size=batch_size)
-        return (self.obs[indices], self.action[indices], self.reward[indices],
-                self.next_obs[indices], self.terminated[indices])
+        return self.rng.integers(0, self._size, size=batch_size)
+
+    def sample_batch_by_index(self, batch_idx: np.ndarray) -> Batch:
+        """The transitions at ``batch_idx``: ``(obs, action, reward, next_obs, terminal)``."""
+        return (self.obs[batch_idx], self.action[batch_idx], self.reward[batch_idx],
+                self.next_obs[batch_idx], self.terminal[batch_idx])
+
+    def sample_batch(self, batch_size: int) -> Batch:
+        """Draw ``batch_size`` transitions uniformly, with replacement.
+
+        Returns:
+            ``(obs, action, reward, next_obs, terminal)``, each with leading axis ``batch_size``.
+
+        Raises:
+            ValueError: the memory is empty, or ``batch_size`` is not a positive int.
+        """
+        return self.sample_batch_by_index(self.make_index(batch_size))
+
+    def load_from_d4rl(self, dataset: Mapping[str, np.ndarray]) -> None:
+        """Replace the contents with an offline dataset in D4RL's layout (``observations``,
+        ``actions``, ``rewards``, ``next_observations``, ``terminals``, one row per transition).
+
+        Raises:
+            ValueError: a key is missing, the dataset holds more than ``max_size`` transitions, or
+                an array does not fit the memory's shapes (named); nothing is changed.
+        """
+        missing = [key for key in _D4RL_KEYS.values() if key not in dataset]
+        if missing:
+            raise ValueError(f"load_from_d4rl: the dataset has no {missing}")
+        count = len(dataset["terminals"])
+        if count > self.max_size:
+            raise ValueError(f"load_from_d4rl: {count} transitions do not fit in max_size={self.max_size}")
+        arrays = {field: _checked(key, dataset[key], (count, *getattr(self, field).shape[1:]),
+                                  getattr(self, field).dtype)
+                  for field, key in _D4RL_KEYS.items()}
+        for field, values in arrays.items():
+            getattr(self, field)[:count] = values
+        self._size, self._next_index = count, count % self.max_size
 
     # ---- HDF5 ------------------------------------------------------------------------------
 
-    def save(self, path: "str | os.PathLike") -> None:
-        """Write the memory (contents, position and sampling RNG state) to ``path`` atomically."""
-        write_hdf5_atomically(path, self.write_group)
+    def save(self, pathname: "str | os.PathLike") -> None:
+        """Write the memory (contents, position and sampling RNG state) to the HDF5 file
+        ``pathname`` atomically."""
+        write_hdf5_atomically(pathname, self.write_group)
 
-    def load(self, path: "str | os.PathLike") -> None:
+    def load(self, pathname: "str | os.PathLike") -> None:
         """Load a memory written by :meth:`save` or :func:`save_agent_with_memory`.
 
         Everything is read and checked before this memory changes.
@@ -158,7 +194,7 @@ class ReplayMemory:
             ReplayMemoryError: the file is missing, not HDF5, truncated or corrupted, holds no
                 replay memory, or its capacity, shapes or dtypes differ from this memory's.
         """
-        path = Path(path)
+        path = Path(pathname)
         if not path.is_file():
             raise ReplayMemoryError(f"replay memory file {path} does not exist")
         try:
@@ -202,16 +238,17 @@ class ReplayMemory:
             raise ReplayMemoryError(f"{path}: inconsistent size {size} / next_index {next_index} "
                                     f"for max_size {max_size}")
         arrays = {}
-        for name in _FIELDS:
+        for field in _FIELDS:
+            name = _FORMAT_1_NAMES.get(field, field) if version == 1 else field
             if name not in group:
                 raise ReplayMemoryError(f"{path}: replay memory has no dataset {name!r}")
-            own = getattr(self, name)
+            own = getattr(self, field)
             expected = (size, *own.shape[1:])
             dataset = group[name]
             if dataset.shape != expected or dataset.dtype != own.dtype:
                 raise ReplayMemoryError(f"{path}: dataset {name!r} is {dataset.shape} {dataset.dtype}, "
                                         f"expected {expected} {own.dtype}")
-            arrays[name] = dataset[()]
+            arrays[field] = dataset[()]
         rng_state = json.loads(group.attrs["rng_state"])
         if rng_state.get("bit_generator") != type(self.rng.bit_generator).__name__:
             raise ReplayMemoryError(f"{path}: RNG {rng_state.get('bit_generator')!r} differs from "

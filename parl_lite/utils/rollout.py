@@ -1,8 +1,9 @@
 """Fixed-length, time-major rollouts from a vector environment, locally or in a remote actor.
 
 ``VectorRollout.collect(policy, steps)`` returns ``[T, N, ...]`` arrays: ``obs``, ``actions``,
-``log_probs`` (of the behaviour policy), ``rewards``, ``terminated``, ``ends`` (terminated or
-truncated) and ``next_obs`` (the true next observation: the final one when an episode ended),
+what the policy recorded of the behaviour policy (``log_probs``, and ``behaviour_logits`` for a
+discrete policy in a :class:`RolloutWorker`), ``rewards``, ``terminated``, ``ends`` (terminated
+or truncated) and ``next_obs`` (the true next observation: the final one when an episode ended),
 which is everything GAE and V-trace need with the learner's own value function, plus
 ``episode_returns``, the returns of the episodes that ended during the call.
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:  # actors import paddle only when they run a policy
 
 __all__ = ["VectorRollout", "RolloutWorker"]
 
-Policy = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+Policy = Callable[[np.ndarray], tuple[np.ndarray, dict[str, np.ndarray]]]
 
 
 class VectorRollout:
@@ -47,26 +48,26 @@ class VectorRollout:
         """Play ``steps`` steps in every copy.
 
         Args:
-            policy: ``obs [N, ...] -> (actions, log_probs)``; continuous actions are clipped to
-                the action space for the environment but stored unclipped.
+            policy: ``obs [N, ...] -> (actions, recorded)``, ``recorded`` naming the per-step arrays
+                to keep (e.g. ``{"log_probs": ...}``); continuous actions are clipped to the action
+                space for the environment but stored unclipped.
             steps: rollout length T.
 
         Returns:
             ``[T, N, ...]`` arrays and ``episode_returns`` (see the module docstring).
         """
-        keys = ("obs", "actions", "log_probs", "rewards", "terminated", "ends", "next_obs")
-        buffer: dict[str, list[np.ndarray]] = {key: [] for key in keys}
+        buffer: dict[str, list[np.ndarray]] = {}
         episode_returns: list[float] = []
         for _ in range(steps):
-            actions, log_probs = policy(self.obs)
+            actions, recorded = policy(self.obs)
             env_actions = np.clip(actions, self.low, self.high) if self.continuous else actions
             next_obs, rewards, terminated, truncated, info = self.env.step(env_actions)
             ends = terminated | truncated
             episode_returns += self.returns.update(rewards, ends)
-            row = (self.obs, actions, log_probs, rewards.astype(np.float32), terminated, ends,
-                   final_observations(next_obs, ends, info))
-            for key, value in zip(keys, row, strict=True):
-                buffer[key].append(value)
+            row = {"obs": self.obs, "actions": actions, **recorded, "rewards": rewards.astype(np.float32),
+                   "terminated": terminated, "ends": ends, "next_obs": final_observations(next_obs, ends, info)}
+            for key, value in row.items():
+                buffer.setdefault(key, []).append(value)
             self.obs = next_obs
         self.steps += steps * self.env.num_envs
         batch = {key: np.stack(values) for key, values in buffer.items()}
@@ -96,9 +97,16 @@ class RolloutWorker:
         self.algorithm = ActorCriticAlgorithm(model_fn())
         self.rollout = VectorRollout(env_id, num_envs, seed)
 
-    def _policy(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        actions, log_probs = self.algorithm.sample(self._paddle.to_tensor(obs, dtype="float32"))
-        return actions.numpy(), log_probs.numpy()
+    def _policy(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Actions drawn from the policy; their log-probabilities, and the logits of a discrete policy."""
+        with self._paddle.no_grad():
+            dist = self.algorithm.distribution(self._paddle.to_tensor(obs, dtype="float32"))
+            actions = dist.sample()
+            recorded = {"log_probs": dist.log_prob(actions).numpy()}
+            logits = getattr(dist, "logits", None)  # a Categorical's; a Gaussian has none
+            if logits is not None:
+                recorded["behaviour_logits"] = logits.numpy()
+        return actions.numpy(), recorded
 
     def collect(self, weights: dict[str, np.ndarray] | None, steps: int) -> dict[str, np.ndarray]:
         """Load ``weights`` (None: keep the current ones) and collect ``steps`` steps.

@@ -1,14 +1,20 @@
 """Training logs: TensorBoard event files (through tensorboardX) plus a CSV of every scalar.
 
+PARL's ``parl.utils.summary``::
+
     from parl_lite.utils import summary
-    summary.set_logdir("runs/ppo_cartpole")      # optional; default ./train_log/<script name>
-    summary.add_scalar("train/return", 500.0, step=12_000)
-    summary.add_histogram("policy/logits", logits, step=12_000)
+    summary.add_scalar("train/return", 500.0, 12_000)     # (tag, scalar_value, global_step)
+    summary.add_histogram("policy/logits", logits, 12_000)
+
+The module functions write to :func:`set_logdir`'s folder if given, else to the logger's folder
+(:func:`parl_lite.utils.logger.set_dir`), else they set the logger's folder to
+``./train_log/<script name>`` (``logger.auto_set_dir(action="k")``: kept, appended to; PARL
+deletes it) and write there.
 
 or with an explicit writer::
 
     with SummaryWriter("runs/x") as writer:
-        writer.add_scalar("loss", 0.1, step=1)
+        writer.add_scalar("loss", 0.1, 1)
 
 The CSV (``<logdir>/scalars.csv``, columns ``wall_time,step,tag,value``) is in long format, so a
 tag added late needs no new column; rows are flushed as they are written, so a crashed run keeps
@@ -16,11 +22,12 @@ its log.
 """
 import csv
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+from parl_lite.utils import logger
 
 __all__ = ["SummaryWriter", "set_logdir", "get_logdir", "add_scalar", "add_histogram", "flush", "close"]
 
@@ -50,20 +57,20 @@ class SummaryWriter:
             self._csv.writerow(CSV_HEADER)
             self._csv_file.flush()
 
-    def add_scalar(self, tag: str, value: float, step: int) -> None:
-        """Record ``value`` under ``tag`` at ``step`` (event file and CSV)."""
-        value = float(value)
+    def add_scalar(self, tag: str, scalar_value: float, global_step: int) -> None:
+        """Record ``scalar_value`` under ``tag`` at ``global_step`` (event file and CSV)."""
+        value = float(scalar_value)
         wall_time = time.time()
-        self._events.add_scalar(tag, value, global_step=int(step), walltime=wall_time)
-        self._csv.writerow((f"{wall_time:.3f}", int(step), tag, repr(value)))
+        self._events.add_scalar(tag, value, global_step=int(global_step), walltime=wall_time)
+        self._csv.writerow((f"{wall_time:.3f}", int(global_step), tag, repr(value)))
         self._csv_file.flush()
 
-    def add_histogram(self, tag: str, values: np.ndarray, step: int, bins: str = "tensorflow") -> None:
-        """Record the distribution of ``values`` (any shape) under ``tag`` at ``step``."""
+    def add_histogram(self, tag: str, values: np.ndarray, global_step: int, bins: str = "tensorflow") -> None:
+        """Record the distribution of ``values`` (any shape) under ``tag`` at ``global_step``."""
         values = np.asarray(values, dtype=np.float64).ravel()
         if values.size == 0:
             raise ValueError(f"add_histogram {tag!r}: values is empty")
-        self._events.add_histogram(tag, values, global_step=int(step), bins=bins)
+        self._events.add_histogram(tag, values, global_step=int(global_step), bins=bins)
 
     def flush(self) -> None:
         """Write buffered events and rows to disk."""
@@ -95,28 +102,29 @@ def set_logdir(logdir: "str | os.PathLike") -> None:
 
 
 def get_logdir() -> Path:
-    """The folder the module-level functions write to."""
+    """The folder the module-level functions write (or will write) to."""
     if _logdir is not None:
         return _logdir
-    script = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else "python"
-    return Path("train_log") / (script or "python")
+    return Path(logger.get_dir() or logger.auto_dir_name())
 
 
 def _default_writer() -> SummaryWriter:
     global _writer
     if _writer is None:
+        if _logdir is None and logger.get_dir() is None:
+            logger.auto_set_dir(action="k")
         _writer = SummaryWriter(get_logdir())
     return _writer
 
 
-def add_scalar(tag: str, value: float, step: int) -> None:
+def add_scalar(tag: str, scalar_value: float, global_step: int) -> None:
     """Record a scalar with the module's writer (see :meth:`SummaryWriter.add_scalar`)."""
-    _default_writer().add_scalar(tag, value, step)
+    _default_writer().add_scalar(tag, scalar_value, global_step)
 
 
-def add_histogram(tag: str, values: np.ndarray, step: int) -> None:
+def add_histogram(tag: str, values: np.ndarray, global_step: int) -> None:
     """Record a histogram with the module's writer (see :meth:`SummaryWriter.add_histogram`)."""
-    _default_writer().add_histogram(tag, values, step)
+    _default_writer().add_histogram(tag, values, global_step)
 
 
 def flush() -> None:

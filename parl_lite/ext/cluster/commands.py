@@ -1,4 +1,6 @@
-"""The click commands ``start``, ``connect``, ``stop`` and the cluster part of ``status``."""
+"""The cluster's ``parl-lite`` commands ``start``, ``connect``, ``stop`` and ``status`` (the cluster
+this machine started and the local pools), registered in the ``parl_lite.commands`` entry-point group."""
+import datetime
 import json
 import os
 import select
@@ -15,8 +17,9 @@ import click
 
 from parl_lite.ext.cluster import local_state, wire
 from parl_lite.ext.cluster.node import PRIVATE_PREFIX
+from parl_lite.remote.status import StatusError, read_status, survey
 
-__all__ = ["start", "connect", "stop", "cluster_status", "print_cluster_status"]
+__all__ = ["start", "connect", "stop", "status", "cluster_status", "print_cluster_status"]
 
 _READY_TIMEOUT = 60.0
 _MODULE_MARK = "parl_lite.ext.cluster."
@@ -74,6 +77,38 @@ def _grace_arguments(reconnect_grace: float | None) -> list[str]:
     return [] if reconnect_grace is None else ["--reconnect-grace", repr(reconnect_grace)]
 
 
+def _xparl_options(*names: str):
+    """xparl's options that parl_lite cannot honour, hidden: given, they stop the command with what to do."""
+    options = {
+        "--gpu": click.option("--gpu", default="", hidden=True, help="xparl's GPU list: refused unless empty."),
+        "--gpu_cluster": click.option("--gpu_cluster", is_flag=True, hidden=True, help="xparl's GPU cluster: refused."),
+        "--log_server_port_range": click.option("--log_server_port_range", default=None, hidden=True,
+                                                help="xparl's log server ports: refused."),
+        "--debug": click.option("--debug", is_flag=True, hidden=True, help="xparl's debug logs: refused."),
+    }
+
+    def decorate(function):
+        for name in names:
+            function = options[name](function)
+        return function
+
+    return decorate
+
+
+def _refuse_xparl_options(gpu: str = "", gpu_cluster: bool = False, log_server_port_range: str | None = None,
+                          debug: bool = False) -> None:
+    if gpu or gpu_cluster:
+        option = "--gpu_cluster" if gpu_cluster else f"--gpu {gpu}"
+        raise click.UsageError(f"{option}: parl_lite's cluster places actors on CPUs only; drop it "
+                               "(give CPUs with --cpus/--cpu_num)")
+    if log_server_port_range is not None:
+        raise click.UsageError("--log_server_port_range: parl_lite has no log server; each actor's output "
+                               "is printed by the script that created it, and shown in the web monitor; drop it")
+    if debug:
+        raise click.UsageError(f"--debug: the master and nodes always write their logs to "
+                               f"{local_state.cluster_home()}/*.log; drop --debug")
+
+
 def _token_option(function):
     return click.option("--token-file", type=click.Path(dir_okay=False), default=None,
                         help=f"The cluster token (default: ${local_state.TOKEN_VARIABLE}, else "
@@ -84,20 +119,23 @@ def _token_option(function):
 @click.option("--port", type=int, default=8010, show_default=True, help="TCP port of the master (0: any free one).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Interface to listen on; 0.0.0.0 lets other machines join (they need the token).")
-@click.option("--cpus", type=int, default=None,
+@click.option("--cpus", "--cpu_num", "cpus", type=int, default=None,
               help="CPUs of this machine given to actors (default: all usable; 0: master only).")
-@click.option("--monitor-port", type=int, default=None,
+@click.option("--monitor-port", "--monitor_port", "monitor_port", type=int, default=None,
               help="Port of the web monitor (default: the master's port + 1; 0: any free one). Off "
                    "127.0.0.1 the page asks for the cluster token.")
 @click.option("--no-monitor", is_flag=True, help="Do not serve the web monitor.")
 @_grace_option
+@_xparl_options("--gpu", "--gpu_cluster", "--log_server_port_range", "--debug")
 def start(port: int, host: str, cpus: int | None, monitor_port: int | None, no_monitor: bool,
-          reconnect_grace: float | None) -> None:
+          reconnect_grace: float | None, **xparl_options: Any) -> None:
     """Start a cluster master on this machine (and a node with this machine's CPUs).
 
     A new random token is written to ~/.parl_lite/token (mode 0600); every other machine needs a
-    copy of it (--token-file or PARL_LITE_TOKEN) to join or use the cluster.
+    copy of it (--token-file or PARL_LITE_TOKEN) to join or use the cluster. xparl's spellings
+    --cpu_num and --monitor_port work too.
     """
+    _refuse_xparl_options(**xparl_options)
     if any(entry["role"] == "master" for entry in _live_entries()):
         raise click.ClickException("a cluster master started from this machine is running; "
                                    "`parl-lite stop` it first")
@@ -127,14 +165,17 @@ def start(port: int, host: str, cpus: int | None, monitor_port: int | None, no_m
 
 @click.command()
 @click.option("--address", required=True, help="The master's host:port.")
-@click.option("--cpus", type=int, default=None, help="CPUs given to actors (default: all usable).")
+@click.option("--cpus", "--cpu_num", "cpus", type=int, default=None, help="CPUs given to actors (default: all usable).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface clients reach this node on.")
 @click.option("--port", type=int, default=0, show_default=True, help="TCP port for clients (0: any free one).")
 @_token_option
 @_grace_option
+@_xparl_options("--gpu", "--log_server_port_range")
 def connect(address: str, cpus: int | None, host: str, port: int, token_file: str | None,
-            reconnect_grace: float | None) -> None:
-    """Add this machine's CPUs to a cluster; the current folder is the node's working folder."""
+            reconnect_grace: float | None, **xparl_options: Any) -> None:
+    """Add this machine's CPUs to a cluster; the current folder is the node's working folder
+    (xparl's --cpu_num works too)."""
+    _refuse_xparl_options(**xparl_options)
     try:
         wire.split_address(address)
     except ValueError as exc:
@@ -180,6 +221,60 @@ def _wait_for_exit(pid: int, timeout: float) -> bool:
         return bool(select.select([pidfd], [], [], timeout)[0])
     finally:
         os.close(pidfd)
+
+
+@click.command()
+@click.option("--pid", type=int, default=None, help="Show only the pool of this process.")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print the raw status as one JSON document: {"cluster": ..., "pools": [...]}.')
+@click.option("--address", default=None,
+              help="Also show the cluster at this host:port (default: the one this machine started).")
+@_token_option
+def status(pid: int | None, as_json: bool, address: str | None, token_file: str | None) -> None:
+    """Show the cluster this machine started (nodes, CPUs, memory, actors, clients) and the local
+    pools running on this machine: workers, actors, memory, calls served.
+
+    Only this user's pools are shown; entries in /dev/shm that are not (another user's, not a pool
+    status, unreadable) are skipped with a note on stderr, and those of dead pools are removed."""
+    cluster = None
+    if pid is None:
+        try:
+            cluster = cluster_status(address, token_file)
+        except (wire.ClusterError, OSError) as error:
+            raise click.ClickException(str(error)) from error
+        pools, problems = survey()
+    else:
+        problems = []
+        try:
+            pools = [read_status(pid)]
+        except FileNotFoundError:
+            raise click.ClickException(f"no parl_lite pool runs in process {pid}") from None
+        except StatusError as error:
+            raise click.ClickException(str(error)) from None
+    for problem in problems:
+        click.echo(f"note: {problem}", err=True)
+    if as_json:  # one document: the cluster (or null) and the local pools
+        click.echo(json.dumps({"cluster": cluster, "pools": pools}, indent=2))
+        return
+    if cluster is not None:
+        print_cluster_status(cluster)
+    if not pools:
+        click.echo("no parl_lite pool is running")
+        return
+    for pool in pools:
+        _print_pool_status(pool)
+
+
+def _print_pool_status(pool: dict[str, Any]) -> None:
+    started = datetime.datetime.fromtimestamp(pool["started_at"]).strftime("%Y-%m-%d %H:%M:%S")
+    click.echo(f"pool of process {pool['pid']} (started {started}, {len(pool['workers'])} workers)")
+    click.echo(f"  {'pid':>7}  {'actor':<24} {'own MB':>8} {'shared MB':>9} {'limit MB':>9} {'calls':>9}")
+    for worker in pool["workers"]:
+        limit = "-" if worker["max_memory_mb"] is None else f"{worker['max_memory_mb']:g}"
+        actor = worker["actor"] or "(idle)"
+        actor = actor if len(actor) <= 24 else actor[:23] + "…"
+        click.echo(f"  {worker['pid']:>7}  {actor:<24} {worker['rss_mb']:>8.1f} "
+                   f"{worker.get('shared_mb', 0.0):>9.1f} {limit:>9} {worker['calls_served']:>9}")
 
 
 def cluster_status(address: str | None, token_file: str | None) -> dict[str, Any] | None:

@@ -1,0 +1,46 @@
+"""Paths given to read or write a file, checked first so that a mistake gets a message that names
+it rather than an error from deep inside h5py or ``os.replace`` (no paddle import)."""
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["describe_file_type", "check_destination"]
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISREG, "a file"))
+
+
+def describe_file_type(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, in words: "a folder", "a FIFO (named pipe)", ..."""
+    for test, words in _KINDS:
+        if test(mode):
+            return words
+    return f"a special file (mode {stat.S_IFMT(mode):o})"
+
+
+def check_destination(path: "str | os.PathLike") -> Path:
+    """``path`` as a :class:`~pathlib.Path`, after checking that a file can be created there.
+
+    Raises:
+        ValueError: the path is empty, or ends in ``.`` or ``..``.
+        IsADirectoryError: ``path`` is a folder.
+        NotADirectoryError: a parent of ``path`` is a file (or another non-folder).
+    """
+    if os.fspath(path) == "":
+        raise ValueError("cannot write a file at an empty path")
+    path = Path(path)
+    if path.name in ("", ".", ".."):
+        raise ValueError(f"cannot write a file at {str(path)!r}: the path names a folder, not a file")
+    if path.is_dir():
+        raise IsADirectoryError(f"cannot write {path}: it is a folder; give the path of a file")
+    for parent in path.parents:
+        try:
+            mode = os.stat(parent).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # created on write, or below a file: an ancestor says which
+        except OSError:
+            break  # not searchable: creating the file will say so
+        if not stat.S_ISDIR(mode):
+            raise NotADirectoryError(f"cannot write {path}: {parent} is {describe_file_type(mode)}, not a folder")
+        break
+    return path

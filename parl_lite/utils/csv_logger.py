@@ -1,0 +1,73 @@
+"""PARL's ``CSVLogger``: one CSV row per dict, the header from the first dict's keys.
+
+    csv_logger = CSVLogger("result.csv")
+    csv_logger.log_dict({"loss": 1, "reward": 2})
+    csv_logger.log_dict({"loss": 3, "reward": 4})
+    csv_logger.close()                         # result.csv: loss,reward / 1,2 / 3,4
+
+Each row is flushed as it is written, so a run that crashes keeps its rows (PARL buffers them).
+"""
+import csv
+import os
+import threading
+from typing import Any
+from collections.abc import Mapping
+
+__all__ = ["CSVLogger"]
+
+
+class CSVLogger:
+    """Writes dicts with the same keys as rows of a CSV file (created, or emptied if it exists).
+
+    Thread-safe. Also a context manager (closes the file).
+
+    Args:
+        output_file: path of the CSV file.
+    """
+
+    def __init__(self, output_file: "str | os.PathLike") -> None:
+        self.output_file = open(output_file, "w", newline="")
+        self._writer: csv.DictWriter | None = None
+        self._lock = threading.Lock()
+
+    def log_dict(self, result: Mapping[str, Any]) -> None:
+        """Write ``result`` as a row; the first call writes the header (its keys, in order).
+
+        Raises:
+            TypeError: ``result`` is not a mapping.
+            ValueError: its keys differ from the first row's (PARL: AssertionError).
+        """
+        if not isinstance(result, Mapping):
+            raise TypeError(f"CSVLogger.log_dict takes a dict, got {type(result).__name__}")
+        with self._lock:
+            if self._writer is None:
+                self._writer = csv.DictWriter(self.output_file, list(result))
+                self._writer.writeheader()
+            fields = self._writer.fieldnames
+            if set(result) != set(fields):
+                raise ValueError(f"CSVLogger.log_dict: keys {sorted(result)} differ from the header's "
+                                 f"{list(fields)}; every row needs the same keys")
+            self._writer.writerow(result)
+            self.output_file.flush()
+
+    def flush(self) -> None:
+        """Flush the file (rows are already flushed as they are written)."""
+        with self._lock:
+            if not self.output_file.closed:
+                self.output_file.flush()
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        with self._lock:
+            self.output_file.close()
+
+    def __enter__(self) -> "CSVLogger":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        output_file = self.__dict__.get("output_file")
+        if output_file is not None:
+            output_file.close()

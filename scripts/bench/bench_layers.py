@@ -1,0 +1,108 @@
+"""The cost of one dense layer in paddle, with and without parl_lite's two fixes, side by side.
+
+    python scripts/bench/bench_layers.py [--calls 20000]
+
+Prints ONE JSON line:
+- ``matmul_us``: a ``[batch, 64] x [64, 64]`` product (``paddle.matmul``) under Intel MKL's own
+  code choice (``MKL_DEBUG_CPU_TYPE`` set empty) and under what importing ``parl_lite.Model`` picks
+  (:mod:`parl_lite.mkl`: AVX2 code on AMD processors), each in a fresh process since MKL reads
+  the setting once; torch's ``F.linear`` on one thread beside them when torch is importable.
+- ``linear_us``: one call of ``paddle.nn.Linear(64, 64)`` against ``parl_lite.utils.layers.Linear``
+  (same kernel, without ``F.linear``'s per-call flag lookup), interleaved, in this process.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+from parl_lite.mkl import prefer_avx2_on_amd
+
+BATCHES = (1, 8, 256)
+
+
+def per_call_us(fn: Callable[[], object], calls: int) -> float:
+    """Microseconds per call of ``fn``, the best of three timings of ``calls`` calls."""
+    for _ in range(100):
+        fn()
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - started) / calls)
+    return round(best * 1e6, 2)
+
+
+def matmul_child(calls: int) -> dict:
+    """Run in a child: matmul timings under this process's MKL setting (and torch's)."""
+    import parl_lite.core.model  # noqa: F401 - applies parl_lite.mkl unless the variable is already set
+    import paddle
+
+    figures = {}
+    weight = paddle.randn([64, 64])
+    for batch in BATCHES:
+        x = paddle.randn([batch, 64])
+        figures[f"batch{batch}"] = per_call_us(lambda x=x: paddle.matmul(x, weight), calls)
+    try:
+        import torch
+    except ImportError:
+        return {"paddle": figures}
+    torch.set_num_threads(1)
+    torch_weight = torch.randn(64, 64)
+    torch_figures = {}
+    for batch in BATCHES:
+        tx = torch.randn(batch, 64)
+        torch_figures[f"batch{batch}"] = per_call_us(lambda tx=tx: torch.nn.functional.linear(tx, torch_weight), calls)
+    return {"paddle": figures, "torch": torch_figures}
+
+
+def run_child(calls: int, mkl_setting: str | None) -> dict:
+    env = dict(os.environ)
+    env.pop("MKL_DEBUG_CPU_TYPE", None)
+    if mkl_setting is not None:
+        env["MKL_DEBUG_CPU_TYPE"] = mkl_setting
+    done = subprocess.run([sys.executable, __file__, "--child", "--calls", str(calls)], env=env,
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def linear_layers(calls: int) -> dict:
+    import paddle
+
+    from parl_lite.utils.layers import Linear
+
+    figures = {}
+    for batch in BATCHES:
+        x = paddle.randn([batch, 64])
+        theirs, ours = paddle.nn.Linear(64, 64), Linear(64, 64)
+        ours.set_state_dict(theirs.state_dict())
+        figures[f"batch{batch}"] = {"paddle_nn_Linear": per_call_us(lambda theirs=theirs, x=x: theirs(x), calls),
+                                    "parl_lite_Linear": per_call_us(lambda ours=ours, x=x: ours(x), calls)}
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=20_000, help="calls per timing")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(matmul_child(args.calls)))
+        return
+    load_before = os.getloadavg()
+    mkl_default = run_child(args.calls, "")
+    ours = run_child(args.calls, None)
+    result = {"matmul_us": {"mkl_own_choice": mkl_default["paddle"], "parl_lite": ours["paddle"],
+                            "torch": ours.get("torch", "not installed")},
+              "linear_us": linear_layers(args.calls),
+              "machine": {"cpus": os.cpu_count(), "parl_lite_picks_mkl_avx2": prefer_avx2_on_amd(environ={}),
+                          "load_avg_before": [round(x, 2) for x in load_before],
+                          "load_avg_after": [round(x, 2) for x in os.getloadavg()]}}
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

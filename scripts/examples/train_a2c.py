@@ -1,0 +1,48 @@
+"""A2C on CartPole-v1: 8 environments stepped in this process, one update per 5 steps.
+
+    python scripts/examples/train_a2c.py --seed 1
+
+Hyperparameters are RL-Zoo's A2C CartPole-v1 (SB3 defaults: RMSprop, n-step returns). Every
+``--eval-every`` env steps the greedy policy plays 10 episodes; training stops when their mean
+reaches ``--target`` or after ``--total-steps``. The last line is the run's JSON summary.
+"""
+import dataclasses
+
+import paddle
+
+from parl_lite import train
+from parl_lite.algorithms import A2C
+from parl_lite.train import arg
+from parl_lite.utils.models import MLPActorCritic
+
+
+@dataclasses.dataclass
+class Args(train.TrainArgs):
+    env: str = arg("CartPole-v1", "gymnasium id")
+    num_envs: int = arg(8, "environments stepped together")
+    rollout_steps: int = arg(5, "steps per environment between updates (n of the n-step returns)")
+    gamma: float = arg(0.99, "discount")
+    gae_lambda: float = arg(1.0, "GAE lambda (1: n-step returns)")
+    lr: float = arg(7e-4, "RMSprop learning rate")
+    vf_loss_coeff: float = arg(1.0, "weight of the value loss 0.5 (V - R)^2 (1.0: RL-Zoo's vf_coef 0.5)")
+    entropy_coeff: float = arg(0.0, "weight of the entropy term (negative: a bonus)")
+    max_grad_norm: float = arg(0.5, "global gradient-norm clip")
+    hidden: int = arg(64, "units per hidden layer")
+    total_steps: int = 500_000
+    target: float | None = 475.0
+    save: str | None = "a2c.h5"
+
+
+def main(args: Args) -> train.RunSummary:
+    paddle.seed(args.seed)
+    spaces = train.env_spaces(args.env)
+    model = MLPActorCritic(spaces.obs_dim, spaces.act_dim, args.hidden, spaces.continuous)
+    a2c = A2C(model, args.vf_loss_coeff, lr=args.lr, optimizer="rmsprop", max_grad_norm=args.max_grad_norm,
+              reduction="mean", entropy_coeff=args.entropy_coeff)
+    trainer = train.OnPolicyTrainer(a2c, args.env, num_envs=args.num_envs, rollout_steps=args.rollout_steps,
+                                    gamma=args.gamma, gae_lambda=args.gae_lambda, **args.run_options())
+    return trainer.run(args.total_steps, progress_bar=args.progress_bar)
+
+
+if __name__ == "__main__":
+    main(train.parse_args(Args, __doc__))

@@ -1,0 +1,62 @@
+"""PPO on a Gymnasium environment (CartPole-v1: discrete; Pendulum-v1: diagonal Gaussian).
+
+    python scripts/examples/train_ppo.py --env CartPole-v1 --seed 1
+    python scripts/examples/train_ppo.py --env Pendulum-v1 --seed 1    # RL-Zoo's Pendulum values: see PENDULUM
+
+Hyperparameters are RL-Zoo's (CartPole-v1 below; ``--env Pendulum-v1`` switches to PENDULUM's).
+Every ``--eval-every`` env steps the greedy policy plays 10 episodes; training stops when their mean
+reaches ``--target`` or after ``--total-steps``. The last line is the run's JSON summary.
+"""
+import dataclasses
+
+import paddle
+
+from parl_lite import train
+from parl_lite.algorithms import PPO
+from parl_lite.train import arg
+from parl_lite.utils.models import MLPActorCritic
+
+
+@dataclasses.dataclass
+class Args(train.TrainArgs):
+    env: str = arg("CartPole-v1", "gymnasium id", choices=["CartPole-v1", "Pendulum-v1"])
+    num_envs: int = arg(8, "environments stepped together")
+    rollout_steps: int = arg(32, "steps per environment between updates")
+    minibatch_size: int = arg(256, "rows per PPO step")
+    epochs: int = arg(20, "passes over each rollout")
+    gamma: float = arg(0.98, "discount")
+    gae_lambda: float = arg(0.8, "GAE lambda")
+    initial_lr: float = arg(1e-3, "Adam learning rate")
+    clip_param: float = arg(0.2, "surrogate clip range")
+    anneal: bool = arg(True, "decay the learning rate and the clip range linearly to 0")
+    entropy_coef: float = arg(0.0, "weight of the entropy bonus")
+    value_loss_coef: float = arg(1.0, "weight of the value loss 0.5 (V - R)^2 (1.0: RL-Zoo's vf_coef 0.5)")
+    use_clipped_value_loss: bool = arg(False, "clip the value change to the clip range")
+    max_grad_norm: float = arg(0.5, "global gradient-norm clip")
+    hidden: int = arg(64, "units per hidden layer")
+    shared: bool = arg(False, "one trunk for policy and value")
+    target: float | None = 475.0
+    eval_every: int = 2_560
+    save: str | None = "ppo.h5"
+
+
+# RL-Zoo's Pendulum-v1 values, used with --env Pendulum-v1 for every option left at its default
+PENDULUM = dict(num_envs=4, rollout_steps=1024, minibatch_size=64, epochs=10, gamma=0.9, gae_lambda=0.95, anneal=False,
+                total_steps=300_000, target=-300.0, eval_every=20_480)
+
+
+def main(args: Args) -> train.RunSummary:
+    paddle.seed(args.seed)
+    spaces = train.env_spaces(args.env)
+    model = MLPActorCritic(spaces.obs_dim, spaces.act_dim, args.hidden, spaces.continuous, args.shared)
+    ppo = PPO(model, clip_param=args.clip_param, value_loss_coef=args.value_loss_coef,
+              entropy_coef=args.entropy_coef, initial_lr=args.initial_lr, max_grad_norm=args.max_grad_norm,
+              use_clipped_value_loss=args.use_clipped_value_loss, continuous_action=spaces.continuous)
+    trainer = train.OnPolicyTrainer(ppo, args.env, num_envs=args.num_envs, rollout_steps=args.rollout_steps,
+                                    gamma=args.gamma, gae_lambda=args.gae_lambda, epochs=args.epochs,
+                                    minibatch_size=args.minibatch_size, anneal=args.anneal, **args.run_options())
+    return trainer.run(args.total_steps, progress_bar=args.progress_bar)
+
+
+if __name__ == "__main__":
+    main(train.parse_args(Args, __doc__, env_defaults={"Pendulum-v1": PENDULUM}))
