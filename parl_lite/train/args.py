@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_h
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["arg", "TrainArgs", "parse_args"]
+__all__ = ["arg", "TrainArgs", "ContinuousOffPolicyArgs", "parse_args"]
 
 ArgsT = TypeVar("ArgsT", bound="DataclassInstance")
 
@@ -47,6 +47,24 @@ class TrainArgs:
         return {"seed": self.seed, "target": self.target, "eval_every": self.eval_every,
                 "eval_episodes": self.eval_episodes, "logdir": self.logdir, "save": self.save,
                 "checkpoint_every": self.checkpoint_every, "resume": self.resume}
+
+
+@dataclasses.dataclass
+class ContinuousOffPolicyArgs(TrainArgs):
+    """:class:`TrainArgs` and what DDPG, TD3 and SAC share: an actor and a critic learning from a
+    replay memory, one update per step, on Pendulum-v1 by default."""
+
+    env: str = arg("Pendulum-v1", "gymnasium id (a continuous action space)")
+    learning_starts: int = arg(500, "uniform random steps before learning")
+    batch_size: int = arg(256, "minibatch size")
+    hidden: int = arg(64, "units of each of the two hidden layers")
+    gamma: float = arg(0.99, "discount")
+    tau: float = arg(0.005, "soft target update rate")
+    actor_lr: float = arg(1e-3, "Adam learning rate of the actor")
+    critic_lr: float = arg(1e-3, "Adam learning rate of the critic(s)")
+    total_steps: int = 30_000
+    target: float | None = -200.0
+    eval_every: int = 500
 
 
 def parse_args(cls: type[ArgsT], description: str | None = None, argv: Sequence[str] | None = None,

@@ -14,24 +14,14 @@ import paddle
 from parl_lite import train
 from parl_lite.algorithms import SAC
 from parl_lite.train import arg
+from parl_lite.train.args import ContinuousOffPolicyArgs
 from parl_lite.utils.models import MLPActorQ
 
 
 @dataclasses.dataclass
-class Args(train.TrainArgs):
-    env: str = arg("Pendulum-v1", "gymnasium id (a continuous action space)")
-    learning_starts: int = arg(500, "uniform random steps before learning")
-    batch_size: int = arg(256, "minibatch size")
-    hidden: int = arg(64, "units of each of the two hidden layers")
-    gamma: float = arg(0.99, "discount")
-    tau: float = arg(0.005, "soft target update rate")
-    actor_lr: float = arg(1e-3, "Adam learning rate of the actor")
-    critic_lr: float = arg(1e-3, "Adam learning rate of the critics")
+class Args(ContinuousOffPolicyArgs):
     alpha: float = arg(1.0, "initial entropy temperature")
     alpha_lr: float = arg(1e-3, "learning rate of log(alpha)")
-    total_steps: int = 30_000
-    target: float | None = -200.0
-    eval_every: int = 500
     save: str | None = "sac_pendulum.h5"
 
 

@@ -14,26 +14,16 @@ import paddle
 from parl_lite import train
 from parl_lite.algorithms import TD3
 from parl_lite.train import arg
+from parl_lite.train.args import ContinuousOffPolicyArgs
 from parl_lite.utils.models import MLPActorQ
 
 
 @dataclasses.dataclass
-class Args(train.TrainArgs):
-    env: str = arg("Pendulum-v1", "gymnasium id (a continuous action space)")
-    learning_starts: int = arg(500, "uniform random steps before learning")
-    batch_size: int = arg(256, "minibatch size")
-    hidden: int = arg(64, "units of each of the two hidden layers")
-    gamma: float = arg(0.99, "discount")
-    tau: float = arg(0.005, "soft target update rate")
-    actor_lr: float = arg(1e-3, "Adam learning rate of the actor")
-    critic_lr: float = arg(1e-3, "Adam learning rate of the critics")
+class Args(ContinuousOffPolicyArgs):
     exploration_noise: float = arg(0.1, "Gaussian action noise, in units of the action range")
     policy_noise: float = arg(0.2, "target policy smoothing noise")
     noise_clip: float = arg(0.5, "clip of the smoothing noise")
     policy_freq: int = arg(2, "critic updates per actor update")
-    total_steps: int = 30_000
-    target: float | None = -200.0
-    eval_every: int = 500
     save: str | None = "td3_pendulum.h5"
 
 
