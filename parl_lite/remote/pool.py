@@ -419,10 +419,13 @@ class LocalPool(Backend):
         threads_per_worker: value of OMP/MKL/OpenBLAS thread counts in the workers.
         on_output: called as ``on_output(worker, stream_name, text)`` with each chunk of actor output
             (whole lines) instead of printing it as ``(<Class> pid=N) line``.
+        shm_reserve_bytes: pre-faulted shared memory kept for large arguments (0: none; a cluster
+            node, whose clients send arguments over TCP, keeps none).
     """
 
     def __init__(self, num_workers: int | None = None, threads_per_worker: int = 1,
-                 on_output: Callable[["WorkerProcess", str, str], None] | None = None) -> None:
+                 on_output: Callable[["WorkerProcess", str, str], None] | None = None,
+                 shm_reserve_bytes: int = SHM_RESERVE_BYTES) -> None:
         if num_workers is None:
             num_workers = len(os.sched_getaffinity(0))
         if not isinstance(num_workers, int) or num_workers < 0:
@@ -433,7 +436,7 @@ class LocalPool(Backend):
         self.threads_per_worker = threads_per_worker
         self.on_output = on_output
         self.session_prefix = f"parl_lite_{os.getpid()}_{uuid.uuid4().hex[:8]}_"
-        self.segments = SegmentPool(f"{self.session_prefix}d_", reserve_bytes=SHM_RESERVE_BYTES)
+        self.segments = SegmentPool(f"{self.session_prefix}d_", reserve_bytes=shm_reserve_bytes)
         self.started_at = time.time()
         self._lock = threading.Lock()
         self._control_lock = threading.Lock()
@@ -589,7 +592,8 @@ class LocalPool(Backend):
         theirs.close()
         try:
             # while the zygote starts: pages for the first large argument, so it costs a copy, not faults
-            self._chore("pre-faulting shared memory", self.segments.prefault, SHM_RESERVE_BYTES)
+            if self.segments.reserve_bytes:
+                self._chore("pre-faulting shared memory", self.segments.prefault, self.segments.reserve_bytes)
             _receive_exactly(ours, 4)  # the zygote says it is ready
         except BaseException as exc:  # also a Ctrl-C: no zygote is left starting, to fail on the closed socket
             zygote.kill()
