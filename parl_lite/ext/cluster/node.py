@@ -6,8 +6,9 @@ handed to the worker (:mod:`parl_lite.ext.cluster.actor_host`). The node keeps a
 :class:`ActorHost` built ahead of need for each free CPU (a *spare*), so that a new actor waits for
 neither a process nor its imports. The node watches the workers
 (memory limit, death) through the pool, tells the client on its session connection why an actor
-ended, reports CPUs, memory, load and actors to the master every half second, and beats on each
-client's session (so that a client takes a node silent for 3 s for dead, as the master does).
+ended, reports CPUs, memory, load and what changed of its actors to the master every half second,
+and beats on each client's session (so that a client takes a node silent for 2.5 s for dead, as the
+master does).
 
 A client's session is its stay on this node: its shipped files live in a folder of their own, and
 when the session ends (the client left, was killed, or gave this node up) the node stops the
@@ -77,6 +78,7 @@ class _Actor:
         self.last_error: str | None = None
         self.stopped_because: str | None = None  # set when the node stops it (its client left)
         self.new_output: list[str] = []
+        self.reported: dict[str, Any] | None = None  # its description as the master last received it
 
     def describe(self) -> dict[str, Any]:
         try:
@@ -133,6 +135,8 @@ class NodeAgent:
         self._lock = threading.Condition()  # notified when an actor has ended
         self._master_lock = threading.Lock()  # sending to the master, and replacing its connection
         self._report_lock = threading.Lock()  # one report at a time
+        self._reported_to: wire.FramedSocket | None = None  # the master connection the last report went to
+        self._reported_reservations: dict[str, str] = {}  # the reservations it last listed
         self._actors: dict[str, _Actor] = {}
         self._by_pid: dict[int, _Actor] = {}
         self._ended: list[dict[str, Any]] = []  # ended actors not yet reported
@@ -395,8 +399,9 @@ class NodeAgent:
                                              serve_address=self._serve_address, node_id=node_id)
         # a report that cannot be sent for this long ends the connection (its sender would block,
         # and a half-sent report cannot be taken back): the node then reconnects
-        seconds = int(wire.SILENCE_LIMIT)
-        framed.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", seconds, 0))
+        seconds, fraction = divmod(wire.SILENCE_LIMIT, 1)
+        framed.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                               struct.pack("ll", int(seconds), int(fraction * 1e6)))
         return framed, reply
 
     def _keep_master(self) -> None:
@@ -445,18 +450,26 @@ class NodeAgent:
             self._send_report()
 
     def _send_report(self) -> None:
+        """Report to the master: memory, load, new output, ended actors, and what changed since the
+        last report it received (all of it to a connection not yet reported to)."""
         with self._report_lock:
             with self._lock:
                 actors = list(self._actors.values())
                 ended, self._ended = self._ended, []
+            with self._master_lock:
+                master = self._master
+            full = master is not self._reported_to
             output: dict[str, list[str]] = {}
-            descriptions = []
+            changed = []
             for actor in actors:
-                descriptions.append(actor.describe())
+                description = actor.describe()
+                if full or description != actor.reported:
+                    changed.append((actor, description))
                 with self._lock:
                     lines, actor.new_output = actor.new_output, []
                 if lines:
                     output[actor.id] = lines
+            descriptions = [description for _, description in changed]
             for record in ended:
                 descriptions.append(record["description"])
                 if record["output"]:
@@ -464,16 +477,21 @@ class NodeAgent:
             used, total = _memory_mb()
             report = {"type": "report", "mem_used_mb": used, "mem_total_mb": total, "load1": os.getloadavg()[0],
                       "actors": descriptions, "output": output,
-                      "reservations": {actor.reservation: actor.client_id for actor in actors},
                       "released": [record["reservation"] for record in ended]}
-            with self._master_lock:
-                master = self._master
+            reservations = {actor.reservation: actor.client_id for actor in actors}
+            if full or reservations != self._reported_reservations:
+                report["reservations"] = reservations
             try:
                 master.send_json(report)
             except OSError:  # lost (or too slow): the ended actors go in the next report, to whichever master
                 with self._lock:
                     self._ended[:0] = ended
+                self._reported_to = None
                 master.close()  # _keep_master sees it and rejoins
+                return
+            for actor, description in changed:
+                actor.reported = description
+            self._reported_reservations, self._reported_to = reservations, master
 
     def _beat(self) -> None:
         """Beat on every client's session (apart from the reports: a master that does not read must
