@@ -132,6 +132,14 @@ class ClusterBackend(Backend):
     def status(self) -> dict[str, Any]:
         return self._ask_master({"type": "status"})["status"]
 
+    def free_slots(self) -> int:
+        """Free CPUs of the nodes that are alive and not suspect (the master's answer).
+
+        Raises:
+            ClusterError: the master is gone.
+        """
+        return int(self._ask_master({"type": "capacity"})["capacity"]["cpus_free"])
+
     def shutdown(self) -> None:
         if self._closed:
             return
