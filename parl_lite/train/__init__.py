@@ -24,9 +24,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from parl_lite.train.args import TrainArgs, arg, parse_args
+    from parl_lite.train.args import AsyncTrainArgs, TrainArgs, arg, parse_args
     from parl_lite.train.asynchronous import AsyncTrainer
-    from parl_lite.train.base import EnvSpaces, Trainer, env_spaces, learn_stats
+    from parl_lite.train.base import EnvSpaces, RunStopped, Trainer, env_spaces, learn_stats
     from parl_lite.train.callbacks import Callback, CallbackList, EveryNSteps, StopOnThreshold
     from parl_lite.train.episodic import EpisodicTrainer
     from parl_lite.train.evaluation import Evaluator
@@ -36,16 +36,17 @@ if TYPE_CHECKING:
     from parl_lite.train.progress import Reporter
     from parl_lite.train.summary import RunSummary
 
-__all__ = ["AsyncTrainer", "Callback", "CallbackList", "ContinuousExploration", "EnvSpaces", "EpisodicTrainer",
-           "EpsilonGreedy", "Evaluator", "EveryNSteps", "Exploration", "OffPolicyTrainer", "OnPolicyTrainer",
-           "Reporter", "RunSummary", "StopOnThreshold", "TrainArgs", "Trainer", "advantage_batch", "arg",
-           "env_spaces", "learn_stats", "parse_args"]
+__all__ = ["AsyncTrainArgs", "AsyncTrainer", "Callback", "CallbackList", "ContinuousExploration", "EnvSpaces",
+           "EpisodicTrainer", "EpsilonGreedy", "Evaluator", "EveryNSteps", "Exploration", "OffPolicyTrainer",
+           "OnPolicyTrainer", "Reporter", "RunStopped", "RunSummary", "StopOnThreshold", "TrainArgs", "Trainer",
+           "advantage_batch", "arg", "env_spaces", "learn_stats", "parse_args"]
 
 # where each public name lives: the loops import paddle, so they load on first use, and
 # ``parl-lite es-train`` (which must not import paddle) can use the reporter and the summary
 _HOMES = {
-    "TrainArgs": "args", "arg": "args", "parse_args": "args", "AsyncTrainer": "asynchronous", "EnvSpaces": "base",
-    "Trainer": "base", "env_spaces": "base", "learn_stats": "base", "Callback": "callbacks",
+    "TrainArgs": "args", "AsyncTrainArgs": "args", "arg": "args", "parse_args": "args",
+    "AsyncTrainer": "asynchronous", "EnvSpaces": "base",
+    "Trainer": "base", "RunStopped": "base", "env_spaces": "base", "learn_stats": "base", "Callback": "callbacks",
     "CallbackList": "callbacks", "EveryNSteps": "callbacks", "StopOnThreshold": "callbacks",
     "EpisodicTrainer": "episodic",
     "Evaluator": "evaluation", "ContinuousExploration": "exploration", "EpsilonGreedy": "exploration",
