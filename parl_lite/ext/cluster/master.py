@@ -66,6 +66,7 @@ class NodeRecord:
     alive: bool = True
     last_report: float = field(default_factory=time.monotonic)
     suspect_until: float = 0.0  # time.monotonic() until which it gets no new actor
+    filed: int = 0  # the placeable CPUs it is filed under for placement (0: not filed)
     mem_used_mb: float = 0.0
     mem_total_mb: float = 0.0
     load: collections.deque[list[float]] = field(default_factory=lambda: collections.deque(maxlen=_LOAD_POINTS))
@@ -99,6 +100,9 @@ class Master:
         self._clients: dict[str, dict[str, Any]] = {}
         self._actors: dict[str, dict[str, Any]] = {}
         self._ended: dict[str, None] = {}  # ids of ended actors still kept, oldest first
+        # placeable CPUs -> the nodes with that many (a placement takes one with the most: no walk
+        # over every node); kept by _file on every change, and by the watcher as time passes
+        self._by_free: dict[int, dict[str, NodeRecord]] = {}
         self._outputs: dict[str, collections.deque[str]] = {}
         self._server = Server(host, port, token, {"node": Role(self._serve_node, NODE_HELLO),
                                                   "client": Role(self._serve_client, CLIENT_HELLO),
@@ -190,6 +194,7 @@ class Master:
                     node.suspect_until = now + PROBATION
                 node.framed, node.alive, node.last_report = framed, True, now
                 node.host, node.address, node.cpus_total = hello["host"], hello["serve_address"], hello["cpus"]
+            self._file(node, time.monotonic())
             self._cond.notify_all()
         if superseded is not None:
             superseded.close()
@@ -225,6 +230,7 @@ class Master:
                     self._actor_ended(actor["id"])
             for actor_id, lines in report["output"].items():
                 self._outputs.setdefault(actor_id, collections.deque(maxlen=_OUTPUT_LINES)).extend(lines)
+            self._file(node, now)
             self._cond.notify_all()
 
     def _actor_ended(self, actor_id: str) -> None:
@@ -249,6 +255,7 @@ class Master:
                 actor["state"] = "dead"
                 actor["last_error"] = actor.get("last_error") or f"node {node.id} died"
                 self._actor_ended(actor["id"])
+            self._file(node, time.monotonic())
             self._cond.notify_all()
         framed.close()
         logger.warning("node %s (%s) is gone: %s", node.id, node.address, why)
@@ -262,6 +269,8 @@ class Master:
                     for node in self._nodes.values():
                         node.last_report = max(node.last_report, now)
                     continue
+                for node in self._nodes.values():  # late ones are suspect, those whose probation ended are not
+                    self._file(node, now)
                 late = [node for node in self._nodes.values()
                         if node.alive and now - node.last_report > NODE_TIMEOUT]
             for node in late:
@@ -316,10 +325,11 @@ class Master:
         with self._cond:
             while True:
                 now = time.monotonic()
-                node = max(self._nodes.values(), key=lambda candidate: candidate.placeable(now), default=None)
-                if node is not None and node.placeable(now) > 0:
+                node = self._most_free(now)
+                if node is not None:
                     reservation = uuid.uuid4().hex[:12]
                     node.reservations[reservation] = (client_id, now)
+                    self._file(node, now)
                     return {"node_id": node.id, "address": node.address, "host": node.host,
                             "reservation": reservation}
                 remaining = deadline - now
@@ -328,6 +338,30 @@ class Master:
                     return {"error": self._capacity_text(timeout)}
                 # reports notify; a suspect's probation ends without one
                 self._cond.wait(min(remaining, wire.HEARTBEAT_PERIOD))
+
+    def _file(self, node: NodeRecord, now: float) -> None:
+        """File ``node`` under the CPUs a new actor may take there now (``self._cond`` is held)."""
+        free = node.placeable(now)
+        if free == node.filed:
+            return
+        if node.filed:
+            bucket = self._by_free[node.filed]
+            del bucket[node.id]
+            if not bucket:
+                del self._by_free[node.filed]
+        if free:
+            self._by_free.setdefault(free, {})[node.id] = node
+        node.filed = free
+
+    def _most_free(self, now: float) -> NodeRecord | None:
+        """A node with the most CPUs a new actor may take, or None (``self._cond`` is held)."""
+        while self._by_free:
+            most = max(self._by_free)
+            node = next(iter(self._by_free[most].values()))
+            if node.placeable(now) == most:
+                return node
+            self._file(node, now)  # it changed since it was filed (time made it suspect)
+        return None
 
     def _capacity_text(self, timeout: float) -> str:
         alive = [node for node in self._nodes.values() if node.alive]
