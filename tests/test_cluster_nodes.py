@@ -1,10 +1,12 @@
 """What a node costs and how the master treats nodes that fail, flap or do not fit (issue 26): real
 masters and nodes started through ``parl-lite`` on 127.0.0.1."""
 import glob
+import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -233,3 +235,20 @@ def test_status_and_the_status_command_show_a_clients_actors_per_node(cluster):
     assert not any(node["suspect"] for node in status["nodes"])
     per_node = ", ".join(f"{count} on {node}" for node, count in sorted(expected.items()))
     assert f"(3 actor(s): {per_node})" in cluster.cli("status").stdout
+
+
+def test_the_scale_bench_prints_one_json_line_and_leaves_nothing(tmp_path):
+    runs = os.path.join(tempfile.gettempdir(), "parl_lite_scale_*")
+    before = set(glob.glob(runs))
+    bench = os.path.join(os.path.dirname(__file__), "..", "scripts", "bench_cluster_scale.py")
+    result = subprocess.run([sys.executable, bench, "--nodes", "2", "--cpus", "2", "--actors", "6", "--threads", "2",
+                             "--quiet", "0.5", "--timeout", "150"], capture_output=True, text=True, timeout=170,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1
+    figures = json.loads(lines[0])
+    assert figures["placements_per_s"] > 0 and figures["actors_alive_at_latency"] == 4  # waves of 2, then 4
+    assert 0 <= figures["killed_node_dead_s"] < figures["stopped_node_dead_s"] < 10
+    assert figures["shm_mb_per_node"] == 0 and figures["leftover_processes"] == figures["leftover_segments"] == 0
+    assert set(glob.glob(runs)) == before
