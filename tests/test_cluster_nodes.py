@@ -252,3 +252,37 @@ def test_the_scale_bench_prints_one_json_line_and_leaves_nothing(tmp_path):
     assert 0 <= figures["killed_node_dead_s"] < figures["stopped_node_dead_s"] < 10
     assert figures["shm_mb_per_node"] == 0 and figures["leftover_processes"] == figures["leftover_segments"] == 0
     assert set(glob.glob(runs)) == before
+
+
+def test_a_node_frozen_while_the_client_opens_its_session_does_not_hold_up_actors_on_other_nodes(tmp_path):
+    from parl_lite.ext.cluster.master import SUSPECT_AFTER
+
+    parl_lite.shutdown()
+    two_nodes = Cluster(tmp_path)
+    frozen = None
+    try:
+        two_nodes.start(1)
+        frozen = two_nodes.add_node("freezes", cpus=3)  # more free CPUs: the first placement goes there
+        _connect(two_nodes)
+        os.kill(frozen["pid"], signal.SIGSTOP)  # as it is placed on, before the master knows
+        outcome: list = []
+        opening = threading.Thread(target=lambda: outcome.append(_created_or_error()), daemon=True)
+        opening.start()  # hangs on its session with the frozen node (until the connect timeout)
+        time.sleep(SUSPECT_AFTER + 0.3)  # the frozen node is suspect now: the next actor goes elsewhere
+        started = time.monotonic()
+        elsewhere = RemoteCounter(5)
+        assert time.monotonic() - started < wire.CONNECT_TIMEOUT / 2  # not behind the other node's session
+        assert elsewhere._channel.node.address != frozen["address"] and elsewhere.add(1) == 6
+        assert opening.is_alive() and outcome == []  # still waiting for the frozen node
+    finally:
+        if frozen is not None:
+            os.kill(frozen["pid"], signal.SIGCONT)
+        parl_lite.shutdown()
+        two_nodes.stop()
+
+
+def _created_or_error():
+    try:
+        return RemoteCounter(1)
+    except wire.ClusterError as error:
+        return error
