@@ -10,9 +10,9 @@ slots, all in a temporary folder with its own token, then measures:
   most the cluster's CPUs (the first wave the remainder, so that the last is whole), each wave
   closed and its CPUs back before the next (not timed), also for the first wave alone (it opens
   the client's session with each node, shipping the script's folder) and the later ones;
-  ``create_ms_p50`` / ``_p99`` for one creation; ``cpu_ms_per_placement_*``: the CPU time the client, the master, the node agents and
-  their pools (zygotes and workers) used meanwhile, per placement (whole clock ticks per process:
-  the pools' share is rounded down);
+  ``create_ms_p50`` / ``_p99`` for one creation; ``cpu_ms_per_placement_*``: the CPU time the
+  client, the master, the node agents and their pools (zygotes and workers) used meanwhile, per
+  placement (whole clock ticks per process: the pools' share is rounded down);
 - with no client, then with the last wave's actors alive, for ``--quiet`` seconds: the bytes the
   master's connections received per node and second (``ss -ti``: the kernel's count), and the CPU
   per second of the master, of the client and of one node (agent and pool, the mean);

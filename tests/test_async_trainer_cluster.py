@@ -1,7 +1,6 @@
 """A3C and IMPALA (AsyncTrainer) on a cluster of real nodes started through ``parl-lite`` (issue 26):
 a node killed mid-run, nodes joining mid-run (one with another token, one with another version, one
 that fits), the master killed mid-run."""
-import json
 import logging
 import os
 import signal
@@ -22,7 +21,8 @@ from parl_lite.utils.models import MLPActorCritic
 
 from backends import Cluster
 from remote_helpers import wait_for_exit
-from test_cluster import _connect, _wait_until, cluster  # noqa: F401 (cluster: a fixture, 2 nodes of 2 CPUs)
+from test_actor_group import small_cluster  # noqa: F401 (a fixture: a node of 1 CPU)
+from test_cluster import _connect, cluster  # noqa: F401 (cluster: a fixture, 2 nodes of 2 CPUs)
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
@@ -33,6 +33,15 @@ def _impala() -> IMPALA:
     return IMPALA(MLPActorCritic(4, 2, 64), sample_batch_steps=11, gamma=0.99, vf_loss_coeff=0.5,
                   clip_rho_threshold=1.0, clip_pg_rho_threshold=1.0, lr=1e-3, max_grad_norm=0.5, clip_c_threshold=1.0,
                   reduction="mean")
+
+
+def _impala_run(caplog, callback: train.Callback, steps: int, **options) -> tuple:
+    """An IMPALA run of scripts/train_impala.py's settings on CartPole-v1 (seed 1): its summary and
+    the events it logged."""
+    trainer = train.AsyncTrainer(_impala(), "CartPole-v1", num_envs=8, rollout_steps=10, seed=1, **options)
+    with caplog.at_level(logging.WARNING, logger="parl_lite.train"):
+        summary = trainer.learn(steps, callback=callback)
+    return summary, [record.getMessage() for record in caplog.records if record.name == "parl_lite.train"]
 
 
 def _node_entries(cluster: Cluster) -> dict:
@@ -67,13 +76,9 @@ class KillANode(train.Callback):
 def test_impala_on_a_cluster_loses_a_node_replaces_its_actor_and_reaches_475(cluster, caplog):
     _connect(cluster)
     killer = KillANode(cluster, at=2_000)
-    trainer = train.AsyncTrainer(_impala(), "CartPole-v1", actors=2, num_envs=8, rollout_steps=10, seed=1,
-                                 target=475, eval_every=5_000)
-    with caplog.at_level(logging.WARNING, logger="parl_lite.train"):
-        summary = trainer.learn(300_000, callback=killer)
+    summary, events = _impala_run(caplog, killer, 300_000, actors=2, target=475, eval_every=5_000)
     assert killer.killed is not None and wait_for_exit(killer.killed["pid"], 5)
     assert summary.solved and summary.eval_return >= 475, summary
-    events = [record.getMessage() for record in caplog.records if record.name == "parl_lite.train"]
     lost = [event for event in events if " lost: " in event]
     assert len(lost) == 1 and "IMPALA: rollout actor" in lost[0] and "1 left, making another" in lost[0], events
     assert any("rollout actor 2 made (a replacement): 2 of at most 2" in event for event in events), events
@@ -137,28 +142,12 @@ class NodesJoin(train.Callback):
         self.refused["version"] = result.stderr
 
 
-@pytest.fixture
-def one_small_node(tmp_path):
-    """A master with a node of 1 CPU."""
-    parl_lite.shutdown()
-    started = Cluster(tmp_path)
-    try:
-        started.start(cpus=1)
-        yield started
-    finally:
-        parl_lite.shutdown()
-        started.stop()
-
-
 @pytest.mark.timeout(300)
-def test_nodes_that_join_mid_run_get_rollout_actors_and_misfits_are_refused(one_small_node, caplog):
-    cluster = one_small_node
+def test_nodes_that_join_mid_run_get_rollout_actors_and_misfits_are_refused(small_cluster, caplog):
+    cluster = small_cluster  # a node of 1 CPU
     _connect(cluster)
     joins = NodesJoin(cluster, at=1_000)
-    trainer = train.AsyncTrainer(_impala(), "CartPole-v1", actors=1, max_actors=3, num_envs=8, rollout_steps=10,
-                                 seed=1, eval_every=100_000)
-    with caplog.at_level(logging.WARNING, logger="parl_lite.train"):
-        summary = trainer.learn(1_000_000, callback=joins)
+    summary, events = _impala_run(caplog, joins, 1_000_000, actors=1, max_actors=3, eval_every=100_000)
     assert "refused our token" in joins.refused["token"]
     assert f"version mismatch: parl_lite {parl_lite.__version__} here, 0.0.1 at" in joins.refused["version"]
     served = joins.served_on_joined()
@@ -168,7 +157,6 @@ def test_nodes_that_join_mid_run_get_rollout_actors_and_misfits_are_refused(one_
     assert [node["alive"] for node in status["nodes"]] == [True, True]  # the misfits never joined
     client, = status["clients"]
     assert sorted(client["nodes"].values()) == [1, 2]
-    events = [record.getMessage() for record in caplog.records if record.name == "parl_lite.train"]
     assert sum("made (room appeared)" in event for event in events) == 2, events
     assert any("3 of at most 3" in event for event in events), events
 
@@ -176,10 +164,11 @@ def test_nodes_that_join_mid_run_get_rollout_actors_and_misfits_are_refused(one_
 @pytest.mark.timeout(300)
 def test_killing_the_master_stops_an_a3c_run_with_its_checkpoint_and_one_clear_line(cluster, tmp_path):
     checkpoint = tmp_path / "a3c.h5"
+    token = Path(cluster.token_file).read_text().strip()
     run = subprocess.Popen([sys.executable, str(SCRIPTS / "train_a3c.py"), "--address", cluster.address,
                             "--save", str(checkpoint), "--eval-every", "500", "--eval-episodes", "2",
                             "--target", "1e9", "--total-steps", "10000000"],
-                           cwd=tmp_path, env={**cluster.env, "PARL_LITE_TOKEN": open(cluster.token_file).read().strip()},
+                           cwd=tmp_path, env={**cluster.env, "PARL_LITE_TOKEN": token},
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         progress = run.stdout.readline()  # the first evaluation's line: the run is under way

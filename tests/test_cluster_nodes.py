@@ -208,7 +208,8 @@ def test_a_node_that_flaps_gets_no_new_work_while_suspect(tmp_path):
                 assert steady.add(1) >= 11
             with pytest.raises(wire.ClusterError, match=r"1 of them suspect.* 3 free CPU"):
                 RemoteCounter()  # the steady node is full; the flapping one is not handed the actor
-            assert next(node for node in two_nodes.status()["nodes"] if node["address"] == flapping["address"])["suspect"]
+            nodes = {node["address"]: node for node in two_nodes.status()["nodes"]}
+            assert nodes[flapping["address"]]["suspect"]
             assert flapper.flaps >= 3
         finally:
             flapper.stop()
