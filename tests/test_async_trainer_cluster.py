@@ -24,11 +24,11 @@ from remote_helpers import wait_for_exit
 from test_actor_group import small_cluster  # noqa: F401 (a fixture: a node of 1 CPU)
 from test_cluster import _connect, cluster  # noqa: F401 (cluster: a fixture, 2 nodes of 2 CPUs)
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts" / "examples"
 
 
 def _impala() -> IMPALA:
-    """scripts/train_impala.py's learner."""
+    """scripts/examples/train_impala.py's learner."""
     paddle.seed(1)
     return IMPALA(MLPActorCritic(4, 2, 64), sample_batch_steps=11, gamma=0.99, vf_loss_coeff=0.5,
                   clip_rho_threshold=1.0, clip_pg_rho_threshold=1.0, lr=1e-3, max_grad_norm=0.5, clip_c_threshold=1.0,
@@ -36,7 +36,7 @@ def _impala() -> IMPALA:
 
 
 def _impala_run(caplog, callback: train.Callback, steps: int, **options) -> tuple:
-    """An IMPALA run of scripts/train_impala.py's settings on CartPole-v1 (seed 1): its summary and
+    """An IMPALA run of scripts/examples/train_impala.py's settings on CartPole-v1 (seed 1): its summary and
     the events it logged."""
     trainer = train.AsyncTrainer(_impala(), "CartPole-v1", num_envs=8, rollout_steps=10, seed=1, **options)
     with caplog.at_level(logging.WARNING, logger="parl_lite.train"):

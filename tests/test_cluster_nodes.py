@@ -241,7 +241,7 @@ def test_status_and_the_status_command_show_a_clients_actors_per_node(cluster):
 def test_the_scale_bench_prints_one_json_line_and_leaves_nothing(tmp_path):
     runs = os.path.join(tempfile.gettempdir(), "parl_lite_scale_*")
     before = set(glob.glob(runs))
-    bench = os.path.join(os.path.dirname(__file__), "..", "scripts", "bench_cluster_scale.py")
+    bench = os.path.join(os.path.dirname(__file__), "..", "scripts", "bench", "bench_cluster_scale.py")
     result = subprocess.run([sys.executable, bench, "--nodes", "2", "--cpus", "2", "--actors", "6", "--threads", "2",
                              "--quiet", "0.5", "--timeout", "150"], capture_output=True, text=True, timeout=170,
                             cwd=tmp_path)

@@ -1,6 +1,6 @@
 """The cluster's control plane at scale: N real node agents on this machine, one run, one JSON line.
 
-    python scripts/bench_cluster_scale.py --nodes 100 [--cpus 4] [--actors 500] [--threads 8]
+    python scripts/bench/bench_cluster_scale.py --nodes 100 [--cpus 4] [--actors 500] [--threads 8]
 
 Starts a master (with its web monitor) and ``--nodes`` node agents on 127.0.0.1 (the module
 ``parl-lite start`` / ``connect`` run), each node in a folder of its own with ``--cpus`` actor
