@@ -50,6 +50,8 @@ def test_a_dead_actor_of_the_local_pool_is_replaced_and_the_group_stays_its_size
         _lose(group, first)
         replacement, = _wait_for_new(group, 1, timeout=20)
         assert group.index(replacement) == 2 and replacement.add(1) == 201  # a new index: its own seed
+        with pytest.raises(KeyError, match="not an actor of this counter group"):
+            group.index(first)  # forgotten once lost (the group kept every lost actor's index)
         events = group.drain_events()
         assert events[0].startswith("counter 0 lost: ") and "1 left, making another" in events[0]
         assert events[1] == "counter 2 made (a replacement): 2 of at most 4"

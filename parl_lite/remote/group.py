@@ -115,8 +115,15 @@ class ActorGroup:
             return list(self._live)
 
     def index(self, actor: Any) -> int:
-        """The index ``make`` built ``actor`` with."""
-        return self._index[id(actor)]
+        """The index ``make`` built ``actor`` with.
+
+        Raises:
+            KeyError: ``actor`` is not an actor of the group (any more: it was lost).
+        """
+        try:
+            return self._index[id(actor)]
+        except KeyError:
+            raise KeyError(f"not an actor of this {self.name} group (lost, or never made by it)") from None
 
     def take_new(self) -> list[Any]:
         """The actors made since the last call (replacements, and growth), for the caller to use.
@@ -138,7 +145,8 @@ class ActorGroup:
                 return
             self._live = [live for live in self._live if live is not actor]
             self._new = [new for new in self._new if new is not actor]
-            self._note(f"{self.name} {self.index(actor)} lost: {error}; {len(self._live)} left, making another")
+            index = self._index.pop(id(actor))  # forgotten: a long run loses and replaces many
+            self._note(f"{self.name} {index} lost: {error}; {len(self._live)} left, making another")
             if not self._live and self._empty_since is None:
                 self._empty_since = time.monotonic()
             self._cond.notify_all()
@@ -160,6 +168,7 @@ class ActorGroup:
         with self._cond:
             self._closed = True
             actors, self._live, self._new = self._live, [], []
+            self._index.clear()
             self._cond.notify_all()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(_CLOSE_WAIT)
