@@ -12,7 +12,11 @@ from typing import Any
 
 from parl_lite.remote.futures import Future
 
-__all__ = ["ActorOptions", "ActorChannel", "Backend", "MethodReference"]
+__all__ = ["ActorOptions", "ActorChannel", "Backend", "MethodReference", "THREAD_VARIABLES", "thread_limits"]
+
+# what ``connect(threads_per_worker=N)`` sets in every backend's workers (before numpy loads there)
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS")
 
 
 class MethodReference:
@@ -59,6 +63,11 @@ class ActorChannel(ABC):
     def result(self, future: Future) -> Any:
         """Wait for a future of this channel and return its value."""
         return future.result()
+
+
+def thread_limits(threads_per_worker: int) -> dict[str, str]:
+    """The environment that limits a worker's OMP/MKL/OpenBLAS threads to ``threads_per_worker``."""
+    return {name: str(threads_per_worker) for name in THREAD_VARIABLES}
 
 
 class Backend(ABC):

@@ -7,6 +7,7 @@ rounds until the step budget, the target, a callback or Ctrl-C stops them.
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any, NamedTuple
 from collections.abc import Iterable
 
@@ -304,9 +305,7 @@ class Trainer:
                 "train_cpu_seconds": self.train_cpu_seconds}
 
     def _resume(self, path: str) -> None:
-        if not os.path.isfile(path):
-            raise checkpoint.CheckpointError(f"resume: checkpoint {path} does not exist")
-        with h5py.File(path, "r") as file:
+        with checkpoint.open_checkpoint(Path(path)) as file:
             if TRAINER_GROUP not in file:
                 raise checkpoint.CheckpointError(f"{path} has no training state (/{TRAINER_GROUP}): it was not "
                                                  "written by a parl_lite.train loop; use Agent.restore for weights")

@@ -120,11 +120,11 @@ class ClusterBackend(Backend):
                                          client_id=self.client_id, actor_id=actor_id,
                                          reservation=place["reservation"], max_memory=options.max_memory,
                                          class_name=cls.__qualname__)
-        actor = ClusterActor(actor_id, cls.__qualname__, framed, session, options.max_memory, self._queue_close)
+        actor = ClusterActor.open(actor_id, cls.__qualname__, framed, session, options.max_memory, self._queue_close)
         session.actors[actor_id] = actor
         self._actors[actor_id] = actor
         try:
-            actor.start(blob, args, kwargs)
+            actor.create(blob, args, kwargs)
         except BaseException:
             actor.close()
             raise
@@ -200,7 +200,7 @@ class ClusterBackend(Backend):
                 self._closing_wake.wait_for(lambda: self._closings or self._closed, timeout=0.1)
             while self._closings:
                 actor = self._closings.pop(0)
-                actor.send_stop()
+                actor.stop()
                 self._actors.pop(actor.actor_id, None)
                 actor.node.actors.pop(actor.actor_id, None)
             if self._closed and not self._closings:

@@ -41,6 +41,7 @@ from parl_lite.ext.cluster.local_state import load_token
 from parl_lite.ext.cluster.server import Role, Server, run_until_stopped
 from parl_lite.ext.cluster.shipping import DEFAULT_LIMIT_MB, write_files
 from parl_lite.remote.backend import ActorOptions
+from parl_lite.remote.caller import CLOSED
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError
 from parl_lite.remote.pool import LocalPool, WorkerProcess
 from parl_lite.remote.zygote import PRELOAD_VARIABLE
@@ -244,7 +245,7 @@ class NodeAgent:
             actors = self._actors_of(session)
         for actor in actors:
             actor.stopped_because = _CLIENT_LEFT
-            actor.channel.kill("closed")
+            actor.channel.kill(CLOSED)
         self._remove_folder_if_done(session)
 
     def _actors_of(self, session: _ClientSession) -> list[_Actor]:
@@ -287,7 +288,7 @@ class NodeAgent:
         future.add_done_callback(lambda done: self._actor_ended(actor, done))
         if ended_meanwhile:  # the session ended before the actor was listed: it would be missed
             actor.stopped_because = _CLIENT_LEFT
-            channel.kill("closed")
+            channel.kill(CLOSED)
 
     def _take_spare(self) -> WorkerProcess:
         """A spare ActorHost (its replacement is built in the background), or one built now."""
