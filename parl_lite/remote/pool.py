@@ -37,7 +37,7 @@ from parl_lite.remote.caller import CLOSED, CallerChannel, Cause, Ending, State,
 from parl_lite.remote.output import print_actor_output
 from parl_lite.remote.shm import Borrowed, SegmentPool, remove_session_segments
 from parl_lite.remote.status import StatusBoard, process_start_time
-from parl_lite.remote.zygote import PID_FORMAT
+from parl_lite.remote.zygote import ACTOR_WORKER, PID_FORMAT, WARM_WORKER
 
 __all__ = ["LocalPool"]
 
@@ -271,7 +271,7 @@ class LocalPool(Backend):
         if self._closed:
             raise RuntimeError("the parl_lite pool is shut down")
         blob = self._class_blobs.blob(cls)
-        worker = self._take_idle_worker() or self._fork_worker()
+        worker = self._take_idle_worker() or self._fork_worker(for_actor=True)
         worker.max_memory = options.max_memory
         with self._lock:
             self._actors[worker.pid] = worker
@@ -353,13 +353,14 @@ class LocalPool(Backend):
             if worker.alive:
                 return worker
 
-    def _fork_worker(self) -> WorkerProcess:
+    def _fork_worker(self, for_actor: bool = False) -> WorkerProcess:
+        """A new worker: for the warm pool, or (``for_actor``) for an actor that waits for it."""
         ours, theirs = socket.socketpair()
         try:
             with self._control_lock:
                 if self._closed:
                     raise RuntimeError("the parl_lite pool is shut down")
-                socket.send_fds(self._control, [b"F"], [theirs.fileno()])
+                socket.send_fds(self._control, [ACTOR_WORKER if for_actor else WARM_WORKER], [theirs.fileno()])
                 pid, = struct.unpack(PID_FORMAT, _receive_exactly(self._control, 4))
         except OSError as exc:
             ours.close()
