@@ -41,8 +41,10 @@ from parl_lite.remote.zygote import ACTOR_WORKER, PID_FORMAT, WARM_WORKER
 
 __all__ = ["LocalPool"]
 
-_HOUSEKEEPING_PERIOD = 0.1  # seconds between memory checks
-_STATUS_PERIOD = 0.5  # seconds between status updates
+_HOUSEKEEPING_PERIOD = 0.1  # seconds between memory checks, while an actor has a max_memory
+# seconds between status updates, and between looks at idle connections (an idle actor's output, its
+# end) when no memory is checked: a node of a cluster keeps a pool per machine, idle most of the time
+_STATUS_PERIOD = 0.5
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 # pre-faulted shared memory the caller keeps for its next large argument, even when idle
 SHM_RESERVE_BYTES = 64 * 2**20
@@ -414,8 +416,10 @@ class LocalPool(Backend):
     def _housekeep(self) -> None:
         next_status = time.monotonic() + _STATUS_PERIOD
         while not self._closed:
+            with self._lock:
+                limited = any(worker.max_memory is not None for worker in self._actors.values())
             try:
-                chore = self._chores.get(timeout=_HOUSEKEEPING_PERIOD)
+                chore = self._chores.get(timeout=_HOUSEKEEPING_PERIOD if limited else _STATUS_PERIOD)
             except queue.Empty:
                 chore = None
             if chore is not None:
