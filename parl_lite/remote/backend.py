@@ -82,6 +82,12 @@ class Backend(ABC):
     def status(self) -> dict[str, Any]:
         """A JSON-able description of the backend's workers and actors."""
 
+    def free_slots(self) -> int | None:
+        """How many more actors could be placed now without waiting for room, or None if the
+        backend does not say (the local pool forks a process for each actor; Ray places by its own
+        rules). A cluster answers with its free CPUs; an error means it cannot be reached."""
+        return None
+
     @abstractmethod
     def shutdown(self) -> None:
         """Stop every actor and release every resource; idempotent."""

@@ -37,12 +37,14 @@ from parl_lite.remote.caller import CLOSED, CallerChannel, Cause, Ending, State,
 from parl_lite.remote.output import print_actor_output
 from parl_lite.remote.shm import Borrowed, SegmentPool, remove_session_segments
 from parl_lite.remote.status import StatusBoard, process_start_time
-from parl_lite.remote.zygote import PID_FORMAT
+from parl_lite.remote.zygote import ACTOR_WORKER, PID_FORMAT, WARM_WORKER
 
 __all__ = ["LocalPool"]
 
-_HOUSEKEEPING_PERIOD = 0.1  # seconds between memory checks
-_STATUS_PERIOD = 0.5  # seconds between status updates
+_HOUSEKEEPING_PERIOD = 0.1  # seconds between memory checks, while an actor has a max_memory
+# seconds between status updates, and between looks at idle connections (an idle actor's output, its
+# end) when no memory is checked: a node of a cluster keeps a pool per machine, idle most of the time
+_STATUS_PERIOD = 0.5
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 # pre-faulted shared memory the caller keeps for its next large argument, even when idle
 SHM_RESERVE_BYTES = 64 * 2**20
@@ -224,10 +226,13 @@ class LocalPool(Backend):
         threads_per_worker: value of OMP/MKL/OpenBLAS thread counts in the workers.
         on_output: called as ``on_output(worker, stream_name, text)`` with each chunk of actor output
             (whole lines) instead of printing it as ``(<Class> pid=N) line``.
+        shm_reserve_bytes: pre-faulted shared memory kept for large arguments (0: none; a cluster
+            node, whose clients send arguments over TCP, keeps none).
     """
 
     def __init__(self, num_workers: int | None = None, threads_per_worker: int = 1,
-                 on_output: Callable[["WorkerProcess", str, str], None] | None = None) -> None:
+                 on_output: Callable[["WorkerProcess", str, str], None] | None = None,
+                 shm_reserve_bytes: int = SHM_RESERVE_BYTES) -> None:
         if num_workers is None:
             num_workers = len(os.sched_getaffinity(0))
         if not isinstance(num_workers, int) or num_workers < 0:
@@ -238,7 +243,7 @@ class LocalPool(Backend):
         self.threads_per_worker = threads_per_worker
         self.on_output = on_output
         self.session_prefix = f"parl_lite_{os.getpid()}_{uuid.uuid4().hex[:8]}_"
-        self.segments = SegmentPool(f"{self.session_prefix}d_", reserve_bytes=SHM_RESERVE_BYTES)
+        self.segments = SegmentPool(f"{self.session_prefix}d_", reserve_bytes=shm_reserve_bytes)
         self.started_at = time.time()
         self._lock = threading.Lock()
         self._control_lock = threading.Lock()
@@ -268,7 +273,7 @@ class LocalPool(Backend):
         if self._closed:
             raise RuntimeError("the parl_lite pool is shut down")
         blob = self._class_blobs.blob(cls)
-        worker = self._take_idle_worker() or self._fork_worker()
+        worker = self._take_idle_worker() or self._fork_worker(for_actor=True)
         worker.max_memory = options.max_memory
         with self._lock:
             self._actors[worker.pid] = worker
@@ -350,13 +355,14 @@ class LocalPool(Backend):
             if worker.alive:
                 return worker
 
-    def _fork_worker(self) -> WorkerProcess:
+    def _fork_worker(self, for_actor: bool = False) -> WorkerProcess:
+        """A new worker: for the warm pool, or (``for_actor``) for an actor that waits for it."""
         ours, theirs = socket.socketpair()
         try:
             with self._control_lock:
                 if self._closed:
                     raise RuntimeError("the parl_lite pool is shut down")
-                socket.send_fds(self._control, [b"F"], [theirs.fileno()])
+                socket.send_fds(self._control, [ACTOR_WORKER if for_actor else WARM_WORKER], [theirs.fileno()])
                 pid, = struct.unpack(PID_FORMAT, _receive_exactly(self._control, 4))
         except OSError as exc:
             ours.close()
@@ -394,7 +400,8 @@ class LocalPool(Backend):
         theirs.close()
         try:
             # while the zygote starts: pages for the first large argument, so it costs a copy, not faults
-            self._chore("pre-faulting shared memory", self.segments.prefault, SHM_RESERVE_BYTES)
+            if self.segments.reserve_bytes:
+                self._chore("pre-faulting shared memory", self.segments.prefault, self.segments.reserve_bytes)
             _receive_exactly(ours, 4)  # the zygote says it is ready
         except BaseException as exc:  # also a Ctrl-C: no zygote is left starting, to fail on the closed socket
             zygote.kill()
@@ -409,8 +416,10 @@ class LocalPool(Backend):
     def _housekeep(self) -> None:
         next_status = time.monotonic() + _STATUS_PERIOD
         while not self._closed:
+            with self._lock:
+                limited = any(worker.max_memory is not None for worker in self._actors.values())
             try:
-                chore = self._chores.get(timeout=_HOUSEKEEPING_PERIOD)
+                chore = self._chores.get(timeout=_HOUSEKEEPING_PERIOD if limited else _STATUS_PERIOD)
             except queue.Empty:
                 chore = None
             if chore is not None:

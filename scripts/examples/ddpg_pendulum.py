@@ -13,12 +13,11 @@ import paddle
 from parl_lite import train
 from parl_lite.algorithms import DDPG
 from parl_lite.train import arg
-from parl_lite.train.args import ContinuousOffPolicyArgs
 from parl_lite.utils.models import MLPActorQ
 
 
 @dataclasses.dataclass
-class Args(ContinuousOffPolicyArgs):
+class Args(train.ContinuousOffPolicyArgs):
     exploration_noise: float = arg(0.1, "Gaussian action noise, in units of the action range")
     save: str | None = "ddpg_pendulum.h5"
 

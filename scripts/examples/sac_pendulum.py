@@ -14,12 +14,11 @@ import paddle
 from parl_lite import train
 from parl_lite.algorithms import SAC
 from parl_lite.train import arg
-from parl_lite.train.args import ContinuousOffPolicyArgs
 from parl_lite.utils.models import MLPActorQ
 
 
 @dataclasses.dataclass
-class Args(ContinuousOffPolicyArgs):
+class Args(train.ContinuousOffPolicyArgs):
     alpha: float = arg(1.0, "initial entropy temperature")
     alpha_lr: float = arg(1e-3, "learning rate of log(alpha)")
     save: str | None = "sac_pendulum.h5"

@@ -14,12 +14,11 @@ import paddle
 from parl_lite import train
 from parl_lite.algorithms import TD3
 from parl_lite.train import arg
-from parl_lite.train.args import ContinuousOffPolicyArgs
 from parl_lite.utils.models import MLPActorQ
 
 
 @dataclasses.dataclass
-class Args(ContinuousOffPolicyArgs):
+class Args(train.ContinuousOffPolicyArgs):
     exploration_noise: float = arg(0.1, "Gaussian action noise, in units of the action range")
     policy_noise: float = arg(0.2, "target policy smoothing noise")
     noise_clip: float = arg(0.5, "clip of the smoothing noise")
