@@ -137,6 +137,13 @@ class GAConfig:
 
 
 @dataclass
+class ARSConfig:
+    """ARS: N = population_size / 2 directions, step size ``solver.optimizer.base_lr`` (SGD), noise
+    std ``solver.sampling.gaussian_sampling.std``."""
+    top_directions: int | None = field(default=None, metadata=_POSITIVE)  # b; None: all N (V1/V2, not -t)
+
+
+@dataclass
 class SolverConfig:
     # a built-in solver or one an evokit_py.solvers plugin registers (checked when the solver is built)
     type: str = "BASIC_ES"
@@ -150,13 +157,28 @@ class SolverConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     cma_es: CMAESConfig = field(default_factory=CMAESConfig)
     ga: GAConfig = field(default_factory=GAConfig)
+    ars: ARSConfig = field(default_factory=ARSConfig)
 
     def __post_init__(self) -> None:
+        if self.type == "ARS":
+            self._check_ars()
         if self.type == "BASIC_ES" and self.mirrored_sampling and self.population_size % 2:
             raise ConfigError(f"population_size: must be even with mirrored_sampling, got {self.population_size}")
         if self.type == "GA" and self.ga.elite_count >= self.population_size:
             raise ConfigError(f"ga.elite_count: must be < population_size ({self.population_size}), "
                               f"got {self.ga.elite_count}")
+
+    def _check_ars(self) -> None:
+        if self.population_size % 2:
+            raise ConfigError(f"population_size: ARS evaluates each of its directions at +delta and -delta, so "
+                              f"it must be even (2 N), got {self.population_size}")
+        top, directions = self.ars.top_directions, self.population_size // 2
+        if top is not None and top > directions:
+            raise ConfigError(f"ars.top_directions: must be <= the {directions} directions (population_size / 2), "
+                              f"got {top}")
+        if self.optimizer.type != "SGD":
+            raise ConfigError(f"optimizer.type: ARS steps by optimizer.base_lr (its alpha) with SGD, "
+                              f"got {self.optimizer.type}")
 
 
 @dataclass
