@@ -56,6 +56,9 @@ class EnvConfig:
     episodes_per_candidate: int = field(default=1, metadata=_POSITIVE)
     # every candidate of a generation starts from the same states (common random numbers)
     common_episode_seeds: bool = True
+    # subtracted from every step's reward of the candidates' episodes (a survival bonus cancelled during
+    # training, as ARS does); evaluations and the reported returns are the environment's own
+    reward_shift: float = 0.0
 
 
 @dataclass
@@ -66,6 +69,7 @@ class MLPConfig:
     # "auto": none (argmax) for discrete actions, tanh (scaled to the bounds) for continuous ones
     output_activation: Literal["auto", "none", "tanh", "softmax"] = "auto"
     init_std: float = field(default=0.0, metadata=_NON_NEGATIVE)  # 0: all-zero initial weights
+    bias: bool = True  # false: no bias in any layer (ARS's linear policy is x @ W)
 
     def __post_init__(self) -> None:
         bad = [size for size in self.hidden if size <= 0]

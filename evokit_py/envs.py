@@ -14,14 +14,16 @@ __all__ = ["make_env", "observation_size", "action_size", "mlp_output_activation
 
 
 def make_env(config: EnvConfig) -> gym.Env:
-    """The environment of the ``env`` block, its spaces checked.
+    """The environment of the ``env`` block, its spaces checked; ``env.max_steps`` is its horizon
+    (gymnasium's ``max_episode_steps``: it shortens or lengthens the env's own time limit).
 
     Raises:
         ValueError: naming ``env.id`` / ``env.kwargs``: the environment cannot be made, or its
             observations are not a flat Box or its actions neither Discrete nor a flat Box.
     """
     try:
-        env = gym.make(config.id, **config.kwargs)
+        horizon = {} if config.max_steps is None else {"max_episode_steps": config.max_steps}
+        env = gym.make(config.id, **horizon, **config.kwargs)
     except gym.error.Error as error:
         raise ValueError(f"env.id / env.kwargs: cannot make {config.id!r} with {config.kwargs}: {error}") from error
     except TypeError as error:

@@ -48,7 +48,7 @@ def session_options() -> ort.SessionOptions:
 
 
 def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str = "tanh",
-              output_activation: str = "none") -> "onnx.ModelProto":
+              output_activation: str = "none", bias: bool = True) -> "onnx.ModelProto":
     """An MLP ``obs -> [MatMul, Add, act] * len(hidden) -> MatMul, Add, output act`` whose weights
     ``w0, b0, w1, b1, ...`` are graph inputs. Input ``obs`` is [batch, obs_dim] float32, output
     ``action`` is [batch, act_dim].
@@ -56,6 +56,7 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
     Args:
         activation: "tanh" or "relu" between layers.
         output_activation: "none", "tanh" or "softmax".
+        bias: False: no ``Add`` and no ``b*`` inputs (each layer is ``x @ w``; ARS's linear policy).
     """
     import onnx
     from onnx import TensorProto, helper
@@ -67,11 +68,13 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
     x = "obs"
     for layer, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
         w, b = f"w{layer}", f"b{layer}"
-        inputs += [helper.make_tensor_value_info(w, TensorProto.FLOAT, [fan_in, fan_out]),
-                   helper.make_tensor_value_info(b, TensorProto.FLOAT, [fan_out])]
-        nodes += [helper.make_node("MatMul", [x, w], [f"mm{layer}"]),
-                  helper.make_node("Add", [f"mm{layer}", b], [f"z{layer}"])]
-        x = f"z{layer}"
+        inputs.append(helper.make_tensor_value_info(w, TensorProto.FLOAT, [fan_in, fan_out]))
+        nodes.append(helper.make_node("MatMul", [x, w], [f"mm{layer}"]))
+        x = f"mm{layer}"
+        if bias:
+            inputs.append(helper.make_tensor_value_info(b, TensorProto.FLOAT, [fan_out]))
+            nodes.append(helper.make_node("Add", [x, b], [f"z{layer}"]))
+            x = f"z{layer}"
         act = activation if layer < len(sizes) - 2 else output_activation
         if act != "none":
             if act == "softmax":
@@ -243,7 +246,7 @@ def make_policy(config: PolicyConfig, seed: int, env: gym.Env) -> tuple[OnnxPoli
         return policy, x0
     mlp = config.mlp
     policy = OnnxPolicy(build_mlp(observation_size(env.observation_space), action_size(env.action_space), mlp.hidden,
-                                  mlp.activation, mlp_output_activation(mlp, env.action_space)))
+                                  mlp.activation, mlp_output_activation(mlp, env.action_space), mlp.bias))
     check_policy(policy, env, "policy.mlp")
     rng = np.random.default_rng(seed)
     x0 = np.zeros(policy.param_size)

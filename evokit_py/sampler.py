@@ -21,9 +21,11 @@ __all__ = ["Sampler", "aggregate"]
 
 def aggregate(per_candidate: dict) -> dict:
     """Totals of :meth:`Sampler.evaluate` results (all candidates, in candidate order): ``returns``
-    stays per candidate; ``steps``, ``obs_sum``, ``obs_sumsq`` and ``obs_count`` are totals."""
+    and ``candidate_steps`` stay per candidate; ``steps``, ``obs_sum``, ``obs_sumsq`` and
+    ``obs_count`` are totals."""
     steps = int(per_candidate["steps"].sum())
-    return {"returns": per_candidate["returns"], "steps": steps, "obs_sum": per_candidate["obs_sum"].sum(axis=0),
+    return {"returns": per_candidate["returns"], "candidate_steps": per_candidate["steps"], "steps": steps,
+            "obs_sum": per_candidate["obs_sum"].sum(axis=0),
             "obs_sumsq": per_candidate["obs_sumsq"].sum(axis=0), "obs_count": steps}
 
 
@@ -45,7 +47,6 @@ class Sampler:
                        if noise.table_name else None)
         self.noise = NoiseSource(noise.seed, noise.dim, self._table)
         self.action_map = ActionMap(self.env.action_space, config.policy)
-        self.max_steps = config.env.max_steps or 10**9
 
     def evaluate(self, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
                  infos: Sequence[Sequence[int]], seeds: Sequence[Sequence[int]]) -> dict:
@@ -78,7 +79,7 @@ class Sampler:
         observations: list[np.ndarray] = []
         total = 0.0
         policy, action_map, step, normalise_obs = self.policy, self.action_map, self.env.step, normalise
-        for _ in range(self.max_steps):
+        while True:  # the env's time limit (``env.max_steps``, see make_env) ends an episode too
             observations.append(obs)
             obs, reward, terminated, truncated, _ = step(action_map(policy(normalise_obs(obs, obs_mean, obs_std))[0]))
             total += float(reward)

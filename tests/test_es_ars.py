@@ -1,5 +1,5 @@
 """ARS (Mania, Guy and Recht 2018): the update against the paper's formula computed by hand, top-b
-selection, its config keys."""
+selection, its config keys, and the reward shift."""
 import numpy as np
 import pytest
 
@@ -99,3 +99,34 @@ def test_ars_config_errors_name_the_key(override, message):
     with pytest.raises(ConfigError, match=message):
         resolve_config(None, ["solver.type=ARS", override])
 
+
+def test_the_reward_shift_is_taken_per_step_off_each_candidates_mean_return():
+    from evokit_py.training.setup import setup_run
+
+    config = resolve_config(None, ["env.reward_shift=1.5", "env.episodes_per_candidate=2"])
+    with setup_run(config) as run:
+        fitness = run.fitness({"returns": np.array([10.0, 20.0]), "candidate_steps": np.array([8, 30])})
+    np.testing.assert_array_equal(fitness, [10.0 - 1.5 * 4, 20.0 - 1.5 * 15])
+
+
+def test_the_reward_shift_changes_what_the_solver_maximises_not_the_returns_reported(tmp_path):
+    """CartPole pays 1 per step: shifted by 1, every candidate's fitness is 0 and ARS takes no
+    step, while the log and the evaluations report CartPole's returns."""
+    import csv
+
+    from evokit_py.train import train
+
+    def run(shift, folder):
+        config = resolve_config(None, [
+            "solver.type=ARS", "solver.population_size=4", "policy.mlp.output_activation=none",
+            "policy.mlp.bias=false", f"env.reward_shift={shift}", "train.generations=2", "train.target_return=null",
+            f"train.log_dir={folder}", f"train.checkpoint_dir={folder}/checkpoints"])
+        result = train(config, backend="inprocess", echo=lambda line: None, progress_bar=False)
+        with open(result.csv_path, newline="") as handle:
+            return result, list(csv.DictReader(handle))
+
+    result, rows = run(1.0, tmp_path / "shifted")
+    assert np.all(result.params == 0)
+    assert all(float(row["mean_return"]) >= 8 and float(row["eval_return"]) >= 8 for row in rows)
+    moved, _ = run(0.5, tmp_path / "half")
+    assert np.any(moved.params != 0)

@@ -79,3 +79,15 @@ def test_export_folds_weights_and_normalisation_into_a_standalone_model(tmp_path
     policy.set_parameters(params)
     expected = policy(np.clip((obs - mean) / std, -5, 5).astype(np.float32))
     assert np.allclose(session.run(None, {"obs": obs})[0], expected, atol=1e-5)
+
+
+def test_a_policy_without_bias_has_only_weights():
+    policy = OnnxPolicy(build_mlp(3, 2, [4], bias=False))
+    assert policy.weight_names == ["w0", "w1"] and policy.param_size == 3 * 4 + 4 * 2
+    params = np.random.default_rng(3).standard_normal(policy.param_size).astype(np.float32)
+    policy.set_parameters(params)
+    obs = np.random.default_rng(4).standard_normal((5, 3)).astype(np.float32)
+    hidden = np.tanh(obs @ params[:12].reshape(3, 4))
+    assert np.allclose(policy(obs), hidden @ params[12:].reshape(4, 2), atol=1e-6)
+    assert OnnxPolicy(build_mlp(3, 2, [], bias=False)).weight_names == ["w0"]
+
