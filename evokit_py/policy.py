@@ -31,7 +31,8 @@ from parl_lite.io.paths import describe_file_type
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["OnnxPolicy", "build_mlp", "session_options", "make_policy", "check_policy"]
+__all__ = ["OnnxPolicy", "LinearPolicy", "build_mlp", "session_options", "make_policy", "check_policy",
+           "sampling_policy"]
 
 OPSET = 17
 
@@ -51,7 +52,8 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
               output_activation: str = "none", bias: bool = True) -> "onnx.ModelProto":
     """An MLP ``obs -> [MatMul, Add, act] * len(hidden) -> MatMul, Add, output act`` whose weights
     ``w0, b0, w1, b1, ...`` are graph inputs. Input ``obs`` is [batch, obs_dim] float32, output
-    ``action`` is [batch, act_dim].
+    ``action`` is [batch, act_dim]. A linear policy (no hidden layer) computes ``obs @ w0 + b0`` in
+    float64 and rounds it once to float32, as :class:`LinearPolicy` does in numpy: the same bits.
 
     Args:
         activation: "tanh" or "relu" between layers.
@@ -66,15 +68,26 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
     inputs = [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", obs_dim])]
     nodes = []
     x = "obs"
+    in_double = not hidden  # a linear layer sums in float64, rounded once (see LinearPolicy)
+
+    def operand(name: str) -> str:
+        if not in_double:
+            return name
+        nodes.append(helper.make_node("Cast", [name], [f"{name}__f64"], to=TensorProto.DOUBLE))
+        return f"{name}__f64"
+
     for layer, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
         w, b = f"w{layer}", f"b{layer}"
         inputs.append(helper.make_tensor_value_info(w, TensorProto.FLOAT, [fan_in, fan_out]))
-        nodes.append(helper.make_node("MatMul", [x, w], [f"mm{layer}"]))
+        nodes.append(helper.make_node("MatMul", [operand(x), operand(w)], [f"mm{layer}"]))
         x = f"mm{layer}"
         if bias:
             inputs.append(helper.make_tensor_value_info(b, TensorProto.FLOAT, [fan_out]))
-            nodes.append(helper.make_node("Add", [x, b], [f"z{layer}"]))
+            nodes.append(helper.make_node("Add", [x, operand(b)], [f"z{layer}"]))
             x = f"z{layer}"
+        if in_double:
+            nodes.append(helper.make_node("Cast", [x], [f"{x}__f32"], to=TensorProto.FLOAT))
+            x = f"{x}__f32"
         act = activation if layer < len(sizes) - 2 else output_activation
         if act != "none":
             if act == "softmax":
@@ -230,6 +243,50 @@ class OnnxPolicy:
             graph.node.extend(nodes)
         onnx.checker.check_model(model)
         return model
+
+
+class LinearPolicy:
+    """The linear policy :func:`build_mlp` makes (no hidden layer, no output activation), computed
+    in numpy: ``obs @ w0 (+ b0)`` summed in float64 and rounded once to float32, the bits the graph
+    gives through onnxruntime (tested), without a session call per environment step. Parameters are
+    laid out as the graph's inputs: ``w0`` ([obs_dim, act_dim], row-major), then ``b0``.
+
+    Args:
+        obs_dim, act_dim: the observation and action sizes.
+        bias: whether there is a ``b0`` (``policy.mlp.bias``).
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, bias: bool):
+        self.shape = (obs_dim, act_dim)
+        self.param_size = obs_dim * act_dim + (act_dim if bias else 0)
+        self.bias = bias
+        self.set_parameters(np.zeros(self.param_size, dtype=np.float32))
+
+    def set_parameters(self, params: np.ndarray) -> None:
+        """Use ``params`` (flat, length ``param_size``; rounded to float32, as the graph is fed them)."""
+        params = np.asarray(params, dtype=np.float32)
+        if params.shape != (self.param_size,):
+            raise ValueError(f"parameters have shape {params.shape}, the policy has {self.param_size}")
+        size = self.shape[0] * self.shape[1]
+        self._weights = params[:size].reshape(self.shape).astype(np.float64)
+        self._bias = params[size:].astype(np.float64) if self.bias else None
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        """The actions of a batch of observations ([batch, obs_dim] float32) as [batch, act_dim] float32."""
+        output = np.asarray(obs, dtype=np.float64) @ self._weights
+        if self._bias is not None:
+            output += self._bias
+        return output.astype(np.float32)
+
+
+def sampling_policy(config: PolicyConfig, policy_bytes: bytes, env: gym.Env) -> "OnnxPolicy | LinearPolicy":
+    """The policy a sampling worker runs for the ``policy`` block: a :class:`LinearPolicy` for a
+    linear MLP without output activation (the same bits, a fifth of the time per step), else the
+    graph ``policy_bytes`` (:meth:`OnnxPolicy.to_bytes`) in onnxruntime."""
+    mlp = config.mlp
+    if config.onnx is None and not mlp.hidden and mlp_output_activation(mlp, env.action_space) == "none":
+        return LinearPolicy(observation_size(env.observation_space), action_size(env.action_space), mlp.bias)
+    return OnnxPolicy.from_bytes(policy_bytes)
 
 
 def make_policy(config: PolicyConfig, seed: int, env: gym.Env) -> tuple[OnnxPolicy, np.ndarray]:

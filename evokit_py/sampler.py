@@ -14,7 +14,7 @@ from evokit_py.config import ESConfig
 from evokit_py.envs import ActionMap, make_env, observation_size
 from evokit_py.noise import NoiseSource, NoiseSpec, NoiseTable, SamplingInfo
 from evokit_py.obs_stats import normalise
-from evokit_py.policy import OnnxPolicy
+from evokit_py.policy import sampling_policy
 
 __all__ = ["Sampler", "aggregate"]
 
@@ -42,7 +42,7 @@ class Sampler:
     def __init__(self, config: ESConfig, policy_bytes: bytes, noise: NoiseSpec):
         self.config = config
         self.env = make_env(config.env)
-        self.policy = OnnxPolicy.from_bytes(policy_bytes)
+        self.policy = sampling_policy(config.policy, policy_bytes, self.env)
         self._table = (NoiseTable.attach_or_rebuild(noise.table_name, noise.seed, noise.table_size)
                        if noise.table_name else None)
         self.noise = NoiseSource(noise.seed, noise.dim, self._table)
