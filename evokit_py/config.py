@@ -197,6 +197,8 @@ class TrainConfig:
     target_return: float | None = 475.0  # stop when the evaluation mean reaches it (null: never)
     eval_every: int = field(default=1, metadata=_POSITIVE)
     eval_episodes: int = field(default=5, metadata=_POSITIVE)
+    # an evaluation at the target is confirmed on this many fresh episodes before training stops (0: not)
+    confirm_episodes: int = field(default=0, metadata=_NON_NEGATIVE)
     workers: int = field(default=2, metadata=_POSITIVE)
     # local pool: allow more than evokit_py.limits.WORKERS_PER_CPU workers per CPU (memory still bounds them)
     oversubscribe: bool = False

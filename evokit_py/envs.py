@@ -22,8 +22,7 @@ def make_env(config: EnvConfig) -> gym.Env:
             observations are not a flat Box or its actions neither Discrete nor a flat Box.
     """
     try:
-        horizon = {} if config.max_steps is None else {"max_episode_steps": config.max_steps}
-        env = gym.make(config.id, **horizon, **config.kwargs)
+        env = gym.make(config.id, max_episode_steps=config.max_steps, **config.kwargs)  # None: the env's own
     except gym.error.Error as error:
         raise ValueError(f"env.id / env.kwargs: cannot make {config.id!r} with {config.kwargs}: {error}") from error
     except TypeError as error:

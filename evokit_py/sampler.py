@@ -5,6 +5,7 @@ environment, one ONNX session and a view of the noise table; it receives a basis
 generation) and sampling infos, and returns returns plus observation sums for the normalisation
 statistics.
 """
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,12 +22,12 @@ __all__ = ["Sampler", "aggregate"]
 
 def aggregate(per_candidate: dict) -> dict:
     """Totals of :meth:`Sampler.evaluate` results (all candidates, in candidate order): ``returns``
-    and ``candidate_steps`` stay per candidate; ``steps``, ``obs_sum``, ``obs_sumsq`` and
-    ``obs_count`` are totals."""
+    and ``candidate_steps`` stay per candidate; ``steps``, ``obs_sum``, ``obs_sumsq``, ``obs_count``
+    and ``cpu_seconds`` are totals."""
     steps = int(per_candidate["steps"].sum())
     return {"returns": per_candidate["returns"], "candidate_steps": per_candidate["steps"], "steps": steps,
-            "obs_sum": per_candidate["obs_sum"].sum(axis=0),
-            "obs_sumsq": per_candidate["obs_sumsq"].sum(axis=0), "obs_count": steps}
+            "obs_sum": per_candidate["obs_sum"].sum(axis=0), "obs_sumsq": per_candidate["obs_sumsq"].sum(axis=0),
+            "obs_count": steps, "cpu_seconds": float(per_candidate["cpu_seconds"].sum())}
 
 
 class Sampler:
@@ -54,15 +55,18 @@ class Sampler:
         reset with ``seeds[i]``.
 
         Returns:
-            Per candidate: ``returns`` (mean episode return), ``steps``, and ``obs_sum``,
-            ``obs_sumsq`` (rows) over the observations seen, for the normalisation statistics.
-            Per-candidate rows keep the sums independent of how candidates are split among workers.
+            Per candidate: ``returns`` (mean episode return), ``steps``, ``obs_sum`` and ``obs_sumsq``
+            (rows) over the observations seen, for the normalisation statistics, and
+            ``cpu_seconds`` (this process's CPU time for the candidate's episodes). Per-candidate
+            rows keep the sums independent of how candidates are split among workers.
         """
         basis_obj = Basis.from_dict(basis)
         obs_dim = observation_size(self.env.observation_space)
         returns, steps = np.zeros(len(infos)), np.zeros(len(infos), dtype=np.int64)
         obs_sum, obs_sumsq = np.zeros((len(infos), obs_dim)), np.zeros((len(infos), obs_dim))
+        cpu_seconds = np.zeros(len(infos))
         for i, (info, episode_seeds) in enumerate(zip(infos, seeds, strict=True)):
+            tick = time.process_time()
             self.policy.set_parameters(basis_obj.candidate(SamplingInfo.from_list(info), self.noise))
             for seed in episode_seeds:
                 episode_return, observations = self.run_episode(int(seed), obs_mean, obs_std)
@@ -70,7 +74,9 @@ class Sampler:
                 steps[i] += len(observations)
                 obs_sum[i] += observations.sum(axis=0)
                 obs_sumsq[i] += np.square(observations).sum(axis=0)
-        return {"returns": returns, "steps": steps, "obs_sum": obs_sum, "obs_sumsq": obs_sumsq}
+            cpu_seconds[i] = time.process_time() - tick
+        return {"returns": returns, "steps": steps, "obs_sum": obs_sum, "obs_sumsq": obs_sumsq,
+                "cpu_seconds": cpu_seconds}
 
     def run_episode(self, seed: int, obs_mean: np.ndarray | None = None,
                     obs_std: np.ndarray | None = None) -> "tuple[float, np.ndarray]":

@@ -118,7 +118,12 @@ def test_online_sampling_offline_update_cycle_matches_the_trainer(tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_ctrl_c_writes_a_checkpoint_and_resume_finishes_the_run(tmp_path):
+@pytest.mark.parametrize("signal_name, status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_ctrl_c_or_sigterm_writes_the_checkpoint_and_the_policy_and_resume_finishes_the_run(tmp_path, signal_name,
+                                                                                             status):
+    """The first Ctrl-C, or a time limit's SIGTERM, finishes the generation and writes the checkpoint
+    and the best policy evaluated so far (no policy.onnx was written: a long run stopped by hand or
+    by a batch system's time limit left nothing to deploy)."""
     import signal
     args = [sys.executable, "-m", "parl_lite.cli", "es-train", "--set", f"train.log_dir={tmp_path}/run",
             "--set", f"train.checkpoint_dir={tmp_path}/run/ck", "--set", "train.generations=200",
@@ -127,22 +132,37 @@ def test_ctrl_c_writes_a_checkpoint_and_resume_finishes_the_run(tmp_path):
     try:
         for line in process.stdout:
             if re.match(r"\S+ generations +2/", line):
-                process.send_signal(signal.SIGINT)
+                process.send_signal(getattr(signal, signal_name))
                 break
         rest, stderr = process.communicate(timeout=60)
     finally:
         process.kill()
-    assert process.returncode == 130, stderr
-    assert "interrupted (checkpoint written)" in rest
-    attrs, _ = read_checkpoint(tmp_path / "run" / "ck" / "solver.h5")
+    assert process.returncode == status, stderr
+    assert f"interrupted by {signal_name} (checkpoint and policy written)" in rest
+    assert f"es-train: {signal_name}: stopping after this generation" in stderr
+    attrs, groups = read_checkpoint(tmp_path / "run" / "ck" / "solver.h5")
     stopped_at = int(attrs["generation"])
     assert 2 <= stopped_at < 200
+    policy = tmp_path / "run" / "policy.onnx"
+    ort.InferenceSession(str(policy), providers=["CPUExecutionProvider"])
+    assert np.array_equal(_linear_weights(policy), groups["extra"]["best_params"].astype(np.float32))
     resumed = subprocess.run(args[:-1] + ["--set", f"train.generations={stopped_at + 1}", "--resume", "--in-process"],
                              env=ENV, capture_output=True, text=True, timeout=60)
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed from" in resumed.stdout
+    assert f"after the resume at generation {stopped_at}" in resumed.stdout.splitlines()[-2]
     summary = json.loads(resumed.stdout.splitlines()[-1])
     assert summary["updates"] == stopped_at + 1 and not summary["interrupted"]
+
+
+def _linear_weights(path):
+    """The weights an exported linear policy holds (its initializers w0, b0, flattened in order)."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    weights = {tensor.name: numpy_helper.to_array(tensor) for tensor in model.graph.initializer}
+    return np.concatenate([weights["w0"].ravel(), weights["b0"].ravel()])
 
 
 NO_PADDLE = """
@@ -181,8 +201,12 @@ def test_sampling_never_imports_paddle_nor_the_trainer_s_modules(tmp_path):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("name", ["es_cartpole.yaml", "es_pendulum.yaml"])
-def test_shipped_configs_run(tmp_path, name):
+@pytest.mark.parametrize("name", ["es_cartpole.yaml", "es_pendulum.yaml", "es_swimmer.yaml", "es_hopper.yaml",
+                                  "es_halfcheetah.yaml", "es_walker2d.yaml"])
+def test_shipped_configs_run(tmp_path, name, monkeypatch):
+    if name not in ("es_cartpole.yaml", "es_pendulum.yaml"):
+        pytest.importorskip("mujoco")
+        monkeypatch.chdir(tmp_path)  # MuJoCo 4 writes its warnings about gymnasium's models to MUJOCO_LOG.TXT here
     config = resolve_config(ROOT / "scripts" / name, [f"train.log_dir={tmp_path}", f"train.checkpoint_dir={tmp_path}",
                                                       "train.generations=1", "env.max_steps=20", "train.eval_episodes=1"])
     result = train(config, backend="inprocess", echo=lambda line: None)
