@@ -34,7 +34,8 @@ training and evaluation (seeds from 10**9).
 Figures per task: ``median_episodes`` (over seeds; a seed that missed counts as more than any, so
 null when half or more missed), ``success_rate`` within the budget and within the paper's figure,
 ``cpu_seconds_per_episode`` (all runs' CPU over all their training episodes), ``env_steps_per_cpu_second``,
-``env_steps_per_s_per_worker`` (training steps over wall time and workers) and the final returns.
+``env_steps_per_s_per_worker`` (training steps over the wall-clock of training, evaluations and
+start-up excluded, and the workers) and the final returns.
 
 ``--only profile``: one generation of ``es_halfcheetah.yaml`` (64 candidates around a random policy,
 random observation statistics) in one sampler, CPU time per environment step, then each part alone
@@ -248,10 +249,12 @@ def sb3_run(spec: dict) -> None:
         return float(np.mean(returns(eval_env, sb3_policy(*policy), range(first, first + count))))
 
     episodes, evaluations, best, best_value = 0, 0, current_policy(), -np.inf
-    solved, confirmation = False, None
+    solved, confirmation, train_seconds = False, None, 0.0
     per_update = 2 * model.n_delta
     while episodes < spec["budget"] and not solved:
+        tick = time.perf_counter()
         model._do_one_update(callback, async_eval)
+        train_seconds += time.perf_counter() - tick
         episodes += per_update
         if episodes % spec["eval_every_episodes"] and episodes < spec["budget"]:
             continue
@@ -267,8 +270,8 @@ def sb3_run(spec: dict) -> None:
     async_eval.close()
     np.savez(spec["out"], weights=best[0], mean=best[1], var=best[2])
     print(json.dumps({"solved": solved, "episodes": episodes, "episodes_to_threshold": episodes if solved else None,
-                      "steps": int(model.num_timesteps), "best_eval_return": best_value,
-                      "confirmation": confirmation}))
+                      "steps": int(model.num_timesteps), "train_seconds": round(train_seconds, 2),
+                      "best_eval_return": best_value, "confirmation": confirmation}))
 
 
 # ---------------------------------------------------------------------------------- final evaluation
@@ -316,7 +319,7 @@ def figures(task: Task, runs: list[dict], budget: int) -> dict:
             "cpu_seconds": [run["cpu_seconds"] for run in runs],
             "cpu_seconds_per_episode": round(cpu / episodes, 4),
             "env_steps_per_cpu_second": round(steps / cpu),
-            "env_steps_per_s_per_worker": round(steps / sum(run["wall_seconds"] * run["workers"] for run in runs)),
+            "env_steps_per_s_per_worker": round(steps / sum(run["train_seconds"] * run["workers"] for run in runs)),
             "final_return_mean": [round(float(value), 1) for value in finals],
             "final_solved": [bool(value >= task.threshold) for value in finals]}
 
