@@ -4,14 +4,9 @@ on a local pool of processes that share memory.
 Importing ``parl_lite`` is cheap: the paddle-backed names (``Model``, ``Algorithm``, ``Agent``,
 ``algorithms``, ``export_onnx``) are loaded on first use, so a program that only wants parallel
 actors never pays paddle's import.
-
-On AMD processors it also points paddle's Intel MKL at its AVX2 code (:mod:`parl_lite.mkl`).
 """
 from parl_lite.lazy import lazy_exports
-from parl_lite.mkl import prefer_avx2_on_amd
 from parl_lite.version import __version__
-
-prefer_avx2_on_amd()  # before paddle's first matrix product: see parl_lite/mkl.py
 
 # public name -> module that defines it; resolved lazily by __getattr__ (PEP 562).
 _LAZY = {

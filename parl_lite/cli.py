@@ -1,15 +1,21 @@
-"""The ``parl-lite`` command line: one click group; each feature adds its commands here.
+"""The ``parl-lite`` command line: one click group. Its own commands are here (``es-train``,
+``export``, ``plugins``); plugins add theirs through the ``parl_lite.commands`` entry-point group
+(the cluster's ``start``, ``connect``, ``stop`` and ``status``, the monitor's ``monitor``, and any
+installed distribution's), each imported only when it runs or ``--help`` lists it.
 
 A Ctrl-C while a command starts (its imports take a few tenths of a second) ends it with status
 130 and one line, not a traceback from whatever module was being imported.
 """
 import contextlib
-import datetime
+import functools
 import json
 import os
 import signal
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from parl_lite.plugins import Plugin
 
 
 @contextlib.contextmanager
@@ -36,105 +42,57 @@ def _ctrl_c_exits(what: str) -> Iterator[None]:
 with _ctrl_c_exits("while starting"):
     import click
 
-    from parl_lite.ext.cluster import commands as cluster_commands
     from parl_lite.io.onnx_cli import export_command
     from parl_lite.version import __version__
 
-MONITOR_PORT = 8020  # `parl-lite monitor`'s default port
+
+class _PluginCommands(click.Group):
+    """A click group that also holds the commands installed in the ``parl_lite.commands``
+    entry-point group: a plugin's name -> its ``click.Command``. The group's own commands win a name
+    both use. A plugin that does not load, or whose object is not a click command, is listed and
+    runs as a command that only says so (naming it), instead of a traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._installed})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        own = super().get_command(ctx, cmd_name)
+        if own is not None or cmd_name not in self._installed:
+            return own
+        from parl_lite.plugins import PluginError
+
+        plugin = self._installed[cmd_name]
+        try:
+            with _ctrl_c_exits("while starting"):
+                command = plugin.load()
+        except PluginError as error:
+            return _broken_command(cmd_name, str(error))
+        if not isinstance(command, click.Command):
+            return _broken_command(cmd_name, f"{plugin.description} is {command!r}, not a click command")
+        return command
+
+    @functools.cached_property
+    def _installed(self) -> "dict[str, Plugin]":
+        """The command plugins by name, read once (each reading walks every installed distribution)."""
+        from parl_lite import plugins
+
+        return {plugin.name: plugin for plugin in plugins.installed(plugins.COMMANDS)}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _broken_command(name: str, problem: str) -> click.Command:
+    """A command that stands for a plugin that cannot run: listed, and ends with ``problem``."""
+    def refuse(args: tuple[str, ...]) -> None:
+        raise click.ClickException(problem)
+
+    return click.Command(name, callback=refuse, params=[click.Argument(["args"], nargs=-1)],
+                         short_help="(broken plugin: run it to see why)", help=problem, add_help_option=False,
+                         context_settings={"ignore_unknown_options": True})
+
+
+@click.group(cls=_PluginCommands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="parl-lite")
 def main() -> None:
     """parl_lite: PARL-style reinforcement learning, parallel actors and evolution strategies."""
-
-
-@main.command()
-@click.option("--pid", type=int, default=None, help="Show only the pool of this process.")
-@click.option("--json", "as_json", is_flag=True,
-              help='Print the raw status as one JSON document: {"cluster": ..., "pools": [...]}.')
-@click.option("--address", default=None,
-              help="Also show the cluster at this host:port (default: the one this machine started).")
-@click.option("--token-file", type=click.Path(dir_okay=False), default=None, help="The cluster token.")
-def status(pid: "int | None", as_json: bool, address: "str | None", token_file: "str | None") -> None:
-    """Show the cluster this machine started (nodes, CPUs, memory, actors, clients) and the local
-    pools running on this machine: workers, actors, memory, calls served.
-
-    Only this user's pools are shown; entries in /dev/shm that are not (another user's, not a pool
-    status, unreadable) are skipped with a note on stderr, and those of dead pools are removed."""
-    from parl_lite.ext.cluster.commands import cluster_status, print_cluster_status
-    from parl_lite.ext.cluster.wire import ClusterError
-    from parl_lite.remote.status import StatusError, read_status, survey
-
-    cluster = None
-    if pid is None:
-        try:
-            cluster = cluster_status(address, token_file)
-        except (ClusterError, OSError) as error:
-            raise click.ClickException(str(error)) from error
-        pools, problems = survey()
-    else:
-        problems = []
-        try:
-            pools = [read_status(pid)]
-        except FileNotFoundError:
-            raise click.ClickException(f"no parl_lite pool runs in process {pid}") from None
-        except StatusError as error:
-            raise click.ClickException(str(error)) from None
-    for problem in problems:
-        click.echo(f"note: {problem}", err=True)
-    if as_json:  # one document: the cluster (or null) and the local pools
-        click.echo(json.dumps({"cluster": cluster, "pools": pools}, indent=2))
-        return
-    if cluster is not None:
-        print_cluster_status(cluster)
-    if not pools:
-        click.echo("no parl_lite pool is running")
-        return
-    for pool in pools:
-        started = datetime.datetime.fromtimestamp(pool["started_at"]).strftime("%Y-%m-%d %H:%M:%S")
-        click.echo(f"pool of process {pool['pid']} (started {started}, {len(pool['workers'])} workers)")
-        click.echo(f"  {'pid':>7}  {'actor':<24} {'own MB':>8} {'shared MB':>9} {'limit MB':>9} {'calls':>9}")
-        for worker in pool["workers"]:
-            limit = "-" if worker["max_memory_mb"] is None else f"{worker['max_memory_mb']:g}"
-            actor = worker["actor"] or "(idle)"
-            actor = actor if len(actor) <= 24 else actor[:23] + "…"
-            click.echo(f"  {worker['pid']:>7}  {actor:<24} {worker['rss_mb']:>8.1f} "
-                       f"{worker.get('shared_mb', 0.0):>9.1f} {limit:>9} {worker['calls_served']:>9}")
-
-
-@main.command()
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to serve on. Anywhere but 127.0.0.1 the page asks for a token.")
-@click.option("--port", type=int, default=MONITOR_PORT, show_default=True, help="Port to serve on (0: any free port).")
-@click.option("--token", envvar="PARL_LITE_MONITOR_TOKEN", default=None,
-              help="Token asked for when not on 127.0.0.1 (default: a random one, printed). "
-                   "Also read from $PARL_LITE_MONITOR_TOKEN.")
-@click.option("--pid", "pids", type=int, multiple=True,
-              help="Show only the pool of this process (repeatable; default: every pool of this user).")
-def monitor(host: str, port: int, token: "str | None", pids: "tuple[int, ...]") -> None:
-    """Serve the web monitor of the local pools of this machine: the machine's CPUs, memory and load,
-    each process that runs a pool, each actor (state, calls served, memory, last error) and its
-    recent output. Read-only; Ctrl-C stops it."""
-    import secrets
-
-    from parl_lite.ext.monitor.local import LocalPools
-    from parl_lite.ext.monitor.server import LOOPBACK_HOSTS, MonitorServer
-
-    if host not in LOOPBACK_HOSTS and not token:
-        token = secrets.token_urlsafe(24)
-        click.echo(f"monitor token (enter it in the page, or send 'Authorization: Bearer <token>'): {token}")
-    try:
-        server = MonitorServer(LocalPools(pids), host=host, port=port, token=token)
-    except OSError as error:
-        raise click.ClickException(f"cannot serve the monitor on {host}:{port}: {error}") from error
-    click.echo(f"parl_lite monitor of the local pools: {server.url} (Ctrl-C stops it)")
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
 
 
 @main.command("es-train")
@@ -178,9 +136,9 @@ def es_train(config_path, resume, overrides, in_process, address) -> None:
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
 def plugins(as_json: bool) -> None:
-    """List the installed plugins (entry-point groups parl_lite.backends and evokit_py.solvers):
-    group, name, module, distribution and version, and whether each one loads."""
-    from parl_lite.ext.plugins import PluginError, installed
+    """List the installed plugins (entry-point groups parl_lite.backends, parl_lite.commands and
+    evokit_py.solvers): group, name, module, distribution and version, and whether each one loads."""
+    from parl_lite.plugins import PluginError, installed
 
     rows: list[dict[str, Any]] = []
     for plugin in installed():
@@ -206,9 +164,6 @@ def plugins(as_json: bool) -> None:
 
 
 main.add_command(export_command)
-main.add_command(cluster_commands.start)
-main.add_command(cluster_commands.connect)
-main.add_command(cluster_commands.stop)
 
 if __name__ == "__main__":
     main()

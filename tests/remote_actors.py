@@ -39,6 +39,9 @@ class Counter:
         with open(path) as handle:
             return handle.read()
 
+    def path_kind(self, path: str) -> str:
+        return "folder" if os.path.isdir(path) else "file" if os.path.isfile(path) else "missing"
+
     def shout(self, text: str) -> None:
         print(text)
         print(f"to stderr: {text}", file=sys.stderr)

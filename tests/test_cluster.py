@@ -334,6 +334,23 @@ def test_the_shipped_files_have_a_size_limit(cluster, tmp_path):
         parl_lite.connect(cluster.address, token_file=cluster.token_file, distributed_files=["no_such_file*"])
 
 
+def test_a_distributed_folder_is_shipped_whole_with_its_empty_sub_folders(cluster, tmp_path, monkeypatch):
+    data = tmp_path / "driver" / "data"
+    (data / "sub").mkdir(parents=True)
+    (data / "empty").mkdir()
+    (data / "sub" / "notes.txt").write_text("shipped\n")
+    monkeypatch.chdir(tmp_path / "driver")
+    parl_lite.connect(cluster.address, token_file=cluster.token_file, distributed_files=[ACTORS_MODULE, "data"])
+    counter = Counter()
+    assert counter.read_text("data/sub/notes.txt") == "shipped\n"
+    assert [counter.path_kind(path) for path in ("data", "data/sub", "data/empty")] == ["folder"] * 3
+
+
+def test_a_distributed_files_entry_that_matches_nothing_is_also_a_value_error_as_in_parl(cluster):
+    with pytest.raises(ValueError, match="no_such_file"):
+        parl_lite.connect(cluster.address, token_file=cluster.token_file, distributed_files=["no_such_file*"])
+
+
 def test_shipped_names_and_contents_that_differ_in_number_are_refused_before_writing(tmp_path):
     with pytest.raises(ValueError, match="2 shipped file names for 1 file contents"):
         write_files(tmp_path, ["a.py", "b.py"], [b"x = 1\n"], limit_mb=1.0)

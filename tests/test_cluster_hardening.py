@@ -29,7 +29,7 @@ from backends import Cluster
 from remote_helpers import wait_for_exit, wait_for_file
 from test_cluster import AsyncCounter, RemoteCounter, _connect, _wait_until, cluster  # noqa: F401 (cluster: a fixture)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "bench"))
 import bench_cluster_attack as attack  # noqa: E402 (the attackers live with their benchmark)
 
 pytestmark = pytest.mark.timeout(180)

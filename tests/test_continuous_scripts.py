@@ -21,7 +21,7 @@ SHORT = ["--total-steps", "300", "--learning-starts", "150", "--batch-size", "32
 
 def run_script(name: str, tmp_path: Path, *extra: str) -> dict:
     save = tmp_path / f"{name}.h5"
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}_pendulum.py"), *SHORT,
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "examples" / f"{name}_pendulum.py"), *SHORT,
                            "--save", str(save), *extra], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])

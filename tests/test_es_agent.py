@@ -163,7 +163,7 @@ def test_the_cartpole_example_file_is_the_built_in_job():
     from pathlib import Path
 
     from evokit_py.config import ESConfig, load_config
-    assert load_config(Path(__file__).resolve().parents[1] / "scripts" / "es_cartpole.yaml") == ESConfig()
+    assert load_config(Path(__file__).resolve().parents[1] / "scripts" / "examples" / "es_cartpole.yaml") == ESConfig()
 
 
 def test_a_checkpoint_missing_solver_state_is_a_clear_error(tmp_path, agent):

@@ -444,7 +444,7 @@ def test_the_online_offline_script_with_concurrent_samplers(tmp_path):
     root = Path(__file__).resolve().parents[1]
     config_path = tmp_path / "es.yaml"
     config_path.write_text(_config(tmp_path, "env.max_steps=50").to_yaml())
-    out = subprocess.run([sys.executable, str(root / "scripts" / "es_online_offline.py"), "--config", str(config_path),
+    out = subprocess.run([sys.executable, str(root / "scripts" / "examples" / "es_online_offline.py"), "--config", str(config_path),
                           "--samplers", "2", "--shards", "4", "--cycles", "2", "--workdir", str(tmp_path / "w")],
                          capture_output=True, text=True, timeout=220,
                          env={**__import__("os").environ, "PYTHONPATH": str(root)})

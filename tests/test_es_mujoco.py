@@ -13,15 +13,15 @@ from evokit_py.train import train
 pytest.importorskip("mujoco")
 import gymnasium as gym  # noqa: E402
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+EXAMPLES = Path(__file__).resolve().parents[1] / "scripts" / "examples"
 
 
 def _train_to_threshold(tmp_path, monkeypatch, name, episodes):
     """es-train with the shipped config ``name`` for at most ``episodes`` training episodes, on 2 workers."""
     monkeypatch.chdir(tmp_path)  # MuJoCo 4 writes its warnings about gymnasium's models to MUJOCO_LOG.TXT here
     folders = [f"train.log_dir={tmp_path}/run", f"train.checkpoint_dir={tmp_path}/run/ck"]
-    population = resolve_config(SCRIPTS / name).solver.population_size
-    config = resolve_config(SCRIPTS / name, [*folders, f"train.generations={episodes // population}"])
+    population = resolve_config(EXAMPLES / name).solver.population_size
+    config = resolve_config(EXAMPLES / name, [*folders, f"train.generations={episodes // population}"])
     try:
         result = train(config, echo=lambda line: None, progress_bar=False)
     finally:

@@ -103,7 +103,7 @@ def test_online_sampling_offline_update_cycle_matches_the_trainer(tmp_path):
     config_path = tmp_path / "es.yaml"
     config = _config(tmp_path, "train.generations=3", "solver.population_size=8")
     config_path.write_text(config.to_yaml())
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "es_online_offline.py"), "--config",
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "examples" / "es_online_offline.py"), "--config",
                           str(config_path), "--cycles", "3", "--workdir", str(tmp_path / "offline")],
                          env=ENV, capture_output=True, text=True, timeout=170)
     assert out.returncode == 0, out.stderr
@@ -207,7 +207,7 @@ def test_shipped_configs_run(tmp_path, name, monkeypatch):
     if name not in ("es_cartpole.yaml", "es_pendulum.yaml"):
         pytest.importorskip("mujoco")
         monkeypatch.chdir(tmp_path)  # MuJoCo 4 writes its warnings about gymnasium's models to MUJOCO_LOG.TXT here
-    config = resolve_config(ROOT / "scripts" / name, [f"train.log_dir={tmp_path}", f"train.checkpoint_dir={tmp_path}",
+    config = resolve_config(ROOT / "scripts" / "examples" / name, [f"train.log_dir={tmp_path}", f"train.checkpoint_dir={tmp_path}",
                                                       "train.generations=1", "env.max_steps=20", "train.eval_episodes=1"])
     result = train(config, backend="inprocess", echo=lambda line: None)
     assert result.generations == 1 and result.onnx_path.is_file()

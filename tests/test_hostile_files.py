@@ -274,7 +274,7 @@ def test_9_an_optimizer_restored_and_not_stepped_can_be_saved(tmp_path):
 def test_9_train_ppo_resumed_and_saved_before_any_update_writes_its_checkpoint(tmp_path):
     short = ["--total-steps", "256", "--rollout-steps", "32", "--num-envs", "4", "--epochs", "1",
              "--eval-every", "100000", "--target", "1e9"]
-    script = str(ROOT / "scripts" / "train_ppo.py")
+    script = str(ROOT / "scripts" / "examples" / "train_ppo.py")
     first = subprocess.run([sys.executable, script, *short, "--save", str(tmp_path / "x.h5")], env=ENV,
                            capture_output=True, text=True, timeout=150)
     assert first.returncode == 0, first.stderr[-3000:]

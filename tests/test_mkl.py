@@ -44,10 +44,39 @@ def test_unreadable_cpuinfo_changes_nothing(tmp_path):
     assert environ == {}
 
 
-@pytest.mark.timeout(60)
-def test_importing_parl_lite_applies_it_to_this_machine():
+# A child that takes its processor description from argv[1] (parl_lite.mkl reads /proc/cpuinfo by
+# default): what importing parl_lite does to os.environ, and what importing its Model does.
+ENVIRON_AFTER_IMPORTS = """
+import os, sys
+import parl_lite.mkl
+parl_lite.mkl._CPUINFO = sys.argv[1]
+before = dict(os.environ)
+import parl_lite, parl_lite.remote.api, evokit_py
+from parl_lite import train
+train.Reporter, train.RunSummary, parl_lite.remote_class
+print(dict(os.environ) == before)
+parl_lite.Model
+print(os.environ.get("MKL_DEBUG_CPU_TYPE"))
+"""
+
+
+def _environ_after_imports(cpuinfo_path: str) -> list[str]:
     env = {key: value for key, value in os.environ.items() if key != "MKL_DEBUG_CPU_TYPE"}
-    done = subprocess.run([sys.executable, "-c", "import os, parl_lite; print(os.environ.get('MKL_DEBUG_CPU_TYPE'))"],
-                          env=env, capture_output=True, text=True, check=True, timeout=60)
-    expected = "5" if prefer_avx2_on_amd({}) else "None"
-    assert done.stdout.strip() == expected
+    done = subprocess.run([sys.executable, "-c", ENVIRON_AFTER_IMPORTS, cpuinfo_path], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+@pytest.mark.timeout(60)
+def test_importing_parl_lite_leaves_the_environment_and_its_model_sets_it(tmp_path):
+    unchanged, setting = _environ_after_imports(cpuinfo(tmp_path, AMD_AVX2))
+    assert unchanged == "True"  # a program that only runs actors passes its children what it was given
+    assert setting == "5"       # paddle code runs with MKL's AVX2 code
+
+
+@pytest.mark.timeout(60)
+def test_importing_the_model_applies_it_to_this_machine():
+    unchanged, setting = _environ_after_imports("/proc/cpuinfo")
+    assert unchanged == "True"
+    assert setting == ("5" if prefer_avx2_on_amd({}) else "None")

@@ -119,6 +119,19 @@ def test_connect_takes_parl_s_arguments():
         parl_lite.shutdown()
 
 
+def test_disconnect_at_parl_s_path_ends_the_connection():
+    from parl_lite.remote.client import disconnect
+    from parl_lite.utils import _IS_WINDOWS  # PARL's file-shipping tests import it
+
+    assert _IS_WINDOWS is (sys.platform == "win32")
+    first = parl_lite.connect(num_workers=1)
+    disconnect()
+    try:
+        assert parl_lite.connect(num_workers=2) is not first  # no "already connected": the first one ended
+    finally:
+        parl_lite.shutdown()
+
+
 @pytest.mark.timeout(180)
 def test_xparl_spellings_start_a_cluster_that_parl_s_connect_call_uses(tmp_path, monkeypatch):
     cluster = Cluster(tmp_path)

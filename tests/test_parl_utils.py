@@ -251,5 +251,8 @@ def test_schedulers_parl_style():
     linear = LinearDecayScheduler(start_value=10, max_steps=10)
     assert linear.step(5) == pytest.approx(5) and linear.step(3) == pytest.approx(2)
     assert linear.step(100) == 0.0
+    keyword = LinearDecayScheduler(start_value=1.0, max_steps=4)
+    assert keyword.step(step_num=2) == pytest.approx(0.5)  # PARL's PPO example passes step_num=
+    assert PiecewiseScheduler([(0, 0.1), (3, 0.2)]).step(step_num=3) == 0.2
     with pytest.raises(ValueError, match="increase strictly"):
         PiecewiseScheduler([(10, 0.1), (1, 0.2)])

@@ -1,5 +1,6 @@
 """Plugins: a third-party distribution built here, pip-installed into a folder of its own, adds a
-backend scheme and an ES solver; a broken one is named when used and never breaks the import."""
+backend scheme, an ES solver and a ``parl-lite`` command; a broken one is named when used and never
+breaks the import."""
 import base64
 import csv
 import hashlib
@@ -13,11 +14,12 @@ from typing import Dict
 
 import pytest
 
-from parl_lite.ext import plugins
+from parl_lite import plugins
 
 pytestmark = pytest.mark.timeout(180)
 
 ROOT = Path(__file__).resolve().parents[1]
+PARL_LITE = Path(sys.executable).with_name("parl-lite")
 
 # The plugin's own code: a backend that hosts actors in the caller's process (scheme myscheme://)
 # and a solver (type MY_ES) that is Gaussian ES counting the generations it was told.
@@ -83,14 +85,32 @@ class CountingES(BasicES):
         super()._tell(infos, fitness)
 '''
 
+MY_COMMAND = '''
+import click
+
+
+@click.command()
+@click.option("--name", default="world", help="Whom to greet.")
+def hello(name):
+    """Greet someone (a command of my_parl_plugin)."""
+    click.echo(f"hello, {name}, from my_parl_plugin")
+
+
+NOT_A_COMMAND = "hello"
+'''
+
 MY_ENTRY_POINTS = {
     "parl_lite.backends": {"myscheme": "myplugin.backend:connect_my"},
     "evokit_py.solvers": {"MY_ES": "myplugin.solver:CountingES"},
+    # "export" is parl-lite's own command: the plugin's must not replace it
+    "parl_lite.commands": {"hello": "myplugin.command:hello", "export": "myplugin.command:hello",
+                           "notacommand": "myplugin.command:NOT_A_COMMAND"},
 }
 
 BROKEN_ENTRY_POINTS = {
     "parl_lite.backends": {"broken": "brokenplugin.nowhere:connect"},
     "evokit_py.solvers": {"BROKEN_ES": "brokenplugin.nowhere:Solver"},
+    "parl_lite.commands": {"brokencmd": "brokenplugin.nowhere:command"},
 }
 
 
@@ -125,7 +145,7 @@ def plugin_path(tmp_path_factory) -> str:
     wheels = [
         build_wheel(folder, "my_parl_plugin", "0.3.1",
                     {"myplugin/__init__.py": "", "myplugin/backend.py": MY_BACKEND,
-                     "myplugin/solver.py": MY_SOLVER}, MY_ENTRY_POINTS),
+                     "myplugin/solver.py": MY_SOLVER, "myplugin/command.py": MY_COMMAND}, MY_ENTRY_POINTS),
         build_wheel(folder, "broken_parl_plugin", "1.0", {"brokenplugin/__init__.py": ""}, BROKEN_ENTRY_POINTS),
     ]
     target = folder / "site"
@@ -134,9 +154,18 @@ def plugin_path(tmp_path_factory) -> str:
     return str(target)
 
 
+def _env(plugin_path: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([plugin_path, str(ROOT), str(ROOT / "tests")])}
+
+
 def run_python(code: str, plugin_path: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([plugin_path, str(ROOT), str(ROOT / "tests")])}
-    return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", code], env=_env(plugin_path), cwd=cwd, capture_output=True,
+                          text=True, timeout=150)
+
+
+def run_parl_lite(plugin_path: str, *args: str) -> subprocess.CompletedProcess:
+    """The ``parl-lite`` console script of this environment, with the plugins on its path."""
+    return subprocess.run([str(PARL_LITE), *args], env=_env(plugin_path), capture_output=True, text=True,
                           timeout=150)
 
 
@@ -196,7 +225,7 @@ def test_the_plugins_command_lists_them_and_names_the_broken_one(plugin_path, tm
 def test_a_broken_plugin_is_named_when_used_and_never_breaks_the_import(plugin_path, tmp_path):
     code = """
 import parl_lite
-from parl_lite.ext.plugins import PluginError
+from parl_lite.plugins import PluginError
 from evokit_py.config import resolve_config
 from evokit_py.agent import ESAgent
 try:
@@ -231,8 +260,39 @@ def test_an_unknown_solver_type_lists_the_available_ones():
         make_solver(config.solver, np.zeros(2), NoiseSource(0, 2))
 
 
-def test_the_built_in_backend_is_registered_like_a_plugin():
+def test_the_built_in_plugins_are_registered_like_third_party_ones():
     ray_plugin = plugins.find(plugins.BACKENDS, "ray")
     assert ray_plugin is not None and ray_plugin.value == "parl_lite.ext.ray:connect_ray"
     assert ray_plugin.distribution == "parl_lite"
     assert plugins.find(plugins.BACKENDS, "nosuch") is None
+    commands = {plugin.name: plugin for plugin in plugins.installed(plugins.COMMANDS)}
+    assert {"start", "connect", "stop", "status", "monitor"} <= set(commands)
+    assert all(commands[name].distribution == "parl_lite" and commands[name].module.startswith("parl_lite.ext.")
+               for name in ("start", "connect", "stop", "status", "monitor"))
+
+
+def test_a_third_party_command_is_listed_and_runs(plugin_path):
+    listed = run_parl_lite(plugin_path, "--help")
+    assert listed.returncode == 0, listed.stderr
+    names = {line.split()[0] for line in listed.stdout.split("Commands:")[1].splitlines() if line.strip()}
+    assert {"hello", "brokencmd", "notacommand", "export", "es-train", "plugins"} <= names
+    assert {"start", "connect", "stop", "status", "monitor"} <= names  # the built-in plugins' commands
+    assert "Greet someone" in listed.stdout
+    ran = run_parl_lite(plugin_path, "hello", "--name", "tester")
+    assert ran.returncode == 0 and ran.stdout == "hello, tester, from my_parl_plugin\n", ran.stderr
+    own = run_parl_lite(plugin_path, "export", "--help")  # parl-lite's own command wins the name
+    assert own.returncode == 0 and "Export a model" in own.stdout and "Greet" not in own.stdout
+
+
+@pytest.mark.parametrize("name, problem", [
+    ("brokencmd", "plugin 'brokencmd' of group parl_lite.commands (brokenplugin.nowhere:command, from "
+                  "broken_parl_plugin 1.0) cannot be loaded: ModuleNotFoundError"),
+    ("notacommand", "plugin 'notacommand' of group parl_lite.commands (myplugin.command:NOT_A_COMMAND, from "
+                    "my_parl_plugin 0.3.1) is 'hello', not a click command"),
+])
+def test_a_broken_command_plugin_is_named_not_a_traceback(plugin_path, name, problem):
+    for args in ([name], [name, "--an-option", "value"], [name, "--help"]):
+        ran = run_parl_lite(plugin_path, *args)
+        assert ran.returncode == 1 and ran.stderr.startswith(f"Error: {problem}"), ran.stderr
+        assert "Traceback" not in ran.stderr
+    assert run_parl_lite(plugin_path, "hello").returncode == 0  # the others still run

@@ -12,7 +12,7 @@ import parl_lite
 from core_models import fixed_batch, make_agent
 from parl_lite.utils.returns import discounted_returns
 
-SCRIPT = Path(__file__).parents[1] / "scripts" / "quickstart_pg_cartpole.py"
+SCRIPT = Path(__file__).parents[1] / "scripts" / "examples" / "quickstart_pg_cartpole.py"
 
 
 def test_discounted_returns_by_hand():

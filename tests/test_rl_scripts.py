@@ -18,13 +18,14 @@ from parl_lite.algorithms import A2C, DDQN, DQN, PPO
 from parl_lite.utils.models import MLPActorCritic, MLPQNetwork
 
 ROOT = Path(__file__).parents[1]
-SCRIPTS = ROOT / "scripts"
+EXAMPLES = ROOT / "scripts" / "examples"
+BENCH = ROOT / "scripts" / "bench"
 SUMMARY_KEYS = {field.name for field in dataclasses.fields(train.RunSummary)} | {"solved"}
 
 
 def run_script(name, *args, timeout=200):
     """Run a script to completion; return its JSON summary (the last line), checking the schema."""
-    result = subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, str(EXAMPLES / name), *map(str, args)], capture_output=True, text=True,
                             timeout=timeout, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])
@@ -135,7 +136,7 @@ def test_remote_actor_scripts_smoke(tmp_path, script, algo):
 
 @pytest.mark.timeout(180)
 def test_bench_algos_prints_one_json_line():
-    result = subprocess.run([sys.executable, str(SCRIPTS / "bench_algos.py"), "--mode", "throughput",
+    result = subprocess.run([sys.executable, str(BENCH / "bench_algos.py"), "--mode", "throughput",
                              "--seconds", "0.05"], capture_output=True, text=True, timeout=170, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()

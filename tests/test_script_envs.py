@@ -40,7 +40,7 @@ def test_another_environment_takes_its_table_values_and_its_own_target(argv, lr,
 @pytest.mark.timeout(180)
 def test_train_ppo_takes_an_environment_it_has_no_table_for(tmp_path):
     """It accepted only CartPole-v1 and Pendulum-v1 (argparse's choices)."""
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "train_ppo.py"), "--env", "Acrobot-v1",
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "examples" / "train_ppo.py"), "--env", "Acrobot-v1",
                              "--total-steps", "256", "--num-envs", "2", "--rollout-steps", "64",
                              "--eval-every", "128", "--eval-episodes", "1", "--save", str(tmp_path / "ppo.h5")],
                             capture_output=True, text=True, timeout=170, cwd=ROOT)

@@ -122,7 +122,7 @@ def test_resume_continues_the_step_count_and_the_replay_memory(tmp_path):
 @pytest.mark.timeout(120)
 def test_ctrl_c_checkpoints_and_exits_130_and_the_run_resumes(tmp_path):
     save = tmp_path / "ppo.h5"
-    command = [sys.executable, "-u", str(ROOT / "scripts" / "train_ppo.py"), "--total-steps", "1000000",
+    command = [sys.executable, "-u", str(ROOT / "scripts" / "examples" / "train_ppo.py"), "--total-steps", "1000000",
                "--eval-every", "256", "--eval-episodes", "1", "--target", "1e9", "--save", str(save)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
     try:
@@ -159,6 +159,41 @@ def test_args_dataclass_is_a_command_line():
     assert args.run_options()["eval_every"] == 7
     with pytest.raises(SystemExit):
         train.parse_args(Args, argv=["--env", "Nope-v0"])
+
+
+@dataclasses.dataclass
+class LongerArgs(Args):
+    total_steps: int = 500_000  # TrainArgs's field, another default: the help is inherited
+    lr: float = 0.25            # Args's field
+
+
+def test_a_default_changed_in_a_subclass_keeps_the_fields_help(capsys):
+    assert (LongerArgs().total_steps, LongerArgs().lr, LongerArgs().double) == (500_000, 0.25, True)
+    with pytest.raises(SystemExit):
+        train.parse_args(LongerArgs, argv=["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--total-steps TOTAL_STEPS environment steps at most (default: 500000)" in text
+    assert "--lr LR learning rate (default: 0.25)" in text
+    assert train.parse_args(LongerArgs, argv=["--total-steps", "7"]).total_steps == 7
+
+
+@pytest.mark.timeout(60)
+def test_the_package_loads_each_name_on_first_use():
+    code = """
+import sys
+from parl_lite import train
+assert sorted(dir(train)) == sorted(train.__all__), dir(train)
+train.Reporter, train.RunSummary, train.TrainArgs      # what es-train takes: paddle-free
+assert "paddle" not in sys.modules and "parl_lite.train.on_policy" not in sys.modules
+assert train.OnPolicyTrainer.__module__ == "parl_lite.train.on_policy" and "paddle" in sys.modules
+try:
+    train.NoSuchLoop
+except AttributeError as error:
+    print(error)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "module 'parl_lite.train' has no attribute 'NoSuchLoop'\n"
 
 
 def test_algorithm_converts_numpy_once_and_passes_tensors_through():

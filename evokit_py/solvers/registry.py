@@ -29,7 +29,7 @@ _SOLVERS: dict[str, type[Solver]] = {"BASIC_ES": BasicES, "CMA_ES": CMAES, "SEP_
 
 def solver_types() -> list[str]:
     """The ``solver.type`` names available: the built-in ones, then those of installed plugins."""
-    from parl_lite.ext import plugins  # here: importlib.metadata costs 15 ms that only a lookup needs
+    from parl_lite import plugins  # here: importlib.metadata costs 15 ms that only a lookup needs
 
     added = [plugin.name for plugin in plugins.installed(plugins.SOLVERS) if plugin.name not in _SOLVERS]
     return [*_SOLVERS, *added]
@@ -41,11 +41,11 @@ def solver_class(name: str) -> type[Solver]:
     Raises:
         ConfigError: no built-in solver or installed plugin has that name, or the plugin's object
             is not a :class:`Solver` class (the message names ``solver.type``).
-        parl_lite.ext.plugins.PluginError: the plugin of that name does not load (the message names it).
+        parl_lite.plugins.PluginError: the plugin of that name does not load (the message names it).
     """
     if name in _SOLVERS:
         return _SOLVERS[name]
-    from parl_lite.ext import plugins
+    from parl_lite import plugins
 
     plugin = plugins.find(plugins.SOLVERS, name)
     if plugin is None:

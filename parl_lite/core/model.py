@@ -9,8 +9,11 @@ import numpy as np
 import paddle
 
 from parl_lite.core.model_base import ModelBase
+from parl_lite.mkl import prefer_avx2_on_amd
 
 __all__ = ["Model"]
+
+prefer_avx2_on_amd()  # every network of parl_lite is a Model: set before the first runs (parl_lite/mkl.py)
 
 
 class Model(paddle.nn.Layer, ModelBase):

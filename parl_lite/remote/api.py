@@ -31,7 +31,6 @@ __all__ = [
     "RemoteError", "ActorDiedError", "SerializationError", "MemoryLimitError",
 ]
 
-BACKEND_ENTRY_POINTS = "parl_lite.backends"
 CLUSTER_SCHEME = "cluster"  # the plugin that serves a plain "host:port" address
 
 _backend: Backend | None = None
@@ -97,12 +96,12 @@ def _make_backend(address: str | None, **options: Any) -> Backend:
         from parl_lite.remote.pool import LocalPool
 
         return LocalPool(**options)
-    from parl_lite.ext import plugins
+    from parl_lite import plugins  # the registry only (standard library): no plugin is imported here
 
     scheme = address.split("://", 1)[0] if "://" in address else CLUSTER_SCHEME
-    plugin = plugins.find(BACKEND_ENTRY_POINTS, scheme)
+    plugin = plugins.find(plugins.BACKENDS, scheme)
     if plugin is None:
-        installed = ", ".join(p.name for p in plugins.installed(BACKEND_ENTRY_POINTS)) or "none"
+        installed = ", ".join(p.name for p in plugins.installed(plugins.BACKENDS)) or "none"
         raise ValueError(f"parl_lite.connect({address!r}): no backend handles "
                          f"{scheme + '://' if scheme else 'this address'} (installed backend plugins: "
                          f"{installed}); connect() without an address starts the local pool")

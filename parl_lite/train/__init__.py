@@ -20,8 +20,9 @@
 | :class:`AsyncTrainer` | A3C, IMPALA | the first rollout back from the remote actors, one ``learn`` |
 | :class:`EpisodicTrainer` | PolicyGradient | one episode, discounted returns, one ``learn`` |
 """
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from parl_lite.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from parl_lite.train.args import TrainArgs, arg, parse_args
@@ -36,29 +37,28 @@ if TYPE_CHECKING:
     from parl_lite.train.progress import Reporter
     from parl_lite.train.summary import RunSummary
 
+# public name -> the module that defines it: the loops import paddle, so they load on first use, and
+# ``parl-lite es-train`` (which must not import paddle) can use the reporter and the summary
+_LAZY = {
+    "TrainArgs": "parl_lite.train.args", "arg": "parl_lite.train.args", "parse_args": "parl_lite.train.args",
+    "AsyncTrainer": "parl_lite.train.asynchronous",
+    "EnvSpaces": "parl_lite.train.base", "Trainer": "parl_lite.train.base", "env_spaces": "parl_lite.train.base",
+    "learn_stats": "parl_lite.train.base",
+    "Callback": "parl_lite.train.callbacks", "CallbackList": "parl_lite.train.callbacks",
+    "EveryNSteps": "parl_lite.train.callbacks", "StopOnThreshold": "parl_lite.train.callbacks",
+    "EpisodicTrainer": "parl_lite.train.episodic",
+    "Evaluator": "parl_lite.train.evaluation",
+    "ContinuousExploration": "parl_lite.train.exploration", "EpsilonGreedy": "parl_lite.train.exploration",
+    "Exploration": "parl_lite.train.exploration",
+    "OffPolicyTrainer": "parl_lite.train.off_policy",
+    "OnPolicyTrainer": "parl_lite.train.on_policy", "advantage_batch": "parl_lite.train.on_policy",
+    "Reporter": "parl_lite.train.progress",
+    "RunSummary": "parl_lite.train.summary",
+}
+
 __all__ = ["AsyncTrainer", "Callback", "CallbackList", "ContinuousExploration", "EnvSpaces", "EpisodicTrainer",
            "EpsilonGreedy", "Evaluator", "EveryNSteps", "Exploration", "OffPolicyTrainer", "OnPolicyTrainer",
            "Reporter", "RunSummary", "StopOnThreshold", "TrainArgs", "Trainer", "advantage_batch", "arg",
            "env_spaces", "learn_stats", "parse_args"]
 
-# where each public name lives: the loops import paddle, so they load on first use, and
-# ``parl-lite es-train`` (which must not import paddle) can use the reporter and the summary
-_HOMES = {
-    "TrainArgs": "args", "arg": "args", "parse_args": "args", "AsyncTrainer": "asynchronous", "EnvSpaces": "base",
-    "Trainer": "base", "env_spaces": "base", "learn_stats": "base", "Callback": "callbacks",
-    "CallbackList": "callbacks", "EveryNSteps": "callbacks", "StopOnThreshold": "callbacks",
-    "EpisodicTrainer": "episodic",
-    "Evaluator": "evaluation", "ContinuousExploration": "exploration", "EpsilonGreedy": "exploration",
-    "Exploration": "exploration", "OffPolicyTrainer": "off_policy", "OnPolicyTrainer": "on_policy",
-    "advantage_batch": "on_policy", "Reporter": "progress", "RunSummary": "summary",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """Import the module that holds ``name`` when it is first asked for."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY)

@@ -1,8 +1,17 @@
 """Hyperparameters as a dataclass: each field carries its help text; :func:`parse_args` turns the
-dataclass into a command line (``--total-steps 1000``, ``--no-double`` for a True boolean)."""
+dataclass into a command line (``--total-steps 1000``, ``--no-double`` for a True boolean).
+
+A subclass changes an inherited field's default by declaring it again with the value only; its help
+stays the base class's::
+
+    @dataclasses.dataclass
+    class Args(train.TrainArgs):
+        lr: float = arg(7e-4, "RMSprop learning rate")   # a new field: value and help
+        total_steps: int = 500_000                         # TrainArgs's field, another default
+"""
 import argparse
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_hints
 
 if TYPE_CHECKING:
@@ -60,7 +69,8 @@ def parse_args(cls: type[ArgsT], description: str | None = None, argv: Sequence[
     for field in dataclasses.fields(cls):
         option = "--" + field.name.replace("_", "-")
         kind = _base_type(hints[field.name])
-        help_text = field.metadata.get("help", "")
+        metadata = _metadata(cls, field.name)
+        help_text = metadata.get("help", "")
         if kind is bool:
             if field.default is True:
                 parser.add_argument("--no-" + field.name.replace("_", "-"), dest=field.name, action="store_false",
@@ -71,7 +81,7 @@ def parse_args(cls: type[ArgsT], description: str | None = None, argv: Sequence[
             continue
         shown = "" if field.default is None else f" (default: {field.default})"
         parser.add_argument(option, dest=field.name, type=kind, default=field.default,
-                            choices=field.metadata.get("choices"), help=help_text + shown)
+                            choices=metadata.get("choices"), help=help_text + shown)
     fields = {field.name: field for field in dataclasses.fields(cls)}
     if "env" in fields:
         known, _ = parser.parse_known_args(argv)
@@ -91,6 +101,16 @@ def _reward_threshold(env_id: str) -> float | None:
         return gymnasium.spec(env_id).reward_threshold
     except gymnasium.error.Error:
         return None
+
+
+def _metadata(cls: type, name: str) -> Mapping[str, Any]:
+    """The help and choices of field ``name``: from the class that declares it with :func:`arg`, the
+    nearest in ``cls``'s MRO (a subclass that only changes the default declares it without them)."""
+    for klass in cls.__mro__:
+        field = getattr(klass, "__dataclass_fields__", {}).get(name)
+        if field is not None and "help" in field.metadata:
+            return field.metadata
+    return {}
 
 
 def _base_type(hint: Any) -> type:

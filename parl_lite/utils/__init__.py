@@ -4,6 +4,8 @@ statistics and this machine's ports, IP address and GPUs.
 
 ``ReplayMemory`` is loaded on first use (it imports h5py).
 """
+import sys
+
 from parl_lite.lazy import lazy_exports
 from parl_lite.utils import logger, machine_info, scheduler, summary, time_stat, window_stat
 from parl_lite.utils.csv_logger import CSVLogger
@@ -14,6 +16,8 @@ from parl_lite.utils.time_stat import TimeStat
 from parl_lite.utils.window_stat import WindowStat
 
 _LAZY = {"ReplayMemory": "parl_lite.utils.replay_memory"}
+
+_IS_WINDOWS = sys.platform == "win32"  # PARL's flag, which its file-shipping tests import from here
 
 __all__ = [
     "logger", "summary", "machine_info", "scheduler", "time_stat", "window_stat", "CSVLogger",

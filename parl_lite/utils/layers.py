@@ -11,7 +11,7 @@ class Linear(paddle.nn.Linear):
     In dygraph mode ``forward`` calls paddle's fused ``linear`` kernel directly: paddle's
     ``F.linear`` first reads a global flag through ``paddle.get_flags`` on every call, which costs
     about as much as the matmul itself for the 64-unit layers of RL policies (measured in
-    ``scripts/bench_layers.py``). Static graphs (``paddle.jit.to_static``, ONNX
+    ``scripts/bench/bench_layers.py``). Static graphs (``paddle.jit.to_static``, ONNX
     export) go through paddle's own code.
     """
 

@@ -1,6 +1,6 @@
 """Schedules of a hyperparameter over training steps (learning rate, exploration, clip range).
 
-PARL's ``parl.utils.scheduler``: ``step(n)`` advances by ``n`` steps and returns the new value;
+PARL's ``parl.utils.scheduler``: ``step(step_num)`` advances by ``step_num`` steps and returns the new value;
 ``value`` (or ``value_at(t)``) reads without advancing. Bad arguments raise ``ValueError`` (PARL:
 ``AssertionError``).
 """
@@ -19,11 +19,11 @@ class _Scheduler:
     def value(self) -> float:
         return self.value_at(self.steps)
 
-    def step(self, n: int = 1) -> float:
-        """Advance by ``n`` steps and return the new value."""
-        if n < 0:
-            raise ValueError(f"n must be non-negative, got {n}")
-        self.steps += n
+    def step(self, step_num: int = 1) -> float:
+        """Advance by ``step_num`` steps (PARL's argument name) and return the new value."""
+        if step_num < 0:
+            raise ValueError(f"step_num must be non-negative, got {step_num}")
+        self.steps += step_num
         return self.value
 
     def value_at(self, steps: int) -> float:

@@ -1,4 +1,6 @@
-"""The click commands ``start``, ``connect``, ``stop`` and the cluster part of ``status``."""
+"""The cluster's ``parl-lite`` commands ``start``, ``connect``, ``stop`` and ``status`` (the cluster
+this machine started and the local pools), registered in the ``parl_lite.commands`` entry-point group."""
+import datetime
 import json
 import os
 import select
@@ -15,8 +17,9 @@ import click
 
 from parl_lite.ext.cluster import local_state, wire
 from parl_lite.ext.cluster.node import PRIVATE_PREFIX
+from parl_lite.remote.status import StatusError, read_status, survey
 
-__all__ = ["start", "connect", "stop", "cluster_status", "print_cluster_status"]
+__all__ = ["start", "connect", "stop", "status", "cluster_status", "print_cluster_status"]
 
 _READY_TIMEOUT = 60.0
 _MODULE_MARK = "parl_lite.ext.cluster."
@@ -218,6 +221,60 @@ def _wait_for_exit(pid: int, timeout: float) -> bool:
         return bool(select.select([pidfd], [], [], timeout)[0])
     finally:
         os.close(pidfd)
+
+
+@click.command()
+@click.option("--pid", type=int, default=None, help="Show only the pool of this process.")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print the raw status as one JSON document: {"cluster": ..., "pools": [...]}.')
+@click.option("--address", default=None,
+              help="Also show the cluster at this host:port (default: the one this machine started).")
+@_token_option
+def status(pid: int | None, as_json: bool, address: str | None, token_file: str | None) -> None:
+    """Show the cluster this machine started (nodes, CPUs, memory, actors, clients) and the local
+    pools running on this machine: workers, actors, memory, calls served.
+
+    Only this user's pools are shown; entries in /dev/shm that are not (another user's, not a pool
+    status, unreadable) are skipped with a note on stderr, and those of dead pools are removed."""
+    cluster = None
+    if pid is None:
+        try:
+            cluster = cluster_status(address, token_file)
+        except (wire.ClusterError, OSError) as error:
+            raise click.ClickException(str(error)) from error
+        pools, problems = survey()
+    else:
+        problems = []
+        try:
+            pools = [read_status(pid)]
+        except FileNotFoundError:
+            raise click.ClickException(f"no parl_lite pool runs in process {pid}") from None
+        except StatusError as error:
+            raise click.ClickException(str(error)) from None
+    for problem in problems:
+        click.echo(f"note: {problem}", err=True)
+    if as_json:  # one document: the cluster (or null) and the local pools
+        click.echo(json.dumps({"cluster": cluster, "pools": pools}, indent=2))
+        return
+    if cluster is not None:
+        print_cluster_status(cluster)
+    if not pools:
+        click.echo("no parl_lite pool is running")
+        return
+    for pool in pools:
+        _print_pool_status(pool)
+
+
+def _print_pool_status(pool: dict[str, Any]) -> None:
+    started = datetime.datetime.fromtimestamp(pool["started_at"]).strftime("%Y-%m-%d %H:%M:%S")
+    click.echo(f"pool of process {pool['pid']} (started {started}, {len(pool['workers'])} workers)")
+    click.echo(f"  {'pid':>7}  {'actor':<24} {'own MB':>8} {'shared MB':>9} {'limit MB':>9} {'calls':>9}")
+    for worker in pool["workers"]:
+        limit = "-" if worker["max_memory_mb"] is None else f"{worker['max_memory_mb']:g}"
+        actor = worker["actor"] or "(idle)"
+        actor = actor if len(actor) <= 24 else actor[:23] + "…"
+        click.echo(f"  {worker['pid']:>7}  {actor:<24} {worker['rss_mb']:>8.1f} "
+                   f"{worker.get('shared_mb', 0.0):>9.1f} {limit:>9} {worker['calls_served']:>9}")
 
 
 def cluster_status(address: str | None, token_file: str | None) -> dict[str, Any] | None:

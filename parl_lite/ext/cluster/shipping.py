@@ -2,7 +2,8 @@
 
 The client collects the ``*.py`` files of the driver script's folder and the ``distributed_files``
 globs (relative globs keep their relative path; an absolute path lands at the top of the work folder
-under its own name) and sends them once to each node it places actors on, before the first actor
+under its own name; a folder is shipped whole, its empty sub-folders included, as PARL does) and
+sends them once to each node it places actors on, before the first actor
 there starts. The node writes them under a fresh folder it removes when the client leaves.
 """
 import glob
@@ -13,9 +14,13 @@ from pathlib import Path, PurePosixPath
 
 from parl_lite.ext.cluster.wire import ClusterError
 
-__all__ = ["collect_files", "write_files", "DEFAULT_LIMIT_MB"]
+__all__ = ["collect_files", "write_files", "DistributedFilesError", "DEFAULT_LIMIT_MB"]
 
 DEFAULT_LIMIT_MB = 64.0
+
+
+class DistributedFilesError(FileNotFoundError, ValueError):
+    """A ``distributed_files`` entry matches nothing (a ``ValueError`` too, as PARL raises)."""
 
 
 def _driver_folder() -> Path | None:
@@ -31,24 +36,34 @@ def _driver_folder() -> Path | None:
 def collect_files(distributed_files: Sequence[str], limit_mb: float) -> dict[str, bytes]:
     """Read the files to ship: relative path in the work folder -> content.
 
+    A folder is named with a trailing ``/`` and an empty content (:func:`write_files` makes it).
+
     Raises:
-        FileNotFoundError: a ``distributed_files`` entry matches no file.
+        DistributedFilesError: a ``distributed_files`` entry matches no file or folder.
         ClusterError: the files add up to more than ``limit_mb``.
     """
     files: dict[str, Path] = {}
+    folders: set[str] = set()
     folder = _driver_folder()
     if folder is not None:
         for path in sorted(folder.glob("*.py")):
             files[path.name] = path
     for pattern in distributed_files:
-        matches = sorted(glob.glob(pattern, recursive=True))
-        matches = [match for match in matches if os.path.isfile(match)]
+        matches = [match for match in sorted(glob.glob(pattern, recursive=True))
+                   if os.path.isfile(match) or os.path.isdir(match)]
         if not matches:
-            raise FileNotFoundError(f"distributed_files: {pattern!r} matches no file (relative to "
-                                    f"{os.getcwd()})")
+            raise DistributedFilesError(f"distributed_files: {pattern!r} matches no file (relative to "
+                                        f"{os.getcwd()})")
         for match in matches:
-            relative = Path(match).name if os.path.isabs(pattern) else os.path.normpath(match)
-            files[str(PurePosixPath(*Path(relative).parts))] = Path(match)
+            relative = Path(Path(match).name if os.path.isabs(pattern) else os.path.normpath(match))
+            if os.path.isfile(match):
+                files[PurePosixPath(*relative.parts).as_posix()] = Path(match)
+                continue
+            for root, _, names in os.walk(match):
+                inside = relative / Path(root).relative_to(match)
+                folders.add(PurePosixPath(*inside.parts).as_posix() + "/")
+                for name in names:
+                    files[PurePosixPath(*inside.parts, name).as_posix()] = Path(root) / name
     total = sum(path.stat().st_size for path in files.values())
     if total > limit_mb * 2**20:
         largest = sorted(files.items(), key=lambda item: -item[1].stat().st_size)[:3]
@@ -56,7 +71,7 @@ def collect_files(distributed_files: Sequence[str], limit_mb: float) -> dict[str
                            f"limit of {limit_mb:g} MB (largest: "
                            + ", ".join(f"{name} {path.stat().st_size / 2**20:.1f} MB" for name, path in largest)
                            + "); ship fewer distributed_files or raise max_ship_mb=")
-    return {name: path.read_bytes() for name, path in files.items()}
+    return {**{name: b"" for name in sorted(folders)}, **{name: path.read_bytes() for name, path in files.items()}}
 
 
 def safe_relative(name: str) -> PurePosixPath:
@@ -68,7 +83,7 @@ def safe_relative(name: str) -> PurePosixPath:
 
 
 def write_files(folder: Path, names: list[str], contents: Sequence[bytes | memoryview], limit_mb: float) -> None:
-    """Write shipped files under ``folder`` (the node's side).
+    """Write shipped files under ``folder`` (the node's side); a name ending in ``/`` is a folder.
 
     Raises:
         ValueError: a name leaves the folder, the names and contents differ in number, or the
@@ -80,5 +95,8 @@ def write_files(folder: Path, names: list[str], contents: Sequence[bytes | memor
         raise ValueError(f"the shipped files exceed this node's limit of {limit_mb:g} MB")
     for name, content in zip(names, contents, strict=True):
         target = folder.joinpath(*safe_relative(name).parts)
+        if name.endswith("/"):
+            target.mkdir(parents=True, exist_ok=True)
+            continue
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)

@@ -40,7 +40,7 @@ class HostSampler:
         return self
 
     def node(self) -> dict[str, Any]:
-        """The status entry of this machine (see the README's status format)."""
+        """The status entry of this machine (a node of the status dict: ``docs/monitor.md``, "JSON API")."""
         now = time.time()
         with self._lock:
             if not self._load or now - self._load[-1][0] >= _LOAD_PERIOD:

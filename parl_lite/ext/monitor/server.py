@@ -3,7 +3,7 @@
 Routes (all read-only):
     ``GET /``                       the page (or the login form when a token is needed)
     ``GET /static/<file>``          the page's script and style sheet, shipped in this package
-    ``GET /api/status``             the status dict (README, "Web monitor")
+    ``GET /api/status``             the status dict (``docs/monitor.md``, "JSON API")
     ``GET /api/logs/<actor>``       ``{"actor": id, "lines": [...]}``: the actor's last 500 lines;
                                     ``?download=1`` sends them as a text file
     ``POST /login``                 the login form: sets a session cookie if the token is right
@@ -56,7 +56,7 @@ class StatusSource(Protocol):
     """What the monitor shows: the local pools, or a cluster master."""
 
     def status(self) -> dict[str, Any]:
-        """The status dict (README, "Web monitor")."""
+        """The status dict (``docs/monitor.md``, "JSON API")."""
 
     def logs(self, actor_id: str) -> list[str]:
         """The last output lines of actor ``actor_id``, oldest first; ``KeyError`` if unknown."""

@@ -1,10 +1,10 @@
 """The cost of one dense layer in paddle, with and without parl_lite's two fixes, side by side.
 
-    python scripts/bench_layers.py [--calls 20000]
+    python scripts/bench/bench_layers.py [--calls 20000]
 
 Prints ONE JSON line:
 - ``matmul_us``: a ``[batch, 64] x [64, 64]`` product (``paddle.matmul``) under Intel MKL's own
-  code choice (``MKL_DEBUG_CPU_TYPE`` set empty) and under what ``import parl_lite`` picks
+  code choice (``MKL_DEBUG_CPU_TYPE`` set empty) and under what importing ``parl_lite.Model`` picks
   (:mod:`parl_lite.mkl`: AVX2 code on AMD processors), each in a fresh process since MKL reads
   the setting once; torch's ``F.linear`` on one thread beside them when torch is importable.
 - ``linear_us``: one call of ``paddle.nn.Linear(64, 64)`` against ``parl_lite.utils.layers.Linear``
@@ -38,7 +38,7 @@ def per_call_us(fn: Callable[[], object], calls: int) -> float:
 
 def matmul_child(calls: int) -> dict:
     """Run in a child: matmul timings under this process's MKL setting (and torch's)."""
-    import parl_lite  # noqa: F401 - applies parl_lite.mkl unless the variable is already set
+    import parl_lite.core.model  # noqa: F401 - applies parl_lite.mkl unless the variable is already set
     import paddle
 
     figures = {}

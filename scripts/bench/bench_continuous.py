@@ -2,7 +2,7 @@
 :class:`parl_lite.utils.models.MLPActorQ`),
 measured side by side in one run, plus the soft target update against paddle's plain float lerp_.
 
-    python scripts/bench_continuous.py [--batch-size 256] [--hidden 64] [--updates 300]
+    python scripts/bench/bench_continuous.py [--batch-size 256] [--hidden 64] [--updates 300]
 
 Prints ONE JSON line: updates per second of wall-clock and per CPU-second (the CPU figure is the
 fairer one on a shared machine) for each algorithm, and microseconds per soft target update.

@@ -1,18 +1,18 @@
-"""DDPG on Pendulum-v1 (gymnasium).
+"""TD3 on Pendulum-v1 (gymnasium).
 
-    python scripts/ddpg_pendulum.py --seed 1
+    python scripts/examples/td3_pendulum.py --seed 1
 
 Uniform random actions for ``--learning-starts`` steps, then the deterministic policy plus Gaussian
-noise, one update per environment step; a 10-episode evaluation every ``--eval-every`` steps; stops
-at ``--target`` (eval mean >= -200). The last line is the run's JSON summary.
+noise, one critic update per environment step (the actor every ``--policy-freq``); a 10-episode
+evaluation every ``--eval-every`` steps; stops at ``--target`` (eval mean >= -200). The last line is
+the run's JSON summary.
 """
 import dataclasses
-from typing import Optional
 
 import paddle
 
 from parl_lite import train
-from parl_lite.algorithms import DDPG
+from parl_lite.algorithms import TD3
 from parl_lite.train import arg
 from parl_lite.utils.models import MLPActorQ
 
@@ -26,23 +26,26 @@ class Args(train.TrainArgs):
     gamma: float = arg(0.99, "discount")
     tau: float = arg(0.005, "soft target update rate")
     actor_lr: float = arg(1e-3, "Adam learning rate of the actor")
-    critic_lr: float = arg(1e-3, "Adam learning rate of the critic")
+    critic_lr: float = arg(1e-3, "Adam learning rate of the critics")
     exploration_noise: float = arg(0.1, "Gaussian action noise, in units of the action range")
-    total_steps: int = arg(30_000, "environment steps at most")
-    target: Optional[float] = arg(-200.0, "stop once the evaluation mean reaches this")
-    eval_every: int = arg(500, "environment steps between evaluations")
-    save: Optional[str] = arg("ddpg_pendulum.h5", "checkpoint written at the end, on Ctrl-C and every "
-                                                  "--checkpoint-every steps")
+    policy_noise: float = arg(0.2, "target policy smoothing noise")
+    noise_clip: float = arg(0.5, "clip of the smoothing noise")
+    policy_freq: int = arg(2, "critic updates per actor update")
+    total_steps: int = 30_000
+    target: float | None = -200.0
+    eval_every: int = 500
+    save: str | None = "td3_pendulum.h5"
 
 
 def main(args: Args) -> train.RunSummary:
     paddle.seed(args.seed)
     spaces = train.env_spaces(args.env)
-    ddpg = DDPG(MLPActorQ(spaces.obs_dim, spaces.act_dim, args.hidden), gamma=args.gamma, tau=args.tau,
-                actor_lr=args.actor_lr, critic_lr=args.critic_lr)
+    td3 = TD3(MLPActorQ(spaces.obs_dim, spaces.act_dim, args.hidden, twin_q=True), gamma=args.gamma, tau=args.tau,
+              actor_lr=args.actor_lr, critic_lr=args.critic_lr, policy_noise=args.policy_noise,
+              noise_clip=args.noise_clip, policy_freq=args.policy_freq)
     exploration = train.ContinuousExploration(spaces.act_dim, args.exploration_noise, args.learning_starts,
                                               seed=args.seed)
-    trainer = train.OffPolicyTrainer(ddpg, args.env, exploration=exploration, learning_starts=args.learning_starts,
+    trainer = train.OffPolicyTrainer(td3, args.env, exploration=exploration, learning_starts=args.learning_starts,
                                      batch_size=args.batch_size, eval_seed=10_000_000 + 1000 * args.seed,
                                      **args.run_options())
     return trainer.run(args.total_steps, progress_bar=args.progress_bar)

@@ -1,14 +1,14 @@
 """Every algorithm against Stable-Baselines3, side by side in one run, and raw throughputs.
 
-    python scripts/bench_algos.py                          # time to threshold: all six below, seed 1
-    python scripts/bench_algos.py --algos PPO --seeds 1 2 3
-    python scripts/bench_algos.py --mode throughput        # env steps/s and updates/s of all nine
-    python scripts/bench_algos.py --mode parity            # one PPO and one A2C update, ours and SB3's
+    python scripts/bench/bench_algos.py                          # time to threshold: all six below, seed 1
+    python scripts/bench/bench_algos.py --algos PPO --seeds 1 2 3
+    python scripts/bench/bench_algos.py --mode throughput        # env steps/s and updates/s of all nine
+    python scripts/bench/bench_algos.py --mode parity            # one PPO and one A2C update, ours and SB3's
 
 Prints ONE JSON line.
 
-``--mode threshold``: for each seed, each algorithm runs its script (``scripts/train_*.py`` on
-CartPole-v1 to an evaluation mean of 475, ``scripts/*_pendulum.py`` on Pendulum-v1 to -200; greedy
+``--mode threshold``: for each seed, each algorithm runs its script (``scripts/examples/train_*.py`` on
+CartPole-v1 to an evaluation mean of 475, ``scripts/examples/*_pendulum.py`` on Pendulum-v1 to -200; greedy
 10-episode evaluations every ``eval_every`` steps) and then, when ``stable-baselines3`` is
 importable, SB3's implementation with RL-Zoo's hyperparameters for the task under the same
 evaluation protocol (same evaluation seeds and frequency, evaluations excluded from the time); the
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-SCRIPTS = Path(__file__).resolve().parent
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ THRESHOLD_RUNS = {
 def ours_to_threshold(algo: str, seed: int) -> dict:
     """Run the script; its JSON summary gives steps and training seconds."""
     with tempfile.TemporaryDirectory() as folder:
-        done = subprocess.run([sys.executable, str(SCRIPTS / THRESHOLD_RUNS[algo].script), "--seed", str(seed),
+        done = subprocess.run([sys.executable, str(EXAMPLES / THRESHOLD_RUNS[algo].script), "--seed", str(seed),
                                "--progress-bar", "--save", str(Path(folder) / "run.h5")],
                               capture_output=True, text=True, check=True)
     summary = json.loads(done.stdout.strip().splitlines()[-1])

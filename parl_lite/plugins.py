@@ -4,16 +4,23 @@ A plugin is an entry point of an installed distribution (``importlib.metadata``)
 imported until a plugin is used, so a broken plugin cannot break ``import parl_lite``. When it is
 used and fails to load, :class:`PluginError` names the group, the plugin, its module and the
 distribution that installed it.
+
+This module imports only the standard library, so every layer may read the registry without
+depending on the plugins themselves: :func:`parl_lite.connect` (``parl_lite.remote``) looks up
+backends, the ``parl-lite`` command line commands, ``evokit_py`` solvers. The built-in plugins
+(``parl_lite.ext``) register in ``setup.cfg`` exactly as a third-party distribution does in its own
+metadata.
 """
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-__all__ = ["BACKENDS", "SOLVERS", "GROUPS", "Plugin", "PluginError", "installed", "find", "load"]
+__all__ = ["BACKENDS", "COMMANDS", "SOLVERS", "GROUPS", "Plugin", "PluginError", "installed", "find", "load"]
 
 BACKENDS = "parl_lite.backends"
+COMMANDS = "parl_lite.commands"
 SOLVERS = "evokit_py.solvers"
-GROUPS = (BACKENDS, SOLVERS)
+GROUPS = (BACKENDS, COMMANDS, SOLVERS)
 
 
 class PluginError(ImportError):
@@ -25,8 +32,9 @@ class Plugin:
     """One entry point of an installed distribution.
 
     Attributes:
-        group: the entry-point group (:data:`BACKENDS` or :data:`SOLVERS`).
-        name: the address scheme (backends) or ``solver.type`` (solvers).
+        group: the entry-point group (:data:`BACKENDS`, :data:`COMMANDS` or :data:`SOLVERS`).
+        name: the address scheme (backends), the ``parl-lite`` command (commands) or
+            ``solver.type`` (solvers).
         value: ``module:object`` the entry point names.
         distribution: the distribution that installed it (None if unknown).
         version: that distribution's version (None if unknown).

@@ -1,10 +1,10 @@
 """evokit_py's ARS against sb3-contrib's ARS on MuJoCo, side by side in one run; and where the time of
 a generation goes.
 
-    python scripts/bench_es_mujoco.py                                   # Swimmer, Hopper, HalfCheetah; seeds 0-4
-    python scripts/bench_es_mujoco.py --tasks swimmer --seeds 0 1 --only ours
-    python scripts/bench_es_mujoco.py --tasks walker2d                  # hours
-    python scripts/bench_es_mujoco.py --only profile                    # one HalfCheetah generation, per step
+    python scripts/bench/bench_es_mujoco.py                                   # Swimmer, Hopper, HalfCheetah; seeds 0-4
+    python scripts/bench/bench_es_mujoco.py --tasks swimmer --seeds 0 1 --only ours
+    python scripts/bench/bench_es_mujoco.py --tasks walker2d                  # hours
+    python scripts/bench/bench_es_mujoco.py --only profile                    # one HalfCheetah generation, per step
 
 Prints ONE JSON line. Needs MuJoCo (``pip install 'parl_lite[mujoco]'``) and, for the peer,
 sb3-contrib (``pip install sb3-contrib``: it brings stable-baselines3 and torch, bench-only
@@ -13,7 +13,7 @@ https://download.pytorch.org/whl/cpu`` first keeps torch to its CPU build).
 
 Per task and seed, ours then the peer's, alternating so that a change of load hits both:
 
-- **ours**: ``parl-lite es-train --config scripts/es_<task>.yaml`` (ARS V2-t with the paper's
+- **ours**: ``parl-lite es-train --config scripts/examples/es_<task>.yaml`` (ARS V2-t with the paper's
   hyperparameters) with ``seed`` S and noise seed S + 7, as a fresh process;
 - **sb3-contrib**: ``sb3_contrib.ARS`` with RL-Zoo's hyperparameters for the task (``ars.yml``:
   "params closest to original paper"; Swimmer without observation normalisation, as RL-Zoo has it),
@@ -59,7 +59,7 @@ from pathlib import Path
 
 import numpy as np
 
-SCRIPTS = Path(__file__).resolve().parent
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"  # the shipped configs
 FINAL_SEED = 10**9  # the final evaluations' first episode seed, apart from training and evaluation
 
 
@@ -151,10 +151,10 @@ def run_ours(task: Task, seed: int, budget: int, workers: int, folder: Path) -> 
     policy's returns on fresh episodes (from the exported ONNX file)."""
     from evokit_py.config import load_config
 
-    config = load_config(SCRIPTS / task.config)
+    config = load_config(EXAMPLES / task.config)
     per_generation = config.solver.population_size * config.env.episodes_per_candidate
     generations = math.ceil(budget / per_generation)
-    command = [sys.executable, "-m", "parl_lite.cli", "es-train", "--config", str(SCRIPTS / task.config),
+    command = [sys.executable, "-m", "parl_lite.cli", "es-train", "--config", str(EXAMPLES / task.config),
                "--set", f"seed={seed}", "--set", f"solver.sampling.gaussian_sampling.seed={seed + 7}",
                "--set", f"train.generations={generations}", "--set", f"train.workers={workers}",
                "--set", f"train.log_dir={folder}", "--set", f"train.checkpoint_dir={folder}/checkpoints"]
@@ -184,7 +184,7 @@ def run_sb3(task: Task, seed: int, budget: int, workers: int, folder: Path) -> d
     """sb3-contrib's ARS in a fresh process (``--sb3-run``), then its best policy on fresh episodes."""
     from evokit_py.config import load_config
 
-    config = load_config(SCRIPTS / task.config)
+    config = load_config(EXAMPLES / task.config)
     eval_episodes = config.solver.population_size * config.env.episodes_per_candidate * config.train.eval_every
     command = [sys.executable, str(Path(__file__).resolve()), "--sb3-run", json.dumps({
         "task": [name for name, t in TASKS.items() if t == task][0], "seed": seed, "budget": budget,
@@ -355,7 +355,7 @@ def profile(repeats: int = 3) -> dict:
     from evokit_py.seeds import candidate_seeds
     from evokit_py.training.setup import setup_run
 
-    path = SCRIPTS / TASKS["halfcheetah"].config
+    path = EXAMPLES / TASKS["halfcheetah"].config
     config = resolve_config(path, [f"train.log_dir={tempfile.gettempdir()}"])
     assert load_config(path).solver.population_size == config.solver.population_size
     best: dict[str, float] = {}

@@ -1,8 +1,8 @@
 """PPO on any Gymnasium environment (discrete actions: categorical; continuous: diagonal Gaussian).
 
-    python scripts/train_ppo.py --env CartPole-v1 --seed 1
-    python scripts/train_ppo.py --env Pendulum-v1 --seed 1       # RL-Zoo's Pendulum values: see PENDULUM
-    python scripts/train_ppo.py --env LunarLander-v3 --seed 1    # needs gymnasium[box2d]
+    python scripts/examples/train_ppo.py --env CartPole-v1 --seed 1
+    python scripts/examples/train_ppo.py --env Pendulum-v1 --seed 1       # RL-Zoo's Pendulum values: see PENDULUM
+    python scripts/examples/train_ppo.py --env LunarLander-v3 --seed 1    # needs gymnasium[box2d]
 
 Hyperparameters are RL-Zoo's: CartPole-v1's below, and those of the tasks in ``RL_ZOO`` for every
 option left at its default; another environment takes CartPole-v1's values and, as its target,
@@ -11,7 +11,6 @@ episodes; training stops when their mean reaches ``--target`` or after ``--total
 line is the run's JSON summary.
 """
 import dataclasses
-from typing import Optional
 
 import paddle
 
@@ -39,10 +38,9 @@ class Args(train.TrainArgs):
     max_grad_norm: float = arg(0.5, "global gradient-norm clip")
     hidden: int = arg(64, "units per hidden layer")
     shared: bool = arg(False, "one trunk for policy and value")
-    total_steps: int = arg(100_000, "environment steps at most")
-    target: Optional[float] = arg(475.0, "stop once the evaluation mean reaches this")
-    eval_every: int = arg(2_560, "environment steps between evaluations")
-    save: Optional[str] = arg("ppo.h5", "checkpoint written at the end, on Ctrl-C and every --checkpoint-every steps")
+    target: float | None = 475.0
+    eval_every: int = 2_560
+    save: str | None = "ppo.h5"
 
 
 # RL-Zoo's Pendulum-v1 values, used with --env Pendulum-v1 for every option left at its default

@@ -1,6 +1,6 @@
 """A parl_lite cluster while strangers attack it, against the same cluster left alone, in one run.
 
-    python scripts/bench_cluster_attack.py [--nofile 256] [--strangers 500] [--holders 200] [--calls 2000]
+    python scripts/bench/bench_cluster_attack.py [--nofile 256] [--strangers 500] [--holders 200] [--calls 2000]
 
 Starts a master and a node through the ``parl-lite`` CLI with a low ``ulimit -n`` (``--nofile``),
 connects a client over 127.0.0.1, and measures, first alone, then under both attacks at once:

@@ -1,6 +1,6 @@
 """SAC on Pendulum-v1 (gymnasium).
 
-    python scripts/sac_pendulum.py --seed 1
+    python scripts/examples/sac_pendulum.py --seed 1
 
 Uniform random actions for ``--learning-starts`` steps, then actions sampled from the squashed
 Gaussian policy, one update per environment step (critics, actor, temperature, soft target); a
@@ -8,7 +8,6 @@ Gaussian policy, one update per environment step (critics, actor, temperature, s
 (eval mean >= -200). The last line is the run's JSON summary.
 """
 import dataclasses
-from typing import Optional
 
 import paddle
 
@@ -30,11 +29,10 @@ class Args(train.TrainArgs):
     critic_lr: float = arg(1e-3, "Adam learning rate of the critics")
     alpha: float = arg(1.0, "initial entropy temperature")
     alpha_lr: float = arg(1e-3, "learning rate of log(alpha)")
-    total_steps: int = arg(30_000, "environment steps at most")
-    target: Optional[float] = arg(-200.0, "stop once the evaluation mean reaches this")
-    eval_every: int = arg(500, "environment steps between evaluations")
-    save: Optional[str] = arg("sac_pendulum.h5", "checkpoint written at the end, on Ctrl-C and every "
-                                                 "--checkpoint-every steps")
+    total_steps: int = 30_000
+    target: float | None = -200.0
+    eval_every: int = 500
+    save: str | None = "sac_pendulum.h5"
 
 
 def main(args: Args) -> train.RunSummary:

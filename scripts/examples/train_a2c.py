@@ -1,6 +1,6 @@
 """A2C on CartPole-v1: 8 environments stepped in this process, one update per 5 steps.
 
-    python scripts/train_a2c.py --seed 1
+    python scripts/examples/train_a2c.py --seed 1
 
 Hyperparameters are RL-Zoo's A2C CartPole-v1 (SB3 defaults: RMSprop, n-step returns). Every
 ``--eval-every`` env steps the greedy policy plays 10 episodes; training stops when their mean
@@ -9,7 +9,6 @@ reaches ``--target`` or after ``--total-steps``. The last line is the run's JSON
 reward threshold for it as its target.
 """
 import dataclasses
-from typing import Optional
 
 import paddle
 
@@ -31,10 +30,9 @@ class Args(train.TrainArgs):
     entropy_coeff: float = arg(0.0, "weight of the entropy term (negative: a bonus)")
     max_grad_norm: float = arg(0.5, "global gradient-norm clip")
     hidden: int = arg(64, "units per hidden layer")
-    total_steps: int = arg(500_000, "environment steps at most")
-    target: Optional[float] = arg(475.0, "stop once the evaluation mean reaches this")
-    eval_every: int = arg(5_000, "environment steps between evaluations")
-    save: Optional[str] = arg("a2c.h5", "checkpoint written at the end, on Ctrl-C and every --checkpoint-every steps")
+    total_steps: int = 500_000
+    target: float | None = 475.0
+    save: str | None = "a2c.h5"
 
 
 def main(args: Args) -> train.RunSummary:

@@ -1,7 +1,7 @@
 """Online sampling / offline update with evokit_py: each step runs in its own process.
 
-    python scripts/es_online_offline.py --config scripts/es_cartpole.yaml --cycles 5 --workdir runs/es_offline
-    python scripts/es_online_offline.py --samplers 3 --shards 4 --cycles 10 --workdir runs/es_offline_async
+    python scripts/examples/es_online_offline.py --config scripts/examples/es_cartpole.yaml --cycles 5 --workdir runs/es_offline
+    python scripts/examples/es_online_offline.py --samplers 3 --shards 4 --cycles 10 --workdir runs/es_offline_async
 
 With one sampler, every cycle starts ``... sample`` (loads the solver checkpoint, evaluates one
 generation, appends its sampling infos and rewards to a log file) and then ``... update`` (applies

@@ -1,6 +1,6 @@
 """A3C on CartPole-v1: rollout actors are ``@remote_class`` actors on the process pool.
 
-    python scripts/train_a3c.py --seed 1 --actors 2
+    python scripts/examples/train_a3c.py --seed 1 --actors 2
 
 Each actor owns ``num_envs`` environments and a copy of the policy. The learner (this process)
 takes whichever rollout arrives first, takes one A2C step on it (values and n-step returns from
@@ -14,7 +14,6 @@ mean reaches ``--target`` or after ``--total-steps``. The last line is the run's
 reward threshold for it as its target.
 """
 import dataclasses
-from typing import Optional
 
 import paddle
 
@@ -37,10 +36,9 @@ class Args(train.TrainArgs):
     entropy_coeff: float = arg(0.0, "weight of the entropy term (negative: a bonus)")
     max_grad_norm: float = arg(0.5, "global gradient-norm clip")
     hidden: int = arg(64, "units per hidden layer")
-    total_steps: int = arg(500_000, "environment steps at most")
-    target: Optional[float] = arg(475.0, "stop once the evaluation mean reaches this")
-    eval_every: int = arg(5_000, "environment steps between evaluations")
-    save: Optional[str] = arg("a3c.h5", "checkpoint written at the end, on Ctrl-C and every --checkpoint-every steps")
+    total_steps: int = 500_000
+    target: float | None = 475.0
+    save: str | None = "a3c.h5"
 
 
 def main(args: Args) -> train.RunSummary:

@@ -1,7 +1,7 @@
 """Benchmark of ``@remote_class`` on the local pool against plain-Python baselines, in one run.
 
-    python scripts/bench_remote.py [--calls 3000] [--ray]
-    python scripts/bench_remote.py --address ray://local
+    python scripts/bench/bench_remote.py [--calls 3000] [--ray]
+    python scripts/bench/bench_remote.py --address ray://local
 
 Prints one JSON line:
 - sync trivial call (median µs) and its ratio to a raw ``multiprocessing.Pipe`` round trip, unpinned

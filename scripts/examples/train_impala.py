@@ -1,6 +1,6 @@
 """IMPALA on CartPole-v1: V-trace learner here, rollout actors on the process pool.
 
-    python scripts/train_impala.py --seed 1 --actors 2
+    python scripts/examples/train_impala.py --seed 1 --actors 2
 
 Actors (``@remote_class`` :class:`RolloutWorker`) play ``unroll`` steps in ``num_envs``
 environments with the weights they were last sent and return the trajectories with their
@@ -14,7 +14,6 @@ mean reaches ``--target`` or after ``--total-steps``. The last line is the run's
 reward threshold for it as its target.
 """
 import dataclasses
-from typing import Optional
 
 import paddle
 
@@ -38,11 +37,9 @@ class Args(train.TrainArgs):
     clip_rho: float = arg(1.0, "V-trace rho_bar (and the policy-gradient clip)")
     clip_c: float = arg(1.0, "V-trace c_bar")
     hidden: int = arg(64, "units per hidden layer")
-    total_steps: int = arg(500_000, "environment steps at most")
-    target: Optional[float] = arg(475.0, "stop once the evaluation mean reaches this")
-    eval_every: int = arg(5_000, "environment steps between evaluations")
-    save: Optional[str] = arg("impala.h5", "checkpoint written at the end, on Ctrl-C and every "
-                                           "--checkpoint-every steps")
+    total_steps: int = 500_000
+    target: float | None = 475.0
+    save: str | None = "impala.h5"
 
 
 def main(args: Args) -> train.RunSummary:

@@ -27,7 +27,7 @@
   the randomness) and, beside it, ours on its own draws; and milliseconds per generation at 500-D
   (sphere, lambda 22).
 
-    python scripts/bench_es.py [--candidates 64] [--repeats 3] [--only sampling,async,study,cma]
+    python scripts/bench/bench_es.py [--candidates 64] [--repeats 3] [--only sampling,async,study,cma]
 """
 import json
 import multiprocessing

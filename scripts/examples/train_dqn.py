@@ -1,8 +1,8 @@
 """DQN / Double DQN on any Gymnasium environment with discrete actions (CartPole-v1 by default).
 
-    python scripts/train_dqn.py --seed 1            # Double DQN (default)
-    python scripts/train_dqn.py --seed 1 --no-double
-    python scripts/train_dqn.py --env Acrobot-v1 --seed 1    # RL-Zoo's Acrobot values: see RL_ZOO
+    python scripts/examples/train_dqn.py --seed 1            # Double DQN (default)
+    python scripts/examples/train_dqn.py --seed 1 --no-double
+    python scripts/examples/train_dqn.py --env Acrobot-v1 --seed 1    # RL-Zoo's Acrobot values: see RL_ZOO
 
 Hyperparameters follow RL-Zoo's DQN CartPole-v1 except ``gradient_steps``: every ``train_every``
 (256) env steps the agent takes ``gradient_steps`` Adam steps on minibatches from the replay memory
@@ -14,7 +14,6 @@ takes CartPole-v1's values and, as its target, gymnasium's reward threshold for 
 reaches ``--target`` or after ``--total-steps``. The last line is the run's JSON summary.
 """
 import dataclasses
-from typing import Optional
 
 import paddle
 
@@ -41,10 +40,9 @@ class Args(train.TrainArgs):
     epsilon_steps: int = arg(8_000, "env steps of the linear epsilon decay")
     max_grad_norm: float = arg(10.0, "global gradient-norm clip (of the Huber loss, as SB3)")
     hidden: int = arg(256, "units per hidden layer")
-    total_steps: int = arg(100_000, "environment steps at most")
-    target: Optional[float] = arg(475.0, "stop once the evaluation mean reaches this")
-    eval_every: int = arg(4_096, "environment steps between evaluations")
-    save: Optional[str] = arg("dqn.h5", "checkpoint written at the end, on Ctrl-C and every --checkpoint-every steps")
+    target: float | None = 475.0
+    eval_every: int = 4_096
+    save: str | None = "dqn.h5"
 
 
 def main(args: Args) -> train.RunSummary:

@@ -4,7 +4,7 @@ For every model: wall-clock of the export (median of --repeats, verification inc
 max abs difference between onnxruntime and paddle dygraph on a random batch of 256.
 Routes: ``onnx`` (parl_lite's own translation) and ``paddle2onnx`` (child process) where installed.
 
-    nice -n 10 python scripts/bench_onnx_export.py --repeats 3
+    nice -n 10 python scripts/bench/bench_onnx_export.py --repeats 3
 """
 import argparse
 import importlib.util
@@ -19,14 +19,14 @@ import numpy as np
 import onnxruntime
 import paddle
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from onnx_models import CnnPolicy, TwoHeadModel, cnn_sequential  # noqa: E402
 
 import parl_lite  # noqa: E402
 
 
 class MlpPolicy(parl_lite.Model):
-    """The 4 -> 64 -> 64 -> 2 tanh MLP of DESIGN.md's forward-speed figures."""
+    """A 4 -> 64 -> 64 -> 2 tanh MLP: the size of the RL policies of the examples (CartPole)."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -1,6 +1,6 @@
 """Benchmark of ``@remote_class`` on a parl_lite cluster against a raw TCP socket, in one run.
 
-    python scripts/bench_cluster.py [--calls 3000]
+    python scripts/bench/bench_cluster.py [--calls 3000]
 
 Starts a master and two nodes on this machine through the ``parl-lite`` CLI (in a temporary
 folder with its own token), connects to it over 127.0.0.1, and prints one JSON line:

@@ -1,6 +1,6 @@
 """PARL's QuickStart on Gymnasium: REINFORCE on CartPole-v1.
 
-    python scripts/quickstart_pg_cartpole.py --seed 1
+    python scripts/examples/quickstart_pg_cartpole.py --seed 1
 
 Plays one episode at a time with the stochastic policy and takes one policy-gradient step on its
 normalised discounted returns; evaluates the greedy policy every ``--eval-every`` env steps
@@ -8,7 +8,6 @@ normalised discounted returns; evaluates the greedy policy every ``--eval-every`
 JSON summary.
 """
 import dataclasses
-from typing import Optional
 
 import paddle
 
@@ -24,11 +23,9 @@ class Args(train.TrainArgs):
     lr: float = arg(5e-3, "Adam learning rate")
     gamma: float = arg(0.99, "discount of the returns")
     hidden: int = arg(20, "hidden units (PARL: 10 * act_dim)")
-    total_steps: int = arg(300_000, "environment steps at most")
-    target: Optional[float] = arg(475.0, "stop once the evaluation mean reaches this")
-    eval_every: int = arg(5_000, "environment steps between evaluations")
-    save: Optional[str] = arg("pg_cartpole.h5", "checkpoint written at the end, on Ctrl-C and every "
-                                                "--checkpoint-every steps")
+    total_steps: int = 300_000
+    target: float | None = 475.0
+    save: str | None = "pg_cartpole.h5"
 
 
 class CartpoleModel(parl_lite.Model):
