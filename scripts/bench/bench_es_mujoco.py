@@ -49,7 +49,6 @@ import json
 import math
 import os
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -384,17 +383,18 @@ def profile(repeats: int = 3) -> dict:
                 obs, _, terminated, truncated, _ = sampler.env.step(actions[-1])
                 if terminated or truncated:
                     break
-            parts = {"env": lambda: [sampler.env.step(a) for a in actions],
-                     "normalise": lambda: [normalise(o, mean, std) for o in observations],
-                     "action_map": lambda: [sampler.action_map(o) for o in outputs]}
             inputs = [normalise(o, mean, std) for o in observations]
-            parts["policy_numpy"] = lambda: [sampler.policy(x) for x in inputs]
-            parts["policy_onnxruntime"] = lambda: [onnx_policy(x) for x in inputs]
+            parts = {"env": (sampler.env.step, actions),
+                     "normalise": (lambda o: normalise(o, mean, std), observations),
+                     "action_map": (sampler.action_map, outputs),
+                     "policy_numpy": (sampler.policy, inputs),
+                     "policy_onnxruntime": (onnx_policy, inputs)}
             sampler.env.reset(seed=int(seeds[0][0]))
             timing = {"step": per_step}
-            for part, work in parts.items():
+            for part, (work, items) in parts.items():
                 tick = time.process_time()
-                work()
+                for item in items:
+                    work(item)
                 timing[part] = (time.process_time() - tick) / len(observations)
             for key, value in timing.items():
                 best[key] = min(best.get(key, math.inf), value)
