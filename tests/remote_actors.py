@@ -23,6 +23,9 @@ class Counter:
     def echo(self, value):
         return value
 
+    def blob(self, size: int) -> bytes:
+        return b"x" * size  # bytes are pickled inline: one message of that size
+
     def mul(self, array: np.ndarray) -> np.ndarray:
         return array * self.scale
 

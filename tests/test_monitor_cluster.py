@@ -56,6 +56,8 @@ def test_the_monitor_of_a_master_and_two_nodes(cluster, tmp_path, browser):
         assert len({actors[pid]["node"] for pid in pids}) == 2  # placed on both nodes
         client, = [client for client in status["clients"] if client["pid"] == script.info["pid"]]
         assert client["actors"] == 3
+        per_node = {node: sum(actors[pid]["node"] == node for pid in pids) for node in client["nodes"]}
+        assert client["nodes"] == per_node and sum(per_node.values()) == 3  # the run's actors per node
 
         # the JSON API: a printed line, the download, an unknown actor
         talker = actors[script.info["talker"]]["id"]
@@ -74,6 +76,8 @@ def test_the_monitor_of_a_master_and_two_nodes(cluster, tmp_path, browser):
         rows = " && ".join(f"document.querySelector('tr[data-actor=\"{actor_id}\"]') !== null" for actor_id in ids)
         browser.wait_for(f"{rows_js('nodes')}.length === 2 && {rows}")
         assert browser.evaluate("document.getElementById('source').textContent") == f"cluster {cluster.address}"
+        shown = ", ".join(f"{node}: {count}" for node, count in sorted(client["nodes"].items()))
+        browser.wait_for(f"{rows_js('clients', client['id'])}[0].cells[5].textContent === {shown!r}")
         browser.evaluate(f"document.querySelector('tr[data-actor=\"{talker}\"]').click()")
         browser.wait_for("document.getElementById('log').textContent.includes('a line printed on a node')")
         killed = actors[script.info["counters"][0]]["id"]

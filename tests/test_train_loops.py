@@ -267,3 +267,37 @@ def test_bad_loop_options_are_named():
         a2c_trainer().learn(0)
     with pytest.raises(ValueError, match="batch_size"):
         train.OffPolicyTrainer(DQN(MLPQNetwork(4, 2, 8), gamma=0.9, lr=1e-3), "CartPole-v1", batch_size=0)
+
+
+def _dqn_trainer(**options):
+    paddle.seed(3)
+    return train.OffPolicyTrainer(DQN(MLPQNetwork(4, 2, 32), gamma=0.99, lr=1e-3), "CartPole-v1",
+                                  learning_starts=50, train_every=10, batch_size=16, memory_size=1_000, seed=3,
+                                  eval_every=1_000, eval_episodes=1, **options)
+
+
+@pytest.mark.timeout(120)
+def test_resume_refuses_a_replay_memory_capacity_that_cannot_be_allocated_naming_it(tmp_path):
+    path = tmp_path / "dqn.h5"
+    _dqn_trainer(save=str(path)).learn(60, progress_bar=False)
+    with h5py.File(path, "r+") as file:
+        file["replay_memory"].attrs["max_size"] = 2**62
+    with pytest.raises(parl_lite.CheckpointError, match=r"max_size 4611686018427387904 transitions do not fit"):
+        _dqn_trainer(resume=str(path)).learn(100, progress_bar=False)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["dqn", "memory"])
+def test_a_fifo_in_place_of_a_checkpoint_is_named_without_blocking(tmp_path, kind):
+    import os
+
+    from parl_lite.utils.replay_memory import ReplayMemory, ReplayMemoryError
+
+    fifo = tmp_path / "run.h5"
+    os.mkfifo(fifo)
+    if kind == "dqn":
+        with pytest.raises(parl_lite.CheckpointError, match="run.h5 is a FIFO"):
+            _dqn_trainer(resume=str(fifo)).learn(100, progress_bar=False)
+    else:
+        with pytest.raises(ReplayMemoryError, match="run.h5 is a FIFO"):
+            ReplayMemory(10, 4, 0).load(fifo)

@@ -12,7 +12,11 @@ from typing import Any
 
 from parl_lite.remote.futures import Future
 
-__all__ = ["ActorOptions", "ActorChannel", "Backend", "MethodReference"]
+__all__ = ["ActorOptions", "ActorChannel", "Backend", "MethodReference", "THREAD_VARIABLES", "thread_limits"]
+
+# what ``connect(threads_per_worker=N)`` sets in every backend's workers (before numpy loads there)
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS")
 
 
 class MethodReference:
@@ -61,6 +65,11 @@ class ActorChannel(ABC):
         return future.result()
 
 
+def thread_limits(threads_per_worker: int) -> dict[str, str]:
+    """The environment that limits a worker's OMP/MKL/OpenBLAS threads to ``threads_per_worker``."""
+    return {name: str(threads_per_worker) for name in THREAD_VARIABLES}
+
+
 class Backend(ABC):
     """Creates actors and owns the processes (or machines) they run on."""
 
@@ -72,6 +81,12 @@ class Backend(ABC):
     @abstractmethod
     def status(self) -> dict[str, Any]:
         """A JSON-able description of the backend's workers and actors."""
+
+    def free_slots(self) -> int | None:
+        """How many more actors could be placed now without waiting for room, or None if the
+        backend does not say (the local pool forks a process for each actor; Ray places by its own
+        rules). A cluster answers with its free CPUs; an error means it cannot be reached."""
+        return None
 
     @abstractmethod
     def shutdown(self) -> None:

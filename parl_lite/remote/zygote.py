@@ -1,7 +1,8 @@
 """The zygote: a small clean process that forks worker processes on request.
 
 It is started once per pool (``python -m parl_lite.remote.zygote FD PREFIX STATUS``) and imports only numpy,
-cloudpickle and the worker loop, with the thread counts of OpenMP/MKL/OpenBLAS set by the pool. A
+cloudpickle and the worker loop (and the modules ``$PARL_LITE_PRELOAD`` names, comma-separated: a
+cluster node's actor host), with the thread counts of OpenMP/MKL/OpenBLAS set by the pool. A
 fork of it costs a few milliseconds, against a few hundred for a new interpreter, and it has no
 threads, so forking it is safe (forking the caller, which has threads and maybe paddle, is not).
 
@@ -13,6 +14,7 @@ the process groups of its workers, sweeps the session's shared-memory segments a
 file, and exits.
 """
 import ctypes
+import importlib
 import json
 import os
 import signal
@@ -22,6 +24,7 @@ import sys
 
 _PR_SET_PDEATHSIG = 1
 PID_FORMAT = "!i"
+PRELOAD_VARIABLE = "PARL_LITE_PRELOAD"
 
 
 def _reap(children: set[int]) -> None:
@@ -59,6 +62,9 @@ def main() -> None:
     import numpy  # noqa: F401  (warm imports every worker needs, done once before forking)
     import cloudpickle  # noqa: F401
     import parl_lite.remote.worker  # noqa: F401
+
+    for module in filter(None, os.environ.pop(PRELOAD_VARIABLE, "").split(",")):
+        importlib.import_module(module)
 
     control.sendall(struct.pack(PID_FORMAT, os.getpid()))  # ready
     try:

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 from parl_lite.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from parl_lite.train.args import TrainArgs, arg, parse_args
+    from parl_lite.train.args import AsyncTrainArgs, TrainArgs, arg, parse_args
     from parl_lite.train.asynchronous import AsyncTrainer
-    from parl_lite.train.base import EnvSpaces, Trainer, env_spaces, learn_stats
+    from parl_lite.train.base import EnvSpaces, RunStopped, Trainer, env_spaces, learn_stats
     from parl_lite.train.callbacks import Callback, CallbackList, EveryNSteps, StopOnThreshold
     from parl_lite.train.episodic import EpisodicTrainer
     from parl_lite.train.evaluation import Evaluator
@@ -40,10 +40,11 @@ if TYPE_CHECKING:
 # public name -> the module that defines it: the loops import paddle, so they load on first use, and
 # ``parl-lite es-train`` (which must not import paddle) can use the reporter and the summary
 _LAZY = {
-    "TrainArgs": "parl_lite.train.args", "arg": "parl_lite.train.args", "parse_args": "parl_lite.train.args",
+    "TrainArgs": "parl_lite.train.args", "AsyncTrainArgs": "parl_lite.train.args", "arg": "parl_lite.train.args",
+    "parse_args": "parl_lite.train.args",
     "AsyncTrainer": "parl_lite.train.asynchronous",
-    "EnvSpaces": "parl_lite.train.base", "Trainer": "parl_lite.train.base", "env_spaces": "parl_lite.train.base",
-    "learn_stats": "parl_lite.train.base",
+    "EnvSpaces": "parl_lite.train.base", "Trainer": "parl_lite.train.base", "RunStopped": "parl_lite.train.base",
+    "env_spaces": "parl_lite.train.base", "learn_stats": "parl_lite.train.base",
     "Callback": "parl_lite.train.callbacks", "CallbackList": "parl_lite.train.callbacks",
     "EveryNSteps": "parl_lite.train.callbacks", "StopOnThreshold": "parl_lite.train.callbacks",
     "EpisodicTrainer": "parl_lite.train.episodic",
@@ -56,9 +57,9 @@ _LAZY = {
     "RunSummary": "parl_lite.train.summary",
 }
 
-__all__ = ["AsyncTrainer", "Callback", "CallbackList", "ContinuousExploration", "EnvSpaces", "EpisodicTrainer",
-           "EpsilonGreedy", "Evaluator", "EveryNSteps", "Exploration", "OffPolicyTrainer", "OnPolicyTrainer",
-           "Reporter", "RunSummary", "StopOnThreshold", "TrainArgs", "Trainer", "advantage_batch", "arg",
-           "env_spaces", "learn_stats", "parse_args"]
+__all__ = ["AsyncTrainArgs", "AsyncTrainer", "Callback", "CallbackList", "ContinuousExploration", "EnvSpaces",
+           "EpisodicTrainer", "EpsilonGreedy", "Evaluator", "EveryNSteps", "Exploration", "OffPolicyTrainer",
+           "OnPolicyTrainer", "Reporter", "RunStopped", "RunSummary", "StopOnThreshold", "TrainArgs", "Trainer",
+           "advantage_batch", "arg", "env_spaces", "learn_stats", "parse_args"]
 
 __getattr__, __dir__ = lazy_exports(globals(), _LAZY)

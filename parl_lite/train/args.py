@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_h
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["arg", "TrainArgs", "parse_args"]
+__all__ = ["arg", "TrainArgs", "AsyncTrainArgs", "parse_args"]
 
 ArgsT = TypeVar("ArgsT", bound="DataclassInstance")
 
@@ -47,6 +47,29 @@ class TrainArgs:
         return {"seed": self.seed, "target": self.target, "eval_every": self.eval_every,
                 "eval_episodes": self.eval_episodes, "logdir": self.logdir, "save": self.save,
                 "checkpoint_every": self.checkpoint_every, "resume": self.resume}
+
+
+@dataclasses.dataclass
+class AsyncTrainArgs(TrainArgs):
+    """What an :class:`parl_lite.train.AsyncTrainer` script takes besides: its rollout actors, and
+    where they run."""
+
+    actors: int = arg(2, "remote rollout actors to start with (a lost one is replaced)")
+    max_actors: int | None = arg(None, "the most rollout actors: more are added while a cluster has free CPUs "
+                                       "(default: --actors)")
+    address: str | None = arg(None, "a parl_lite cluster's master, host:port, for the actors (default: the "
+                                    "local pool)")
+
+    def connect(self) -> None:
+        """Connect ``parl_lite`` to ``--address`` (nothing to do for the local pool)."""
+        if self.address:
+            from parl_lite.remote.api import connect
+
+            connect(self.address)
+
+    def actor_options(self) -> dict[str, Any]:
+        """The keyword arguments of :class:`parl_lite.train.AsyncTrainer` about its actors."""
+        return {"actors": self.actors, "max_actors": self.max_actors}
 
 
 def parse_args(cls: type[ArgsT], description: str | None = None, argv: Sequence[str] | None = None,

@@ -1,11 +1,19 @@
-"""The asynchronous loop (A3C, IMPALA): rollout actors on the remote pool, the learner here.
+"""The asynchronous loop (A3C, IMPALA): rollout actors on the remote pool or a cluster, the learner here.
 
 Each actor (a ``@remote_class`` :class:`parl_lite.utils.rollout.RolloutWorker`) plays with the
 weights it was last sent; the learner takes whichever rollout arrives first, learns from it and
 sends the new weights back with that actor's next request, so actors act with weights up to
 ``actors - 1`` updates old. Update order depends on timing: a seed does not repeat a run exactly.
+
+The actors are an :class:`parl_lite.remote.group.ActorGroup`: an actor that dies (its node was lost)
+is replaced, on another node of a cluster, and training goes on with the others meanwhile; while
+a cluster has free CPUs (a node joined), actors are added up to ``max_actors``, each used from the
+next update on. Each such event is logged. When the actors' backend cannot be reached any more (the
+cluster's master is gone), or no actor is left and none can be made for ``capacity_wait`` seconds,
+the run stops with :class:`parl_lite.train.RunStopped` after writing its checkpoint.
 """
 import concurrent.futures
+import logging
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -16,13 +24,17 @@ import parl_lite
 from parl_lite.core.agent import Agent
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.model import Model
-from parl_lite.train.base import Trainer
+from parl_lite.remote.group import ActorGroup, ActorGroupError
+from parl_lite.train.base import RunStopped, Trainer
 from parl_lite.train.on_policy import advantage_batch
 from parl_lite.utils.rollout import RolloutWorker
 
 __all__ = ["AsyncTrainer", "impala_batch"]
 
 RemoteRolloutWorker = parl_lite.remote_class(RolloutWorker, wait=False)
+_WAIT = 0.5  # seconds between two looks at the actor group while no rollout arrives
+_CLOSE_WAIT = 10.0  # seconds the rollouts in flight get to finish when the run ends
+_log = logging.getLogger("parl_lite.train")
 
 
 class AsyncTrainer(Trainer):
@@ -31,7 +43,10 @@ class AsyncTrainer(Trainer):
     Args:
         agent: the agent or algorithm to train (PPO-style ``value`` needed when ``gae_lambda`` is set).
         env_id: a registered gymnasium id.
-        actors: remote rollout actors.
+        actors: remote rollout actors to start with, kept by replacing those that die.
+        max_actors: the most actors: more are added, up to this, while the actors' backend has room
+            (a cluster's free CPUs; default: ``actors``).
+        capacity_wait: seconds the run may have no actor while one is being made, before it stops.
         num_envs: environments per actor.
         rollout_steps: steps per environment in one rollout.
         gamma, gae_lambda: with ``gae_lambda`` set (A3C), ``learn`` gets the batch of
@@ -42,13 +57,19 @@ class AsyncTrainer(Trainer):
         **options: the :class:`Trainer` options (seed, target, eval_every, save, ...).
     """
 
-    def __init__(self, agent: Agent | Algorithm, env_id: str, *, actors: int = 2, num_envs: int = 8,
-                 rollout_steps: int = 5, gamma: float = 0.99, gae_lambda: float | None = None,
-                 model_fn: Callable[[], Model] | None = None, **options) -> None:
+    def __init__(self, agent: Agent | Algorithm, env_id: str, *, actors: int = 2, max_actors: int | None = None,
+                 capacity_wait: float = 60.0, num_envs: int = 8, rollout_steps: int = 5, gamma: float = 0.99,
+                 gae_lambda: float | None = None, model_fn: Callable[[], Model] | None = None, **options) -> None:
         super().__init__(agent, env_id, **options)
         if actors <= 0:
             raise ValueError(f"actors must be positive, got {actors}")
+        if max_actors is not None and max_actors < actors:
+            raise ValueError(f"max_actors ({max_actors}) must be at least actors ({actors})")
+        if not capacity_wait >= 0:
+            raise ValueError(f"capacity_wait must be a number of seconds, 0 or more, got {capacity_wait}")
         self.num_actors, self.num_envs, self.rollout_steps = actors, num_envs, rollout_steps
+        self.max_actors = actors if max_actors is None else max_actors
+        self.capacity_wait = capacity_wait
         self.gamma, self.gae_lambda = gamma, gae_lambda
         self.model_fn = model_fn or _rebuild_fn(self.agent.alg.model)
         steps = getattr(self.agent.alg, "sample_batch_steps", None)
@@ -57,45 +78,75 @@ class AsyncTrainer(Trainer):
                              f"{rollout_steps + 1}: each actor's {rollout_steps} steps, then the observation "
                              "that bootstraps them")
         self._recent: deque = deque(maxlen=20)
-        self._actors: list = []
-        self._pending: dict = {}
+        self.actor_group: ActorGroup | None = None
+        self._pending: dict = {}  # future of a rollout -> the actor making it
+
+    def _make_actor(self, index: int) -> Any:
+        return RemoteRolloutWorker(self.model_fn, self.env_id, self.num_envs, seed=self.seed * 1000 + 100 * index)
 
     def _start_actors(self) -> None:
-        self._actors = [RemoteRolloutWorker(self.model_fn, self.env_id, self.num_envs, seed=self.seed * 1000 + 100 * i)
-                        for i in range(self.num_actors)]
+        self.actor_group = ActorGroup(self._make_actor, self.num_actors, self.max_actors, name="rollout actor",
+                                      capacity_wait=self.capacity_wait)
         weights = self.agent.get_weights()
-        self._pending = {actor.collect(weights, self.rollout_steps): actor for actor in self._actors}
+        self._pending = {actor.collect(weights, self.rollout_steps): actor for actor in self.actor_group.start()}
 
     def _round(self, total_steps: int) -> None:
-        if not self._actors:
+        """Learn from the first rollout that arrives (waiting for one, while the group replaces
+        lost actors and adds new ones)."""
+        if self.actor_group is None:
             self._start_actors()
-        done, _ = parl_lite.wait(list(self._pending), return_when=concurrent.futures.FIRST_COMPLETED)
-        for future in done:
-            actor = self._pending.pop(future)
-            rollout = future.result()
-            self._recent.extend(rollout.pop("episode_returns").tolist())
-            if self.gae_lambda is not None:
-                batch = advantage_batch(self.agent, rollout, self.gamma, self.gae_lambda)
-            else:
-                batch = impala_batch(self.agent.alg, rollout, self.gamma)
-            self.last_learned = self.agent.learn(**batch)
-            self.updates += 1
-            self.steps += rollout["rewards"].size
-            self._pending[actor.collect(self.agent.get_weights(), self.rollout_steps)] = actor
+        group = self.actor_group
+        assert group is not None
+        while True:
+            try:
+                new = group.take_new()
+            except ActorGroupError as error:
+                raise RunStopped(str(error)) from error
+            finally:
+                for event in group.drain_events():
+                    _log.warning("%s: %s", self.name, event)
+            weights = self.agent.get_weights() if new else None
+            for actor in new:  # used from this update on
+                self._pending[actor.collect(weights, self.rollout_steps)] = actor
+            if not self._pending:
+                group.wait_for_change(_WAIT)
+                continue
+            done, _ = parl_lite.wait(list(self._pending), timeout=_WAIT, return_when=concurrent.futures.FIRST_COMPLETED)
+            learned = False
+            for future in done:
+                actor = self._pending.pop(future)
+                try:
+                    rollout = future.result()
+                except parl_lite.ActorDiedError as error:
+                    group.lost(actor, error)
+                    continue
+                self._learn(rollout)
+                learned = True
+                self._pending[actor.collect(self.agent.get_weights(), self.rollout_steps)] = actor
+            if learned:
+                return
+
+    def _learn(self, rollout: dict[str, np.ndarray]) -> None:
+        self._recent.extend(rollout.pop("episode_returns").tolist())
+        if self.gae_lambda is not None:
+            batch = advantage_batch(self.agent, rollout, self.gamma, self.gae_lambda)
+        else:
+            batch = impala_batch(self.agent.alg, rollout, self.gamma)
+        self.last_learned = self.agent.learn(**batch)
+        self.updates += 1
+        self.steps += rollout["rewards"].size
 
     def train_return(self) -> float:
         return float(np.mean(self._recent)) if self._recent else float("nan")
 
     def _close(self) -> None:
-        try:
-            if self._pending:
-                parl_lite.get(list(self._pending))  # let in-flight rollouts finish before the actors stop
-        except parl_lite.RemoteError:
-            pass  # an actor that died (e.g. of the same Ctrl-C) has nothing left to finish
-        finally:
-            for actor in self._actors:
-                actor.close()
-            self._actors, self._pending = [], {}
+        """Let the rollouts in flight finish (for a while: a lost node's never will), then close the
+        actors."""
+        if self._pending:
+            parl_lite.wait(list(self._pending), timeout=_CLOSE_WAIT)
+        if self.actor_group is not None:
+            self.actor_group.close()
+        self.actor_group, self._pending = None, {}
 
 
 def impala_batch(algorithm: Any, rollout: dict[str, np.ndarray], gamma: float) -> dict[str, np.ndarray]:

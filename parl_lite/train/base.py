@@ -7,6 +7,7 @@ rounds until the step budget, the target, a callback or Ctrl-C stops them.
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any, NamedTuple
 from collections.abc import Iterable
 
@@ -22,10 +23,16 @@ from parl_lite.train.evaluation import Evaluator
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
 
-__all__ = ["Trainer", "EnvSpaces", "env_spaces", "spaces_of", "learn_stats"]
+__all__ = ["Trainer", "RunStopped", "EnvSpaces", "env_spaces", "spaces_of", "learn_stats"]
 
 TRAINER_GROUP = "trainer"
 INTERRUPTED_EXIT_CODE = 130
+
+
+class RunStopped(RuntimeError):
+    """A run cannot go on (its remote actors are lost and none can be made, or their backend is
+    gone). :meth:`Trainer.learn` writes the checkpoint (when ``save`` is given) and raises it again
+    with the step reached and how to resume."""
 
 
 class EnvSpaces(NamedTuple):
@@ -183,6 +190,10 @@ class Trainer:
 
         Returns:
             The run's :class:`RunSummary` (``interrupted`` is True after Ctrl-C).
+
+        Raises:
+            RunStopped: the run could not go on (its actors are lost); the checkpoint was written
+                first, and the message says the step reached and how to resume.
         """
         if total_timesteps <= 0:
             raise ValueError(f"total_timesteps must be positive, got {total_timesteps}")
@@ -193,12 +204,14 @@ class Trainer:
         callbacks = as_callback([*stop, as_callback(callback)])
         self.evaluator = Evaluator(self.env_id, self.eval_episodes, self.eval_seed, self._action_scale())
         reporter = Reporter(self.name, total, self.steps, progress_bar, self.logdir)
-        interrupted = False
+        interrupted, stopped = False, None
         callbacks.on_training_start(self)
         try:
             self._run(total, callbacks, reporter)
         except KeyboardInterrupt:
             interrupted = True
+        except RunStopped as error:
+            stopped = error
         finally:
             reporter.close()
             self.evaluator.close()
@@ -206,6 +219,12 @@ class Trainer:
             callbacks.on_training_end(self)
         if self.save_path:
             self.save_checkpoint(self.save_path)
+        if stopped is not None:
+            resume = (f"the checkpoint {self.save_path} holds it: resume with resume={str(self.save_path)!r} "
+                      "(--resume) once the actors can run again") if self.save_path else \
+                "no checkpoint was written (save= keeps one)"
+            raise RunStopped(f"{self.name} on {self.env_id} stopped at step {self.steps}: {stopped}; {resume}") \
+                from stopped.__cause__
         return self.summary(interrupted)
 
     def _run(self, total: int, callbacks: Callback, reporter: Reporter) -> None:
@@ -247,8 +266,12 @@ class Trainer:
     def run(self, total_timesteps: int, callback: Callback | Iterable[Callback] | None = None,
             progress_bar: bool | None = None) -> RunSummary:
         """:meth:`learn`, then print the summary as one JSON line; after Ctrl-C (the checkpoint
-        written) exit with status 130, as a shell does."""
-        summary = self.learn(total_timesteps, callback, progress_bar)
+        written) exit with status 130, as a shell does; a run that stopped (:class:`RunStopped`,
+        the checkpoint written) exits with status 1 and its message."""
+        try:
+            summary = self.learn(total_timesteps, callback, progress_bar)
+        except RunStopped as stopped:  # said in one line, as a command's error, not as a traceback
+            sys.exit(f"{type(stopped).__name__}: {stopped}")
         print(summary.to_json(), flush=True)
         if summary.interrupted:
             sys.exit(INTERRUPTED_EXIT_CODE)
@@ -282,9 +305,7 @@ class Trainer:
                 "train_cpu_seconds": self.train_cpu_seconds}
 
     def _resume(self, path: str) -> None:
-        if not os.path.isfile(path):
-            raise checkpoint.CheckpointError(f"resume: checkpoint {path} does not exist")
-        with h5py.File(path, "r") as file:
+        with checkpoint.open_checkpoint(Path(path)) as file:
             if TRAINER_GROUP not in file:
                 raise checkpoint.CheckpointError(f"{path} has no training state (/{TRAINER_GROUP}): it was not "
                                                  "written by a parl_lite.train loop; use Agent.restore for weights")

@@ -2,16 +2,20 @@
 
 from typing import Any
 
+import numbers
+from pathlib import Path
+
 import gymnasium as gym
 import h5py
 import numpy as np
 
 from parl_lite.core.agent import Agent
 from parl_lite.core.algorithm import Algorithm
+from parl_lite.io import checkpoint
 from parl_lite.train.base import Trainer, spaces_of
 from parl_lite.train.exploration import ContinuousExploration, EpsilonGreedy, Exploration
 from parl_lite.utils.envs import EpisodeReturns
-from parl_lite.utils.replay_memory import ReplayMemory
+from parl_lite.utils.replay_memory import GROUP as REPLAY_GROUP, ReplayMemory, ReplayMemoryError
 
 __all__ = ["OffPolicyTrainer"]
 
@@ -103,12 +107,25 @@ class OffPolicyTrainer(Trainer):
             self.memory.write_group(file)
 
     def _read_extra(self, path: str) -> None:
-        with h5py.File(path, "r") as file:
-            if "replay_memory" not in file:
+        with checkpoint.open_checkpoint(Path(path)) as file:
+            if REPLAY_GROUP not in file:
                 return
-            max_size = int(file["replay_memory"].attrs["max_size"])
-        self.memory = ReplayMemory(max_size, self.obs_dim, self.act_dim if self.continuous else 0, seed=self.seed)
-        self.memory.load(path)
+            stored = file[REPLAY_GROUP].attrs.get("max_size")
+            size = file[REPLAY_GROUP].attrs.get("size")
+        if not (isinstance(stored, numbers.Integral) and isinstance(size, numbers.Integral)
+                and 0 <= int(size) <= int(stored)):
+            raise checkpoint.CheckpointError(f"{path}: its replay memory's max_size {stored!r} and size {size!r} "
+                                             "are not a capacity and a count of transitions")
+        try:  # allocated before the file's arrays are read, and checked against them by load()
+            self.memory = ReplayMemory(int(stored), self.obs_dim, self.act_dim if self.continuous else 0,
+                                       seed=self.seed)
+        except (MemoryError, ValueError):  # numpy: ValueError past the address space
+            raise checkpoint.CheckpointError(f"{path}: its replay memory's max_size {stored} transitions do not fit "
+                                             "in this machine's memory") from None
+        try:
+            self.memory.load(path)
+        except ReplayMemoryError as error:
+            raise checkpoint.CheckpointError(str(error)) from error
 
     def _close(self) -> None:
         self.env.close()

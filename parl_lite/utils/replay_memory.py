@@ -26,6 +26,7 @@ import h5py
 import numpy as np
 
 from parl_lite.io.atomic import write_hdf5_atomically
+from parl_lite.io.datasets import open_hdf5
 
 __all__ = ["ReplayMemory", "ReplayMemoryError", "save_agent_with_memory"]
 
@@ -195,10 +196,8 @@ class ReplayMemory:
                 replay memory, or its capacity, shapes or dtypes differ from this memory's.
         """
         path = Path(pathname)
-        if not path.is_file():
-            raise ReplayMemoryError(f"replay memory file {path} does not exist")
         try:
-            with h5py.File(path, "r") as file:
+            with open_hdf5(path, "replay memory file", ReplayMemoryError) as file:
                 state = self._read_group(file, path)
         except ReplayMemoryError:
             raise

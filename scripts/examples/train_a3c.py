@@ -24,9 +24,8 @@ from parl_lite.utils.models import MLPActorCritic
 
 
 @dataclasses.dataclass
-class Args(train.TrainArgs):
+class Args(train.AsyncTrainArgs):
     env: str = arg("CartPole-v1", "gymnasium id")
-    actors: int = arg(2, "remote rollout actors")
     num_envs: int = arg(8, "environments per actor")
     rollout_steps: int = arg(5, "steps per environment in one rollout (n of the n-step returns)")
     gamma: float = arg(0.99, "discount")
@@ -42,11 +41,12 @@ class Args(train.TrainArgs):
 
 
 def main(args: Args) -> train.RunSummary:
+    args.connect()
     paddle.seed(args.seed)
     spaces = train.env_spaces(args.env)
     a2c = A2C(MLPActorCritic(spaces.obs_dim, spaces.act_dim, args.hidden), args.vf_loss_coeff, lr=args.lr,
               optimizer="rmsprop", max_grad_norm=args.max_grad_norm, reduction="mean", entropy_coeff=args.entropy_coeff)
-    trainer = train.AsyncTrainer(a2c, args.env, actors=args.actors, num_envs=args.num_envs,
+    trainer = train.AsyncTrainer(a2c, args.env, **args.actor_options(), num_envs=args.num_envs,
                                  rollout_steps=args.rollout_steps, gamma=args.gamma, gae_lambda=args.gae_lambda,
                                  name="A3C", **args.run_options())
     return trainer.run(args.total_steps, progress_bar=args.progress_bar)

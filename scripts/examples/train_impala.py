@@ -24,9 +24,8 @@ from parl_lite.utils.models import MLPActorCritic
 
 
 @dataclasses.dataclass
-class Args(train.TrainArgs):
+class Args(train.AsyncTrainArgs):
     env: str = arg("CartPole-v1", "gymnasium id")
-    actors: int = arg(2, "remote rollout actors")
     num_envs: int = arg(8, "environments per actor")
     unroll: int = arg(10, "steps per environment in one trajectory")
     gamma: float = arg(0.99, "discount")
@@ -43,13 +42,14 @@ class Args(train.TrainArgs):
 
 
 def main(args: Args) -> train.RunSummary:
+    args.connect()
     paddle.seed(args.seed)
     spaces = train.env_spaces(args.env)
     impala = IMPALA(MLPActorCritic(spaces.obs_dim, spaces.act_dim, args.hidden), sample_batch_steps=args.unroll + 1,
                     gamma=args.gamma, vf_loss_coeff=args.vf_loss_coeff, clip_rho_threshold=args.clip_rho,
                     clip_pg_rho_threshold=args.clip_rho, lr=args.lr, max_grad_norm=args.max_grad_norm,
                     clip_c_threshold=args.clip_c, reduction="mean", entropy_coeff=args.entropy_coeff)
-    trainer = train.AsyncTrainer(impala, args.env, actors=args.actors, num_envs=args.num_envs,
+    trainer = train.AsyncTrainer(impala, args.env, **args.actor_options(), num_envs=args.num_envs,
                                  rollout_steps=args.unroll, gamma=args.gamma, **args.run_options())
     return trainer.run(args.total_steps, progress_bar=args.progress_bar)
 

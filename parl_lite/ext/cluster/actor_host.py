@@ -19,9 +19,7 @@ from parl_lite.remote import protocol
 from parl_lite.remote.errors import RemoteFailure
 from parl_lite.remote.worker import _Channel, _ForwardedStream, _run
 
-__all__ = ["ActorHost", "UNKNOWN_CALL"]
-
-UNKNOWN_CALL = -1  # call id of an ERROR about a request that could not be unpickled (the oldest one)
+__all__ = ["ActorHost"]
 _STATS_PERIOD = 0.5
 
 
@@ -104,12 +102,12 @@ class ActorHost:
             except (EOFError, OSError):
                 return
             except framing.FrameTooLargeError as exc:  # nothing after it can be read: answer, and end
-                self.send((protocol.ERROR, UNKNOWN_CALL, RemoteFailure.from_exception(exc)))
+                self.send((protocol.ERROR, protocol.UNKNOWN_CALL, RemoteFailure.from_exception(exc)))
                 raise
             try:
                 message = framing.decode(body, buffers)
             except Exception as exc:  # e.g. an argument's class does not exist here
-                self.send((protocol.ERROR, UNKNOWN_CALL, RemoteFailure.from_exception(exc)))
+                self.send((protocol.ERROR, protocol.UNKNOWN_CALL, RemoteFailure.from_exception(exc)))
                 continue
             kind = message[0]
             if kind == protocol.STOP:

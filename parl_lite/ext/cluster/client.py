@@ -98,6 +98,7 @@ class ClusterBackend(Backend):
         self._master_lock = threading.Lock()
         self._sessions: dict[str, NodeSession] = {}
         self._sessions_lock = threading.Lock()
+        self._openings: dict[str, threading.Lock] = {}  # node id -> held while a session with it opens
         self._class_blobs = ClassBlobs("node")
         self._closings: list[ClusterActor] = []
         self._closing_wake = threading.Condition()
@@ -119,11 +120,11 @@ class ClusterBackend(Backend):
                                          client_id=self.client_id, actor_id=actor_id,
                                          reservation=place["reservation"], max_memory=options.max_memory,
                                          class_name=cls.__qualname__)
-        actor = ClusterActor(actor_id, cls.__qualname__, framed, session, options.max_memory, self._queue_close)
+        actor = ClusterActor.open(actor_id, cls.__qualname__, framed, session, options.max_memory, self._queue_close)
         session.actors[actor_id] = actor
         self._actors[actor_id] = actor
         try:
-            actor.start(blob, args, kwargs)
+            actor.create(blob, args, kwargs)
         except BaseException:
             actor.close()
             raise
@@ -131,6 +132,14 @@ class ClusterBackend(Backend):
 
     def status(self) -> dict[str, Any]:
         return self._ask_master({"type": "status"})["status"]
+
+    def free_slots(self) -> int:
+        """Free CPUs of the nodes that are alive and not suspect (the master's answer).
+
+        Raises:
+            ClusterError: the master is gone.
+        """
+        return int(self._ask_master({"type": "capacity"})["capacity"]["cpus_free"])
 
     def shutdown(self) -> None:
         if self._closed:
@@ -141,7 +150,9 @@ class ClusterBackend(Backend):
         with self._closing_wake:
             self._closing_wake.notify()
         self._closer.join(timeout=10)
-        for session in self._sessions.values():
+        with self._sessions_lock:
+            sessions = list(self._sessions.values())
+        for session in sessions:
             session.close()
         self._master.close()
 
@@ -159,11 +170,20 @@ class ClusterBackend(Backend):
         return reply
 
     def _session(self, node_id: str, address: str, host: str) -> NodeSession:
+        """This client's open session with the node (opened now if there is none: sessions with
+        different nodes open at once, from several threads)."""
         with self._sessions_lock:
             session = self._sessions.get(node_id)
+            if session is not None and not session.gone:
+                return session
+            opening = self._openings.setdefault(node_id, threading.Lock())
+        with opening:
+            with self._sessions_lock:
+                session = self._sessions.get(node_id)
             if session is None or session.gone:
                 session = NodeSession(address, host, self._token, self.client_id, self._files)
-                self._sessions[node_id] = session
+                with self._sessions_lock:
+                    self._sessions[node_id] = session
             return session
 
     def _queue_close(self, actor: ClusterActor) -> None:
@@ -180,7 +200,7 @@ class ClusterBackend(Backend):
                 self._closing_wake.wait_for(lambda: self._closings or self._closed, timeout=0.1)
             while self._closings:
                 actor = self._closings.pop(0)
-                actor.send_stop()
+                actor.stop()
                 self._actors.pop(actor.actor_id, None)
                 actor.node.actors.pop(actor.actor_id, None)
             if self._closed and not self._closings:

@@ -302,12 +302,13 @@ def print_cluster_status(status: dict[str, Any]) -> None:
     click.echo(f"  {'node':<9} {'address':<22} {'CPUs':>7} {'mem MB':>15} {'load':>6}  state")
     for node in status["nodes"]:
         load = f"{node['load'][-1][1]:.2f}" if node["load"] else "-"
+        state = "dead" if not node["alive"] else "suspect" if node.get("suspect") else "alive"
         click.echo(f"  {node['id']:<9} {node['address']:<22} {node['cpus_used']:>3}/{node['cpus_total']:<3} "
-                   f"{node['mem_used_mb']:>7.0f}/{node['mem_total_mb']:<7.0f} {load:>6}  "
-                   f"{'alive' if node['alive'] else 'dead'}")
+                   f"{node['mem_used_mb']:>7.0f}/{node['mem_total_mb']:<7.0f} {load:>6}  {state}")
     for client in status["clients"]:
+        per_node = ", ".join(f"{count} on {node}" for node, count in sorted(client.get("nodes", {}).items()))
         click.echo(f"  client {client['id']} pid {client['pid']} on {client['host']}: {client['script']} "
-                   f"({client['actors']} actor(s))")
+                   f"({client['actors']} actor(s){': ' + per_node if per_node else ''})")
     if status["actors"]:
         click.echo(f"  {'actor':<13} {'class':<20} {'node':<9} {'pid':>7} {'state':<8} {'calls':>7} {'rss MB':>7}")
     for actor in status["actors"]:

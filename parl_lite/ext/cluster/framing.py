@@ -103,14 +103,16 @@ class FramedSocket:
         self.send(json.dumps(message).encode())
 
     # --- receiving ------------------------------------------------------------------------------
-    def wait_for_message(self) -> None:
-        """Return once a message has begun to arrive (or the connection ended). Nothing is read, so
-        an interruption here loses nothing; :meth:`receive` then reads the message."""
-        if self._end == self._start:
-            try:
-                select.select([self.sock], [], [])
-            except (OSError, ValueError):  # closed meanwhile: receive() says so
-                pass
+    def wait_for_message(self, timeout: float | None = None) -> bool:
+        """True once a message has begun to arrive (or the connection ended), False after ``timeout``
+        seconds. Nothing is read, so an interruption here loses nothing; :meth:`receive` then reads
+        the message."""
+        if self._end != self._start:
+            return True
+        try:
+            return bool(select.select([self.sock], [], [], timeout)[0])
+        except (OSError, ValueError):  # closed meanwhile: receive() says so
+            return True
 
     def _fill(self) -> None:
         if self._start == self._end:

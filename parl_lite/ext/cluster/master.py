@@ -1,14 +1,18 @@
 """The cluster master (``parl-lite start``): knows the nodes, places actors, keeps the status.
 
-Nodes report every half second (CPUs, memory, load, their actors' state and new output); a node
-whose connection drops, or that has not reported for :data:`NODE_TIMEOUT` seconds, is dead: its
-CPUs leave the cluster (its actors' clients learn it from their own connections). A node that
-comes back (it retries for its reconnect grace) rejoins under its id, with the actors it still
+Nodes report every half second (CPUs, memory, load, the actors whose state changed and new
+output); a node whose connection drops, or that has not reported for :data:`NODE_TIMEOUT` seconds,
+is dead: its CPUs leave the cluster (its actors' clients learn it from their own connections). A
+node whose reports are late (:data:`SUSPECT_AFTER` seconds of silence), or that rejoins after it
+was taken for dead, is *suspect*: it is handed no new actor until it has reported on time for
+:data:`PROBATION` seconds (a node that flaps, stopped and continued, gets no work meanwhile). A node
+that comes back (it retries for its reconnect grace) rejoins under its id, with the actors it still
 hosts. A master that did not run for a while (stopped, swapped out) does not take its nodes for
-dead: their reports are waiting in its sockets. Clients ask for a placement before each actor: the
-node with the most free CPUs gets it, and one CPU is reserved until the node reports the actor
-gone. Everything is kept in memory; :meth:`Master.status` and :meth:`Master.actor_output` give it
-to ``parl-lite status`` and the web monitor.
+dead or suspect: their reports are waiting in its sockets. Clients ask for a placement before each
+actor: the node with the most free CPUs gets it, and one CPU is reserved until the node reports the
+actor gone. Everything is kept in memory; :meth:`Master.status` and :meth:`Master.actor_output`
+give it to ``parl-lite status`` and the web monitor; :meth:`Master.capacity` is the cheap question
+of how many actors could be placed now.
 """
 import argparse
 import collections
@@ -27,15 +31,18 @@ from parl_lite.ext.cluster.local_state import load_token
 from parl_lite.ext.cluster.server import Role, Server, run_until_stopped
 from parl_lite.ext.monitor.cluster import serve_master_monitor
 
-__all__ = ["Master", "NODE_TIMEOUT"]
+__all__ = ["Master", "NODE_TIMEOUT", "SUSPECT_AFTER", "PROBATION"]
 
 NODE_TIMEOUT = wire.SILENCE_LIMIT  # seconds without a report after which a node is taken for dead
+SUSPECT_AFTER = 2 * wire.HEARTBEAT_PERIOD  # seconds without a report after which a node is suspect ...
+PROBATION = 10.0  # ... until it has reported on time for this long
 _RESERVATION_GRACE = 5.0  # seconds a placement may wait for its node to report the actor
 _LOAD_POINTS = 120  # load samples kept per node: the last 10 minutes
 _LOAD_EVERY = 5.0  # seconds between two kept samples (reports come every 0.5 s)
 _OUTPUT_LINES = 500
 _ENDED_KEPT = 256  # ended actors (and their output) kept for the status; older ones are forgotten
-_WATCH_PERIOD = 0.5
+_ENDED_STATES = ("dead", "closed")
+_WATCH_PERIOD = 0.1  # seconds between two looks for silent nodes (a dead one is seen within this of its timeout)
 logger = logging.getLogger("parl_lite.cluster")
 
 NODE_HELLO = {"serve_address": hello.ADDRESS, "cpus": hello.COUNT, "host": hello.TEXT, "pid": hello.WHOLE,
@@ -55,8 +62,11 @@ class NodeRecord:
     # (or, if it never did, after a grace time: the client died before reaching the node)
     reservations: dict[str, tuple[str, float]] = field(default_factory=dict)
     seen: set = field(default_factory=set)  # reservations the node has reported
+    live: dict[str, str] = field(default_factory=dict)  # its reservations -> client, as it last listed them
     alive: bool = True
     last_report: float = field(default_factory=time.monotonic)
+    suspect_until: float = 0.0  # time.monotonic() until which it gets no new actor
+    filed: int = 0  # the placeable CPUs it is filed under for placement (0: not filed)
     mem_used_mb: float = 0.0
     mem_total_mb: float = 0.0
     load: collections.deque[list[float]] = field(default_factory=lambda: collections.deque(maxlen=_LOAD_POINTS))
@@ -64,6 +74,14 @@ class NodeRecord:
     @property
     def cpus_free(self) -> int:
         return self.cpus_total - len(self.reservations) if self.alive else 0
+
+    def suspect(self, now: float) -> bool:
+        """Late with its reports, or on probation after being late or lost."""
+        return self.alive and (now < self.suspect_until or now - self.last_report > SUSPECT_AFTER)
+
+    def placeable(self, now: float) -> int:
+        """CPUs a new actor may take here now (none while it is suspect)."""
+        return 0 if self.suspect(now) else self.cpus_free
 
 
 class Master:
@@ -81,6 +99,10 @@ class Master:
         self._nodes: dict[str, NodeRecord] = {}
         self._clients: dict[str, dict[str, Any]] = {}
         self._actors: dict[str, dict[str, Any]] = {}
+        self._ended: dict[str, None] = {}  # ids of ended actors still kept, oldest first
+        # placeable CPUs -> the nodes with that many (a placement takes one with the most: no walk
+        # over every node); kept by _file on every change, and by the watcher as time passes
+        self._by_free: dict[int, dict[str, NodeRecord]] = {}
         self._outputs: dict[str, collections.deque[str]] = {}
         self._server = Server(host, port, token, {"node": Role(self._serve_node, NODE_HELLO),
                                                   "client": Role(self._serve_client, CLIENT_HELLO),
@@ -88,25 +110,44 @@ class Master:
                               limits or Limits.from_environment())
         self.address = f"{host}:{self._server.port}"
         self._stopped = threading.Event()
+        self._watched_at = time.monotonic()  # when the watcher last ran (it runs every _WATCH_PERIOD)
         threading.Thread(target=self._watch_nodes, daemon=True, name="parl_lite-watch").start()
 
     # --- what the monitor and `parl-lite status` read --------------------------------------------
     def status(self) -> dict[str, Any]:
-        """The cluster as a JSON-able dict (nodes, clients, actors, as the web monitor renders it)."""
+        """The cluster as a JSON-able dict (nodes, clients with their actors per node, actors), as the
+        web monitor renders it."""
+        now = time.monotonic()
         with self._cond:
-            actors_per_client = collections.Counter(  # placed actors, also those not yet reported
-                client for node in self._nodes.values() for client, _ in node.reservations.values())
+            placed = collections.Counter(  # (client, node) -> placed actors, also those not yet reported
+                (client, node.id) for node in self._nodes.values() for client, _ in node.reservations.values())
+            per_client: dict[str, dict[str, int]] = {}
+            for (client, node_id), count in placed.items():
+                per_client.setdefault(client, {})[node_id] = count
             return {
                 "kind": "cluster", "address": self.address, "generated_at": time.time(),
                 "nodes": [{"id": node.id, "host": node.host, "address": node.address,
                            "cpus_total": node.cpus_total, "cpus_used": node.cpus_total - node.cpus_free
                            if node.alive else 0, "mem_used_mb": node.mem_used_mb,
-                           "mem_total_mb": node.mem_total_mb, "load": list(node.load), "alive": node.alive}
+                           "mem_total_mb": node.mem_total_mb, "load": list(node.load), "alive": node.alive,
+                           "suspect": node.suspect(now)}
                           for node in self._nodes.values()],
-                "clients": [{**client, "actors": actors_per_client.get(client["id"], 0)}
+                "clients": [{**client, "actors": sum(per_client.get(client["id"], {}).values()),
+                             "nodes": per_client.get(client["id"], {})}
                             for client in self._clients.values()],
                 "actors": [dict(actor) for actor in self._actors.values()],
             }
+
+    def capacity(self) -> dict[str, int]:
+        """How many actors could be placed now (free CPUs of the nodes that are alive and not
+        suspect), with the nodes alive, suspect, and their CPUs: a cheap question, unlike
+        :meth:`status`."""
+        now = time.monotonic()
+        with self._cond:
+            alive = [node for node in self._nodes.values() if node.alive]
+            return {"cpus_free": sum(node.placeable(now) for node in alive), "nodes_alive": len(alive),
+                    "nodes_suspect": sum(node.suspect(now) for node in alive),
+                    "cpus_total": sum(node.cpus_total for node in alive)}
 
     def actor_output(self, actor_id: str) -> list[str]:
         """The last 500 output lines of an actor (empty if unknown)."""
@@ -148,8 +189,12 @@ class Master:
                 self._nodes[node.id] = node
             else:  # it rejoins (its old connection, if we still hold it, is dead to it)
                 superseded = node.framed if node.alive else None
-                node.framed, node.alive, node.last_report = framed, True, time.monotonic()
+                now = time.monotonic()
+                if not node.alive:  # it was lost: no new work until it has stayed for a while
+                    node.suspect_until = now + PROBATION
+                node.framed, node.alive, node.last_report = framed, True, now
                 node.host, node.address, node.cpus_total = hello["host"], hello["serve_address"], hello["cpus"]
+            self._file(node, time.monotonic())
             self._cond.notify_all()
         if superseded is not None:
             superseded.close()
@@ -163,30 +208,39 @@ class Master:
         with self._cond:
             if node.framed is not framed:  # superseded by a newer connection of the node
                 raise EOFError("superseded")
+            # late (while this process ran: after a stall of ours the reports were only waiting)
+            if now - node.last_report > SUSPECT_AFTER and now - self._watched_at < SUSPECT_AFTER:
+                node.suspect_until = now + PROBATION
             node.last_report = now
             node.mem_used_mb = report["mem_used_mb"]
             node.mem_total_mb = report["mem_total_mb"]
             if not node.load or time.time() - node.load[-1][0] >= _LOAD_EVERY:
                 node.load.append([time.time(), report["load1"]])
-            live = report["reservations"]  # reservation -> client id: ours, or those it had when it rejoined
+            # reservation -> client id: ours, or those it had when it rejoined; left out when unchanged
+            live = node.live = report.get("reservations", node.live)
             for key, client in live.items():
                 node.reservations.setdefault(key, (client, now))
             node.seen |= set(live) | set(report["released"])
             node.reservations = {key: value for key, value in node.reservations.items()
                                  if key in live or (key not in node.seen and now - value[1] < _RESERVATION_GRACE)}
             node.seen &= set(node.reservations)
-            for actor in report["actors"]:
+            for actor in report["actors"]:  # those whose description changed
                 self._actors[actor["id"]] = {**actor, "node": node.id}
+                if actor["state"] in _ENDED_STATES:
+                    self._actor_ended(actor["id"])
             for actor_id, lines in report["output"].items():
                 self._outputs.setdefault(actor_id, collections.deque(maxlen=_OUTPUT_LINES)).extend(lines)
-            self._forget_old_actors()
+            self._file(node, now)
             self._cond.notify_all()
 
-    def _forget_old_actors(self) -> None:
-        ended = [key for key, actor in self._actors.items() if actor["state"] in ("dead", "closed")]
-        for key in ended[:max(0, len(ended) - _ENDED_KEPT)]:  # oldest first
-            del self._actors[key]
-            self._outputs.pop(key, None)
+    def _actor_ended(self, actor_id: str) -> None:
+        """Keep the last :data:`_ENDED_KEPT` ended actors (and their output); forget older ones."""
+        self._ended[actor_id] = None
+        while len(self._ended) > _ENDED_KEPT:
+            oldest = next(iter(self._ended))
+            del self._ended[oldest]
+            self._actors.pop(oldest, None)
+            self._outputs.pop(oldest, None)
 
     def _node_died(self, node: NodeRecord, framed: wire.FramedSocket, why: str) -> None:
         with self._cond:
@@ -194,24 +248,29 @@ class Master:
                 return
             node.alive = False
             node.reservations.clear()
-            for actor in self._actors.values():
-                if actor["node"] == node.id and actor["state"] in ("starting", "alive"):
-                    actor["state"] = "dead"
-                    actor["last_error"] = actor.get("last_error") or f"node {node.id} died"
+            node.live = {}
+            lost = [actor for actor in self._actors.values()
+                    if actor["node"] == node.id and actor["state"] not in _ENDED_STATES]
+            for actor in lost:
+                actor["state"] = "dead"
+                actor["last_error"] = actor.get("last_error") or f"node {node.id} died"
+                self._actor_ended(actor["id"])
+            self._file(node, time.monotonic())
             self._cond.notify_all()
         framed.close()
         logger.warning("node %s (%s) is gone: %s", node.id, node.address, why)
 
     def _watch_nodes(self) -> None:
-        last = time.monotonic()
         while not self._stopped.wait(_WATCH_PERIOD):
             now = time.monotonic()
-            stalled, last = now - last > NODE_TIMEOUT / 2, now
+            stalled, self._watched_at = now - self._watched_at > SUSPECT_AFTER, now
             with self._cond:
                 if stalled:  # this process did not run: the reports wait unread, give them time
                     for node in self._nodes.values():
                         node.last_report = max(node.last_report, now)
                     continue
+                for node in self._nodes.values():  # late ones are suspect, those whose probation ended are not
+                    self._file(node, now)
                 late = [node for node in self._nodes.values()
                         if node.alive and now - node.last_report > NODE_TIMEOUT]
             for node in late:
@@ -255,6 +314,8 @@ class Master:
             return self._place(client_id, float(timeout))
         if kind == "status":
             return {"status": self.status()}
+        if kind == "capacity":
+            return {"capacity": self.capacity()}
         if kind == "output":
             return {"lines": self.actor_output(str(request.get("actor_id")))}
         return {"error": f"unknown request {kind!r}"}
@@ -263,18 +324,44 @@ class Master:
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
-                free = [node for node in self._nodes.values() if node.cpus_free > 0]
-                if free:
-                    node = max(free, key=lambda candidate: candidate.cpus_free)
+                now = time.monotonic()
+                node = self._most_free(now)
+                if node is not None:
                     reservation = uuid.uuid4().hex[:12]
-                    node.reservations[reservation] = (client_id, time.monotonic())
+                    node.reservations[reservation] = (client_id, now)
+                    self._file(node, now)
                     return {"node_id": node.id, "address": node.address, "host": node.host,
                             "reservation": reservation}
-                remaining = deadline - time.monotonic()
+                remaining = deadline - now
                 alive = any(node.alive for node in self._nodes.values())
                 if not alive or remaining <= 0 or self._stopped.is_set():  # no node: no use waiting
                     return {"error": self._capacity_text(timeout)}
-                self._cond.wait(remaining)
+                # reports notify; a suspect's probation ends without one
+                self._cond.wait(min(remaining, wire.HEARTBEAT_PERIOD))
+
+    def _file(self, node: NodeRecord, now: float) -> None:
+        """File ``node`` under the CPUs a new actor may take there now (``self._cond`` is held)."""
+        free = node.placeable(now)
+        if free == node.filed:
+            return
+        if node.filed:
+            bucket = self._by_free[node.filed]
+            del bucket[node.id]
+            if not bucket:
+                del self._by_free[node.filed]
+        if free:
+            self._by_free.setdefault(free, {})[node.id] = node
+        node.filed = free
+
+    def _most_free(self, now: float) -> NodeRecord | None:
+        """A node with the most CPUs a new actor may take, or None (``self._cond`` is held)."""
+        while self._by_free:
+            most = max(self._by_free)
+            node = next(iter(self._by_free[most].values()))
+            if node.placeable(now) == most:
+                return node
+            self._file(node, now)  # it changed since it was filed (time made it suspect)
+        return None
 
     def _capacity_text(self, timeout: float) -> str:
         alive = [node for node in self._nodes.values() if node.alive]
@@ -283,8 +370,13 @@ class Master:
             return (f"the parl_lite cluster at {self.address} has no node{lost}: add CPUs with "
                     f"`parl-lite connect --address {self.address}`")
         total = sum(node.cpus_total for node in alive)
+        now = time.monotonic()
+        suspects = [node for node in alive if node.suspect(now)]
+        aside = (f" ({len(suspects)} of them suspect, late with their reports or lately lost, with "
+                 f"{sum(node.cpus_free for node in suspects)} free CPU(s): they get no new actor until they "
+                 f"have reported on time for {PROBATION:g} s)") if suspects else ""
         return (f"no free CPU in the parl_lite cluster at {self.address} within {timeout:g} s: "
-                f"{len(alive)} node(s) with {total} CPU(s), all in use; close actors, add nodes, or "
+                f"{len(alive)} node(s) with {total} CPU(s), all in use{aside}; close actors, add nodes, or "
                 f"raise placement_timeout=")
 
 
@@ -294,7 +386,7 @@ def _seconds(value: Any) -> bool:
 
 _REPORT_FIELDS: dict[str, type | tuple[type, ...]] = {
     "mem_used_mb": (int, float), "mem_total_mb": (int, float), "load1": (int, float), "actors": list,
-    "output": dict, "reservations": dict, "released": list}
+    "output": dict, "released": list}
 
 
 def _check_report(report: Any) -> None:
@@ -310,8 +402,9 @@ def _check_report(report: Any) -> None:
     if not all(isinstance(lines, list) and all(isinstance(line, str) for line in lines)
                for lines in report["output"].values()):
         raise ValueError("output that is not lists of strings")
-    if not all(isinstance(client, str) for client in report["reservations"].values()) or \
-            not all(isinstance(key, str) for key in report["released"]):
+    reservations = report.get("reservations", {})  # left out when unchanged
+    if not isinstance(reservations, dict) or not all(isinstance(client, str) for client in reservations.values()) \
+            or not all(isinstance(key, str) for key in report["released"]):
         raise ValueError("reservations that are not strings")
 
 

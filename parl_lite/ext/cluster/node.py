@@ -2,10 +2,13 @@
 
 It hosts actors in a :class:`~parl_lite.remote.pool.LocalPool`, one worker process each, and lets
 clients reach them directly: a client's actor connection is authenticated here, then its socket is
-handed to the worker (:mod:`parl_lite.ext.cluster.actor_host`). The node watches the workers
+handed to the worker (:mod:`parl_lite.ext.cluster.actor_host`). The node keeps an
+:class:`ActorHost` built ahead of need for each free CPU (a *spare*), so that a new actor waits for
+neither a process nor its imports. The node watches the workers
 (memory limit, death) through the pool, tells the client on its session connection why an actor
-ended, reports CPUs, memory, load and actors to the master every half second, and beats on each
-client's session (so that a client takes a node silent for 3 s for dead, as the master does).
+ended, reports CPUs, memory, load and what changed of its actors to the master every half second,
+and beats on each client's session (so that a client takes a node silent for 2.5 s for dead, as the
+master does).
 
 A client's session is its stay on this node: its shipped files live in a folder of their own, and
 when the session ends (the client left, was killed, or gave this node up) the node stops the
@@ -38,8 +41,10 @@ from parl_lite.ext.cluster.local_state import load_token
 from parl_lite.ext.cluster.server import Role, Server, run_until_stopped
 from parl_lite.ext.cluster.shipping import DEFAULT_LIMIT_MB, write_files
 from parl_lite.remote.backend import ActorOptions
+from parl_lite.remote.caller import CLOSED
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError
 from parl_lite.remote.pool import LocalPool, WorkerProcess
+from parl_lite.remote.zygote import PRELOAD_VARIABLE
 
 __all__ = ["NodeAgent", "PRIVATE_PREFIX"]
 
@@ -48,6 +53,7 @@ _OUTPUT_LINES = 500
 _REJOIN_FIRST_DELAY = 0.1  # seconds before the first try to reach a master that went away, doubling ...
 _REJOIN_MOST_DELAY = 2.0  # ... up to this
 _CLIENT_LEFT = "its client left"
+_SPARE_RETRY = 1.0  # seconds before building a spare actor host again after a failure
 _END_BY_ITSELF = 0.5  # seconds a session's actors get to end on their own (and report) before they are killed
 logger = logging.getLogger("parl_lite.cluster")
 
@@ -73,6 +79,7 @@ class _Actor:
         self.last_error: str | None = None
         self.stopped_because: str | None = None  # set when the node stops it (its client left)
         self.new_output: list[str] = []
+        self.reported: dict[str, Any] | None = None  # its description as the master last received it
 
     def describe(self) -> dict[str, Any]:
         try:
@@ -129,12 +136,15 @@ class NodeAgent:
         self._lock = threading.Condition()  # notified when an actor has ended
         self._master_lock = threading.Lock()  # sending to the master, and replacing its connection
         self._report_lock = threading.Lock()  # one report at a time
+        self._reported_to: wire.FramedSocket | None = None  # the master connection the last report went to
+        self._reported_reservations: dict[str, str] = {}  # the reservations it last listed
         self._actors: dict[str, _Actor] = {}
         self._by_pid: dict[int, _Actor] = {}
         self._ended: list[dict[str, Any]] = []  # ended actors not yet reported
         self._sessions: dict[str, _ClientSession] = {}  # client id -> its open session here
         self._handoffs: dict[str, socket.socket] = {}
-        self.pool = LocalPool(num_workers=cpus, on_output=self._on_output)
+        self._spares: list[WorkerProcess] = []  # ActorHosts built ahead of need, one per free CPU
+        self.pool = self._start_pool()
         try:
             self._handoff = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self._handoff.bind(self.handoff_path)
@@ -150,8 +160,18 @@ class NodeAgent:
             raise
         self.node_id = reply["node_id"]
         self.address = f"{host}:{self._server.port}"
-        for target, name in ((self._keep_master, "master"), (self._report, "report"), (self._beat, "beat")):
+        for target, name in ((self._keep_master, "master"), (self._report, "report"), (self._beat, "beat"),
+                             (self._keep_spares, "spares")):
             threading.Thread(target=target, daemon=True, name=f"parl_lite-{name}").start()
+
+    def _start_pool(self) -> LocalPool:
+        """The pool of this node's workers: no idle workers of its own (the spares are), no shared
+        memory kept for arguments (they come over TCP), the actor host imported before the fork."""
+        os.environ[PRELOAD_VARIABLE] = ActorHost.__module__  # read when the pool starts its zygote
+        try:
+            return LocalPool(num_workers=0, on_output=self._on_output, shm_reserve_bytes=0)
+        finally:
+            del os.environ[PRELOAD_VARIABLE]
 
     @staticmethod
     def _advertised_host(host: str, master: str) -> str:
@@ -225,7 +245,7 @@ class NodeAgent:
             actors = self._actors_of(session)
         for actor in actors:
             actor.stopped_because = _CLIENT_LEFT
-            actor.channel.kill("closed")
+            actor.channel.kill(CLOSED)
         self._remove_folder_if_done(session)
 
     def _actors_of(self, session: _ClientSession) -> list[_Actor]:
@@ -248,11 +268,12 @@ class NodeAgent:
             framed.close()
             return
         try:
-            channel = self.pool.create_actor(ActorHost, (), {}, ActorOptions(max_memory=hello.get("max_memory")))
+            channel = self._take_spare()
         except Exception as exc:
             framed.send_json({"ok": False, "error": f"this node cannot start a worker: {exc}"})
             framed.close()
             return
+        channel.max_memory = hello.get("max_memory")
         actor = _Actor(actor_id, hello["class_name"], session, hello["reservation"], channel,
                        self.private / f"{actor_id}.json")
         ticket = actor.ticket = secrets.token_hex(16)
@@ -267,7 +288,38 @@ class NodeAgent:
         future.add_done_callback(lambda done: self._actor_ended(actor, done))
         if ended_meanwhile:  # the session ended before the actor was listed: it would be missed
             actor.stopped_because = _CLIENT_LEFT
-            channel.kill("closed")
+            channel.kill(CLOSED)
+
+    def _take_spare(self) -> WorkerProcess:
+        """A spare ActorHost (its replacement is built in the background), or one built now."""
+        with self._lock:
+            while self._spares:
+                spare = self._spares.pop()
+                if spare.alive:
+                    return spare
+                spare.close()
+                self._lock.notify_all()  # the keeper builds another
+        return self.pool.create_actor(ActorHost, (), {}, ActorOptions())
+
+    def _spares_missing(self) -> int:
+        return self.cpus - len(self._actors) - len(self._spares)  # self._lock is held
+
+    def _keep_spares(self) -> None:
+        """Keep a spare ActorHost for each CPU no actor takes."""
+        while True:
+            with self._lock:
+                self._lock.wait_for(lambda: self.stopped.is_set() or self._spares_missing() > 0)
+            if self.stopped.is_set():
+                return
+            try:
+                spare = self.pool.create_actor(ActorHost, (), {}, ActorOptions())
+            except Exception as error:  # the pool shut down, or forks fail now: actors are built on demand
+                if self.stopped.wait(_SPARE_RETRY):
+                    return
+                logger.warning("could not build a spare actor host (%s); trying again", error)
+                continue
+            with self._lock:
+                self._spares.append(spare)
 
     def _hand_over(self) -> None:
         """Give each worker the client socket its ticket names."""
@@ -348,8 +400,9 @@ class NodeAgent:
                                              serve_address=self._serve_address, node_id=node_id)
         # a report that cannot be sent for this long ends the connection (its sender would block,
         # and a half-sent report cannot be taken back): the node then reconnects
-        seconds = int(wire.SILENCE_LIMIT)
-        framed.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", seconds, 0))
+        seconds, fraction = divmod(wire.SILENCE_LIMIT, 1)
+        framed.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                               struct.pack("ll", int(seconds), int(fraction * 1e6)))
         return framed, reply
 
     def _keep_master(self) -> None:
@@ -398,18 +451,26 @@ class NodeAgent:
             self._send_report()
 
     def _send_report(self) -> None:
+        """Report to the master: memory, load, new output, ended actors, and what changed since the
+        last report it received (all of it to a connection not yet reported to)."""
         with self._report_lock:
             with self._lock:
                 actors = list(self._actors.values())
                 ended, self._ended = self._ended, []
+            with self._master_lock:
+                master = self._master
+            full = master is not self._reported_to
             output: dict[str, list[str]] = {}
-            descriptions = []
+            changed = []
             for actor in actors:
-                descriptions.append(actor.describe())
+                description = actor.describe()
+                if full or description != actor.reported:
+                    changed.append((actor, description))
                 with self._lock:
                     lines, actor.new_output = actor.new_output, []
                 if lines:
                     output[actor.id] = lines
+            descriptions = [description for _, description in changed]
             for record in ended:
                 descriptions.append(record["description"])
                 if record["output"]:
@@ -417,16 +478,21 @@ class NodeAgent:
             used, total = _memory_mb()
             report = {"type": "report", "mem_used_mb": used, "mem_total_mb": total, "load1": os.getloadavg()[0],
                       "actors": descriptions, "output": output,
-                      "reservations": {actor.reservation: actor.client_id for actor in actors},
                       "released": [record["reservation"] for record in ended]}
-            with self._master_lock:
-                master = self._master
+            reservations = {actor.reservation: actor.client_id for actor in actors}
+            if full or reservations != self._reported_reservations:
+                report["reservations"] = reservations
             try:
                 master.send_json(report)
             except OSError:  # lost (or too slow): the ended actors go in the next report, to whichever master
                 with self._lock:
                     self._ended[:0] = ended
+                self._reported_to = None
                 master.close()  # _keep_master sees it and rejoins
+                return
+            for actor, description in changed:
+                actor.reported = description
+            self._reported_reservations, self._reported_to = reservations, master
 
     def _beat(self) -> None:
         """Beat on every client's session (apart from the reports: a master that does not read must
@@ -450,6 +516,7 @@ class NodeAgent:
             self._master.close()
         with self._lock:
             sessions = list(self._sessions.values())
+            self._lock.notify_all()  # the spare keeper sees the stop
         for session in sessions:
             session.framed.close()
         try:

@@ -37,7 +37,7 @@ CONNECT_TIMEOUT = 10.0  # seconds a client gives a server to accept, authenticat
 _RETRY_FIRST = 0.01  # seconds before a client tries again when the server dropped it unjudged, doubling ...
 _RETRY_MOST = 0.25  # ... up to this
 HEARTBEAT_PERIOD = 0.5  # seconds between a node's reports to the master and beats to its clients
-SILENCE_LIMIT = 3.0  # seconds without a word after which a node is taken for dead
+SILENCE_LIMIT = 2.5  # seconds without a word after which a node is taken for dead (5 missed heartbeats)
 
 
 class ClusterError(RuntimeError, ConnectionError):

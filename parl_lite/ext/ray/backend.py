@@ -18,15 +18,14 @@ import ray
 from ray.exceptions import RayActorError, RayError, RayTaskError
 
 from parl_lite.ext.ray.host import KV_NAMESPACE, MEMORY_KEY_PREFIX, Reply, host_class, writable
-from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend
-from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, RemoteError, SerializationError
+from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend, thread_limits
+from parl_lite.remote.caller import CLOSED, Cause, Ending, over_memory, unpicklable_arguments
+from parl_lite.remote.errors import ActorDiedError, RemoteError, SerializationError
 from parl_lite.remote.futures import Future
 from parl_lite.remote.output import print_actor_output
 
 __all__ = ["RayBackend", "RayActorChannel", "start_local_ray", "stop_local_ray"]
 
-_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                     "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
 _environment_lock = threading.Lock()
 
 
@@ -45,7 +44,7 @@ def start_local_ray(num_cpus: int, threads_per_worker: int = 1) -> str:
     folder = tempfile.mkdtemp(prefix="parl_lite_ray_")
     # Ray's processes inherit this process's environment: set it only while they start (a
     # job-level runtime_env would do it too, but makes every actor start ~0.7 s slower)
-    environment = {name: str(threads_per_worker) for name in _THREAD_VARIABLES}
+    environment = thread_limits(threads_per_worker)
     environment["PYTHONPATH"] = os.pathsep.join(os.getcwd() if path == "" else path for path in sys.path)
     with _environment_lock:
         saved = {name: os.environ.get(name) for name in environment}
@@ -101,17 +100,18 @@ class RayActorChannel(ActorChannel):
         self.max_memory = max_memory
         self._handle = handle
         self._forwarded = forwarded  # methods the Ray actor has under their own name
-        self._closed = False
-        self._death: ActorDiedError | None = None
+        self._ending: Ending | None = None  # closed, or seen dead
 
     @property
     def alive(self) -> bool:
-        return not self._closed and self._death is None
+        return self._ending is None
 
     @property
     def state(self) -> str:
         """``alive``, ``closed`` or ``dead`` (as far as this caller has seen)."""
-        return "closed" if self._closed else ("dead" if self._death is not None else "alive")
+        if self._ending is None:
+            return "alive"
+        return "closed" if self._ending.cause is Cause.CLOSED else "dead"
 
     # --- ActorChannel ---------------------------------------------------------------------------
     def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Future:
@@ -136,9 +136,9 @@ class RayActorChannel(ActorChannel):
 
     def close(self) -> None:
         """Stop the Ray actor once the calls already made have run (may run in ``__del__``)."""
-        if self._closed:
+        if self._ending is not None:
             return
-        self._closed = True
+        self._ending = CLOSED
         try:
             self._handle.__ray_terminate__.remote()
         except Exception:  # Ray already shut down (e.g. at interpreter exit): nothing left to stop
@@ -146,7 +146,7 @@ class RayActorChannel(ActorChannel):
 
     def kill(self) -> None:
         """Stop the Ray actor now."""
-        self._closed = True
+        self._ending = self._ending or CLOSED
         try:
             ray.kill(self._handle)
         except Exception:
@@ -160,13 +160,12 @@ class RayActorChannel(ActorChannel):
 
     def _submit(self, what: str, ray_method: Any, *args: Any, **kwargs: Any) -> Any:
         """``ray_method.remote(*args, **kwargs)``: the ObjectRef of the reply."""
-        if self._closed or self._death is not None:
+        if self._ending is not None:
             raise self._died(what)
         try:
             return ray_method.remote(*args, **kwargs)
         except TypeError as error:  # Ray could not serialize an argument
-            raise SerializationError(f"{self.class_name}.{what}: an argument cannot be pickled: "
-                                     f"{str(error).splitlines()[0]}") from error
+            raise unpicklable_arguments(f"{self.class_name}.{what}", error) from error
 
     def _track(self, what: str, submit: Callable[[], Any]) -> Future:
         """A future that Ray's callback completes with the reply of ``submit()``'s ObjectRef."""
@@ -210,15 +209,13 @@ class RayActorChannel(ActorChannel):
 
     def _died(self, what: str, error: RayActorError | None = None) -> ActorDiedError:
         """The error for a call on this actor once it is gone (``error``: what Ray said, first time)."""
-        if self._closed:
-            return ActorDiedError(f"{self._where(what)}: the actor was closed")
-        if self._death is None:
-            self._death = self._death_error(error)
-        death = type(self._death)(f"{self._where(what)}: {self._death}")
+        if self._ending is None:
+            self._ending = self._death_ending(error)
+        death = self._ending.error(self._where(what))
         death.__cause__ = error
         return death
 
-    def _death_error(self, error: RayActorError | None) -> ActorDiedError:
+    def _death_ending(self, error: RayActorError | None) -> Ending:
         if self.max_memory is not None:
             from ray.experimental import internal_kv
 
@@ -226,9 +223,8 @@ class RayActorChannel(ActorChannel):
             resident = internal_kv._internal_kv_get(key, namespace=KV_NAMESPACE)
             if resident is not None:
                 internal_kv._internal_kv_del(key, namespace=KV_NAMESPACE)
-                return MemoryLimitError(f"the actor went over its max_memory of {self.max_memory:g} MB "
-                                        f"({resident.decode()} MB resident) and was stopped")
-        return ActorDiedError(f"the worker process exited ({type(error).__name__})")
+                return over_memory(self.max_memory, f" ({resident.decode()} MB resident)")
+        return Ending(Cause.DIED, f"the worker process exited ({type(error).__name__})")
 
 
 class _RayFuture(Future):
@@ -290,8 +286,7 @@ class RayBackend(Backend):
         try:
             handle = ray_class.options(**ray_options).remote(cls, args, kwargs, options.max_memory)
         except TypeError as error:
-            raise SerializationError(f"{cls.__qualname__}.__init__(): an argument cannot be pickled: "
-                                     f"{str(error).splitlines()[0]}") from error
+            raise unpicklable_arguments(f"{cls.__qualname__}.__init__()", error) from error
         try:
             reply = ray.get(handle.parl_lite_ready.remote())
         except RayError as error:

@@ -86,6 +86,7 @@ function drawNodes(status) {
     const host = el("td", node.host);
     if (node.id !== node.host) host.appendChild(el("span", " " + node.id, "muted"));
     if (!node.alive) host.appendChild(el("span", " lost", "error"));
+    else if (node.suspect) host.appendChild(el("span", " suspect", "warning"));
     const tr = row([
       host,
       bar(node.cpus_used / node.cpus_total,
@@ -106,8 +107,10 @@ function drawClients(status) {
   const rows = status.clients.map(client => {
     const script = el("td", client.script, "script");
     script.title = client.script;
+    const perNode = Object.entries(client.nodes || {}).sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([node, count]) => `${node}: ${count}`).join(", ");
     const tr = row([script, client.host, client.pid, clock(client.started_at),
-                    el("td", client.actors, "num")]);
+                    el("td", client.actors, "num"), el("td", perNode || "–", "per-node")]);
     tr.dataset.client = client.id;
     return tr;
   });

@@ -1,0 +1,289 @@
+"""What a node costs and how the master treats nodes that fail, flap or do not fit (issue 26): real
+masters and nodes started through ``parl-lite`` on 127.0.0.1."""
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+
+import pytest
+
+import parl_lite
+from parl_lite.ext.cluster import wire
+from parl_lite.remote.status import read_status
+
+from backends import Cluster
+from test_cluster import RemoteCounter, _connect, _wait_until, cluster  # noqa: F401 (cluster: a fixture)
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _node_entry(cluster: Cluster, folder: str) -> dict:
+    return next(e for e in cluster.processes() if e["role"] == "node" and e["cwd"].endswith(os.sep + folder))
+
+
+def _actor_hosts(node_pid: int) -> list:
+    """The workers of a node's pool that host an ActorHost, as its status file lists them."""
+    try:
+        workers = read_status(node_pid)["workers"]
+    except FileNotFoundError:
+        return []
+    return [worker for worker in workers if worker["actor"] == "ActorHost" and worker["state"] == "alive"]
+
+
+def test_a_node_builds_an_actor_host_per_free_cpu_and_keeps_no_shared_memory(cluster):
+    node = _node_entry(cluster, "node-b")
+    # a host for each of its 2 CPUs, before any client asks (actors then wait for no process, no import)
+    assert _wait_until(lambda: len(_actor_hosts(node["pid"])) == 2, 20)
+    # arguments reach a node's actors over TCP: its pool keeps no shared memory for them (it kept
+    # 64 MB per node, 6.4 GB for 100 nodes)
+    assert glob.glob(f"/dev/shm/parl_lite_{node['pid']}_*") == []
+    _connect(cluster)
+    actors = [RemoteCounter(index) for index in range(4)]
+    assert [actor.add(1) for actor in actors] == [1, 2, 3, 4]
+    hosts = _actor_hosts(node["pid"])
+    assert len(hosts) == 2  # taken by the two actors here, none spare: the node has 2 CPUs
+    for actor in actors:
+        actor.close()
+    # the actors' workers end and spares take their place
+    assert _wait_until(lambda: len(_actor_hosts(node["pid"])) == 2 and
+                       not ({host["pid"] for host in _actor_hosts(node["pid"])} & {h["pid"] for h in hosts}), 20)
+
+
+PRELOADED = textwrap.dedent("""
+    import os
+    with open(os.environ["PRELOAD_RECORD"], "a") as record:
+        record.write(f"{os.getpid()}\\n")
+""")
+
+
+def test_a_pools_zygote_imports_the_modules_named_to_preload(tmp_path):
+    (tmp_path / "preloaded_module.py").write_text(PRELOADED)
+    record = tmp_path / "imported-by"
+    script = textwrap.dedent(f"""
+        import os, sys, json
+        sys.path.insert(0, {str(tmp_path)!r})
+        os.environ["PRELOAD_RECORD"] = {str(record)!r}
+        os.environ["PARL_LITE_PRELOAD"] = "preloaded_module"
+        from parl_lite.remote.pool import LocalPool
+        pool = LocalPool(num_workers=0)
+        print(json.dumps(pool.status()["zygote_pid"]))
+        pool.shutdown()
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert record.read_text().split() == [result.stdout.strip()]  # imported once, by the zygote, before forking
+
+
+# --- the master's view of nodes: a master in this process, nodes played by hand over real sockets -----
+TOKEN = b"a-token-for-these-tests"
+
+
+@pytest.fixture
+def master():
+    from parl_lite.ext.cluster.master import Master
+
+    started = Master("127.0.0.1", 0, TOKEN)
+    yield started
+    started.close()
+
+
+class HandNode:
+    """A node that the test drives: it joins and reports when told to (nothing runs behind it)."""
+
+    def __init__(self, master, cpus: int) -> None:
+        self.framed, reply = wire.open_connection(master.address, TOKEN, "node", cpus=cpus, host="by-hand", pid=1,
+                                                  serve_address="127.0.0.1:9")
+        self.id = reply["node_id"]
+
+    def report(self, actors=(), released=(), **fields) -> None:
+        self.framed.send_json({"type": "report", "mem_used_mb": 1.0, "mem_total_mb": 2.0, "load1": 0.0,
+                               "actors": list(actors), "output": {}, "released": list(released), **fields})
+
+    def keep_reporting(self, stop: threading.Event, period: float = 0.2) -> threading.Thread:
+        thread = threading.Thread(target=lambda: [self.report() for _ in iter(lambda: stop.wait(period), True)],
+                                  daemon=True)
+        thread.start()
+        return thread
+
+
+def _actor(actor_id: str, state: str) -> dict:
+    return {"id": actor_id, "class": "Counter", "pid": 2, "state": state, "calls_served": 1, "rss_mb": 1.0,
+            "last_error": None, "client": "c0ffee00"}
+
+
+def _ask(connection, request: dict) -> dict:
+    connection.send_json(request)
+    return connection.receive_json()
+
+
+def test_the_master_forgets_the_actors_that_ended_first(master):
+    node = HandNode(master, cpus=4)
+    node.report([_actor("a0a0a0a0", "alive"), _actor("a1a1a1a1", "alive")])
+    node.report([_actor("a1a1a1a1", "closed")])  # created second, ended first
+    node.report([_actor("a0a0a0a0", "closed")])
+    node.report([_actor(f"{index:08x}", "closed") for index in range(255)])  # 257 ended in all: one too many
+
+    def known():
+        return {actor["id"] for actor in master.status()["actors"]}
+
+    assert _wait_until(lambda: "000000fe" in known(), 10)
+    assert "a0a0a0a0" in known() and "a1a1a1a1" not in known() and len(known()) == 256
+
+
+def test_a_node_late_with_its_reports_is_suspect_and_gets_no_new_actor(master):
+    from parl_lite.ext.cluster.master import PROBATION, SUSPECT_AFTER
+
+    steady, late = HandNode(master, cpus=1), HandNode(master, cpus=4)
+    stop = threading.Event()
+    steady.keep_reporting(stop)
+    client, _ = wire.open_connection(master.address, TOKEN, "client")
+    try:
+        assert _ask(client, {"type": "capacity"})["capacity"] == {"cpus_free": 5, "nodes_alive": 2,
+                                                                   "nodes_suspect": 0, "cpus_total": 5}
+        time.sleep(SUSPECT_AFTER + 0.3)  # the late node says nothing meanwhile
+        assert _ask(client, {"type": "capacity"})["capacity"]["cpus_free"] == 1
+        late.report()  # it speaks again, late: on probation
+        placed = _ask(client, {"type": "place", "timeout": 0})
+        assert placed["node_id"] == steady.id  # not the node with the most free CPUs: it is suspect
+        refused = _ask(client, {"type": "place", "timeout": 0.3})
+        assert "1 of them suspect" in refused["error"] and f"{PROBATION:g} s" in refused["error"]
+        nodes = {node["id"]: node for node in master.status()["nodes"]}
+        assert nodes[late.id]["suspect"] and not nodes[steady.id]["suspect"] and nodes[late.id]["alive"]
+    finally:
+        stop.set()
+        client.close()
+
+
+# --- real nodes -------------------------------------------------------------------------------------
+class Flapper:
+    """Stops and continues a process (SIGSTOP / SIGCONT) in a loop, as a machine that freezes now and
+    then would, until :meth:`stop`."""
+
+    def __init__(self, pid: int, stopped_for: float, running_for: float) -> None:
+        self.pid = pid
+        self.flaps = 0
+        self._done = threading.Event()
+        self._first_stop = threading.Event()
+        self._thread = threading.Thread(target=self._flap, args=(stopped_for, running_for), daemon=True)
+        self._thread.start()
+        self._first_stop.wait(5)
+
+    def _flap(self, stopped_for: float, running_for: float) -> None:
+        while not self._done.is_set():
+            os.kill(self.pid, signal.SIGSTOP)
+            self.flaps += 1
+            self._first_stop.set()
+            self._done.wait(stopped_for)
+            os.kill(self.pid, signal.SIGCONT)
+            self._done.wait(running_for)
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+        os.kill(self.pid, signal.SIGCONT)
+
+
+def test_a_node_that_flaps_gets_no_new_work_while_suspect(tmp_path):
+    from parl_lite.ext.cluster.master import PROBATION, SUSPECT_AFTER
+
+    parl_lite.shutdown()
+    two_nodes = Cluster(tmp_path)
+    try:
+        two_nodes.start(1)  # a steady node of 1 CPU
+        flapping = two_nodes.add_node("flapping", cpus=3)  # more free CPUs: placement would prefer it
+        _connect(two_nodes, placement_timeout=1.0)
+        flapper = Flapper(flapping["pid"], stopped_for=1.2, running_for=1.0)
+        try:
+            time.sleep(SUSPECT_AFTER + 0.2)
+            steady = RemoteCounter(10)  # placed on the steady node, not on the one that froze
+            assert steady._channel.node.address != flapping["address"]
+            started = time.monotonic()
+            while time.monotonic() - started < 5:  # the run goes on while the other node flaps
+                assert steady.add(1) >= 11
+            with pytest.raises(wire.ClusterError, match=r"1 of them suspect.* 3 free CPU"):
+                RemoteCounter()  # the steady node is full; the flapping one is not handed the actor
+            nodes = {node["address"]: node for node in two_nodes.status()["nodes"]}
+            assert nodes[flapping["address"]]["suspect"]
+            assert flapper.flaps >= 3
+        finally:
+            flapper.stop()
+        calm = time.monotonic()
+        assert _wait_until(lambda: not any(node["suspect"] for node in two_nodes.status()["nodes"]), PROBATION + 5)
+        assert time.monotonic() - calm > PROBATION - 3  # on probation after its last late report
+        assert RemoteCounter(1).add(1) == 2  # steady again: it gets work
+    finally:
+        parl_lite.shutdown()
+        two_nodes.stop()
+
+
+def test_status_and_the_status_command_show_a_clients_actors_per_node(cluster):
+    _connect(cluster)
+    actors = [RemoteCounter(index) for index in range(3)]
+    status = cluster.status()
+    ids = {node["address"]: node["id"] for node in status["nodes"]}
+    expected: dict = {}
+    for actor in actors:
+        node_id = ids[actor._channel.node.address]
+        expected[node_id] = expected.get(node_id, 0) + 1
+    client, = status["clients"]
+    assert client["nodes"] == expected and client["actors"] == 3 and sorted(expected.values()) == [1, 2]
+    assert not any(node["suspect"] for node in status["nodes"])
+    per_node = ", ".join(f"{count} on {node}" for node, count in sorted(expected.items()))
+    assert f"(3 actor(s): {per_node})" in cluster.cli("status").stdout
+
+
+def test_the_scale_bench_prints_one_json_line_and_leaves_nothing(tmp_path):
+    runs = os.path.join(tempfile.gettempdir(), "parl_lite_scale_*")
+    before = set(glob.glob(runs))
+    bench = os.path.join(os.path.dirname(__file__), "..", "scripts", "bench", "bench_cluster_scale.py")
+    result = subprocess.run([sys.executable, bench, "--nodes", "2", "--cpus", "2", "--actors", "6", "--threads", "2",
+                             "--quiet", "0.5", "--timeout", "150"], capture_output=True, text=True, timeout=170,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1
+    figures = json.loads(lines[0])
+    assert figures["placements_per_s"] > 0 and figures["actors_alive_at_latency"] == 4  # waves of 2, then 4
+    assert 0 <= figures["killed_node_dead_s"] < figures["stopped_node_dead_s"] < 10
+    assert figures["shm_mb_per_node"] == 0 and figures["leftover_processes"] == figures["leftover_segments"] == 0
+    assert set(glob.glob(runs)) == before
+
+
+def test_a_node_frozen_while_the_client_opens_its_session_does_not_hold_up_actors_on_other_nodes(tmp_path):
+    from parl_lite.ext.cluster.master import SUSPECT_AFTER
+
+    parl_lite.shutdown()
+    two_nodes = Cluster(tmp_path)
+    frozen = None
+    try:
+        two_nodes.start(1)
+        frozen = two_nodes.add_node("freezes", cpus=3)  # more free CPUs: the first placement goes there
+        _connect(two_nodes)
+        os.kill(frozen["pid"], signal.SIGSTOP)  # as it is placed on, before the master knows
+        outcome: list = []
+        opening = threading.Thread(target=lambda: outcome.append(_created_or_error()), daemon=True)
+        opening.start()  # hangs on its session with the frozen node (until the connect timeout)
+        time.sleep(SUSPECT_AFTER + 0.3)  # the frozen node is suspect now: the next actor goes elsewhere
+        started = time.monotonic()
+        elsewhere = RemoteCounter(5)
+        assert time.monotonic() - started < wire.CONNECT_TIMEOUT / 2  # not behind the other node's session
+        assert elsewhere._channel.node.address != frozen["address"] and elsewhere.add(1) == 6
+        assert opening.is_alive() and outcome == []  # still waiting for the frozen node
+    finally:
+        if frozen is not None:
+            os.kill(frozen["pid"], signal.SIGCONT)
+        parl_lite.shutdown()
+        two_nodes.stop()
+
+
+def _created_or_error():
+    try:
+        return RemoteCounter(1)
+    except wire.ClusterError as error:
+        return error
