@@ -203,9 +203,17 @@ class TrainConfig:
     # local pool: allow more than evokit_py.limits.WORKERS_PER_CPU workers per CPU (memory still bounds them)
     oversubscribe: bool = False
     address: str | None = None  # where the workers run (parl_lite.connect); None: the local pool
+    # the most workers: more are added, up to this, while a cluster has free CPUs (a node joined); null: workers
+    max_workers: int | None = field(default=None, metadata=_POSITIVE)
+    # seconds the run may have no worker left while one is being made, before it stops with its checkpoint
+    capacity_wait: float = field(default=60.0, metadata=_NON_NEGATIVE)
     checkpoint_every: int = field(default=10, metadata=_POSITIVE)
     checkpoint_dir: str = "runs/es_cartpole/checkpoints"
     log_dir: str = "runs/es_cartpole"
+
+    def __post_init__(self) -> None:
+        if self.max_workers is not None and self.max_workers < self.workers:
+            raise ConfigError(f"max_workers: must be >= train.workers ({self.workers}), got {self.max_workers}")
 
 
 @dataclass

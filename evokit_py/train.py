@@ -33,7 +33,7 @@ import signal
 import stat
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,19 +44,19 @@ import numpy as np
 from evokit_py.checkpoint import check_trainer_extra, read_checkpoint
 from evokit_py.config import ESConfig
 from evokit_py.limits import check_population
-from evokit_py.pool import EvaluationPool
+from evokit_py.pool import EvaluationPool, Losses, WorkersLostError
 from evokit_py.training.evaluations import Evaluations
 from evokit_py.training.progress_log import ProgressLog
 from evokit_py.training.run_lock import lock_run_folders
 from evokit_py.training.saving import export_policy, restore_checkpoint, save_checkpoint
-from evokit_py.training.schedule import async_batches, sync_batches
+from evokit_py.training.schedule import Batch, async_batches, sync_batches
 from evokit_py.training.setup import Run, setup_run
 from evokit_py.training.totals import Totals
 from parl_lite.io.paths import describe_file_type
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
 
-__all__ = ["TrainError", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
+__all__ = ["TrainError", "TrainStopped", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
 
 CHECKPOINT_NAME = "solver.h5"
 CSV_NAME = "progress.csv"
@@ -66,6 +66,20 @@ _RATE_WINDOW = 10  # generations the log line's rate and ETA are taken over (epi
 
 class TrainError(ValueError):
     """A run cannot start or continue; the message names the folder, file or key at fault."""
+
+
+class TrainStopped(TrainError):
+    """The run stopped because it lost its workers (none left and none made for
+    ``train.capacity_wait`` seconds, or the cluster's master is gone); the checkpoint was written
+    and the policy exported first, and the message says how to resume.
+
+    Attributes:
+        result: the :class:`TrainResult` of the run so far.
+    """
+
+    def __init__(self, message: str, result: "TrainResult") -> None:
+        super().__init__(message)
+        self.result = result
 
 
 @dataclass
@@ -166,32 +180,78 @@ def _train(config: ESConfig, paths: "_Paths", resume: bool, backend: str, echo: 
                                                         window=_RATE_WINDOW)))
         outcome.start_generation, loop_started = solver.generation, time.perf_counter()
         while solver.generation < hp.generations and not outcome.solved and outcome.stop_reason is None:
-            cpu_tick = time.process_time()
-            batch = next(batches)  # the run is updated with it already
-            if batch is None:  # async: an evaluation reached the target before the next update
-                outcome.take(evaluations.finished(wait=False), totals, log, evaluations, echo)
+            try:
+                row = _generation(run, pool, batches, totals, log, evaluations, outcome, echo)
+            except WorkersLostError as error:  # the state of the last whole generation is kept
+                outcome.workers_lost = str(error)
+                break
+            if row is None:
                 continue
-            workers_cpu = batch.result["cpu_seconds"] if pool.backend == "remote" else 0.0  # else counted here
-            outcome.stop_reason = solver.stop_reason()
-            totals.add(batch, config.env.episodes_per_candidate, time.process_time() - cpu_tick + workers_cpu)
-            if (batch.generation + 1) % hp.eval_every == 0 or batch.generation + 1 == hp.generations:
-                evaluations.request(batch.generation)
-            row = log.add(batch, totals, config.env.episodes_per_candidate, evaluations.awaits(batch.generation))
-            last = solver.generation >= hp.generations or outcome.stop_reason is not None
-            if last:
-                batches.close()  # async: no new candidates; the evaluations still due are finished next
-            outcome.take(evaluations.finished(wait=last), totals, log, evaluations, echo)
             _report(reporter, solver.generation, time.perf_counter() - loop_started, row, outcome.last_eval,
-                    solver.dropped_samples)
+                    solver.dropped_samples, outcome.losses, hp.mode)
             if solver.generation % hp.checkpoint_every == 0:
                 outcome.checkpoint_error = _save_checkpoint(run, paths.checkpoint, totals, log, evaluations, echo)
             if stop.signal is not None:
                 outcome.interrupted, outcome.stop_signal = True, stop.signal
                 break
         outcome.checkpoint_error = _save_checkpoint(run, paths.checkpoint, totals, log, evaluations, echo)
+        _echo_worker_events(pool, outcome, echo)
     # the best evaluated solution with the statistics it was evaluated with; the current one if none was
     export_policy(run, paths.onnx, *((totals.best_params, totals.best_obs_stats) if totals.evaluated else (None, None)))
-    return _finish(run, backend, paths, totals, outcome, seconds_before, time.perf_counter() - started, echo)
+    result = _finish(run, backend, paths, totals, outcome, seconds_before, time.perf_counter() - started, echo)
+    if outcome.workers_lost is not None:
+        raise TrainStopped(_stopped_message(run, paths, outcome), result)
+    return result
+
+
+def _generation(run: Run, pool: EvaluationPool, batches: Generator[Batch | None, None, None], totals: Totals,
+                log: ProgressLog, evaluations: Evaluations, outcome: "_Outcome",
+                echo: Callable[[str], None]) -> dict | None:
+    """Take the next batch (the run is updated with it already), request its evaluation, log its row
+    and return it; None when, in async mode, an evaluation reached the target before the next update.
+
+    Raises:
+        WorkersLostError: the pool has no worker left and could make none in time, or its backend is gone.
+    """
+    config, hp, solver = run.config, run.config.train, run.solver
+    cpu_tick = time.process_time()
+    batch = next(batches)
+    if batch is None:
+        outcome.take(evaluations.finished(wait=False), totals, log, evaluations, echo)
+        _echo_worker_events(pool, outcome, echo)
+        return None
+    workers_cpu = batch.result["cpu_seconds"] if pool.backend == "remote" else 0.0  # else counted here
+    outcome.stop_reason = solver.stop_reason()
+    totals.add(batch, config.env.episodes_per_candidate, time.process_time() - cpu_tick + workers_cpu)
+    if (batch.generation + 1) % hp.eval_every == 0 or batch.generation + 1 == hp.generations:
+        evaluations.request(batch.generation)
+    row = log.add(batch, totals, config.env.episodes_per_candidate, evaluations.awaits(batch.generation))
+    last = solver.generation >= hp.generations or outcome.stop_reason is not None
+    if last:
+        batches.close()  # async: no new candidates; the evaluations still due are finished next
+    outcome.take(evaluations.finished(wait=last), totals, log, evaluations, echo)
+    _echo_worker_events(pool, outcome, echo)
+    return row
+
+
+def _echo_worker_events(pool: EvaluationPool, outcome: "_Outcome", echo: Callable[[str], None]) -> None:
+    """Say what happened to the workers since the last call (lost, made), and keep the losses for
+    the next progress line."""
+    events, losses = pool.drain_events()
+    for event in events:
+        echo(f"es-train: {event}")
+    outcome.losses = losses
+
+
+def _stopped_message(run: Run, paths: "_Paths", outcome: "_Outcome") -> str:
+    """The one line a run that lost its workers ends with: why, where its state is, how to resume."""
+    generation = run.solver.generation
+    if outcome.checkpoint_error is None:
+        kept = (f"the checkpoint {paths.checkpoint} holds generation {generation}: resume with the same command "
+                f"and --resume once workers can run again (parl-lite connect adds a node to a cluster)")
+    else:
+        kept = f"no checkpoint could be written ({outcome.checkpoint_error})"
+    return f"es-train stopped at generation {generation}: {outcome.workers_lost}; {kept}"
 
 
 @dataclass(frozen=True)
@@ -239,6 +299,8 @@ class _Outcome:
     solved_at: int | None = None  # environment steps when the target was first reached
     confirmed_return: float | None = None  # the last confirmation's mean return
     stop_reason: str | None = None  # the solver's termination criterion
+    workers_lost: str | None = None  # why the pool could not go on (WorkersLostError)
+    losses: Losses = field(default_factory=Losses)  # workers lost since the last progress line
     interrupted: bool = False
     stop_signal: int | None = None
     checkpoint_error: str | None = None
@@ -306,18 +368,28 @@ def _start_line(run: Run, backend: str, startup: float) -> str:
 
 
 def _report(reporter: Reporter, generation: int, seconds: float, row: dict, last_eval: tuple[int, float] | None,
-            dropped_samples: int) -> None:
+            dropped_samples: int, losses: Losses, mode: str) -> None:
     """One generation's figures, with the last evaluation and the generation it was of: the bar's
     postfix on a terminal, else a log line (its rate and ETA from the wall-clock ``seconds`` of this
     call's loop, evaluations included, over the last :data:`_RATE_WINDOW` generations)."""
     evaluation = "eval         -" if last_eval is None else f"eval {last_eval[1]:9.2f} (gen {last_eval[0]})"
     details = (f"mean {row['mean_return']:9.2f}  best {row['max_return']:9.2f}  {evaluation}  "
                f"{row['episodes_per_second']:7.1f} episodes/s  train {row['train_seconds']:6.2f}s"
-               + (f"  ({dropped_samples} stale samples dropped)" if dropped_samples else ""))
+               + (f"  ({dropped_samples} stale samples dropped)" if dropped_samples else "")
+               + (f"  ({_losses_text(losses, mode)})" if losses.workers else ""))
     postfix = {"mean": f"{row['mean_return']:.1f}", "best": f"{row['max_return']:.1f}",
                "eval": "-" if last_eval is None else f"{last_eval[1]:.1f} (gen {last_eval[0]})",
                "episodes/s": f"{row['episodes_per_second']:.0f}"}
+    if losses.workers:
+        postfix["lost"] = _losses_text(losses, mode)
     reporter.progress(generation, seconds, details, postfix)
+
+
+def _losses_text(losses: Losses, mode: str) -> str:
+    """``2 workers lost (node 127.0.0.1:4101), 16 candidates re-queued, 1 worker left``."""
+    fate = "re-queued" if mode == "sync" else "re-drawn"
+    return (f"{losses.workers} worker(s) lost ({', '.join(sorted(set(losses.where)))}), {losses.candidates} "
+            f"candidate(s) {fate}, {losses.workers_left} worker(s) left")
 
 
 def _finish(run: Run, backend: str, paths: _Paths, totals: Totals, outcome: _Outcome, seconds_before: float,
@@ -326,9 +398,14 @@ def _finish(run: Run, backend: str, paths: _Paths, totals: Totals, outcome: _Out
     config, generations = run.config, run.solver.generation
     confirmation = "" if outcome.confirmed_return is None else \
         f" (confirmed: {outcome.confirmed_return:.2f} on {config.train.confirm_episodes} fresh episodes)"
-    status = (f"interrupted by {signal.Signals(outcome.stop_signal or signal.SIGINT).name} (checkpoint and policy "
-              f"written)" if outcome.interrupted else (f"solved{confirmation}" if outcome.solved else (
-                  f"solver stopped ({outcome.stop_reason})" if outcome.stop_reason else "generation budget spent")))
+    if outcome.interrupted:
+        status = (f"interrupted by {signal.Signals(outcome.stop_signal or signal.SIGINT).name} (checkpoint and "
+                  f"policy written)")
+    elif outcome.workers_lost:
+        status = "stopped, its workers lost (checkpoint and policy written)"
+    else:
+        status = f"solved{confirmation}" if outcome.solved else (
+            f"solver stopped ({outcome.stop_reason})" if outcome.stop_reason else "generation budget spent")
     train_line = f"train {totals.train_seconds:.2f}s, {totals.cpu_seconds:.2f} CPU-s (trainer and workers)"
     if outcome.start_generation:
         train_line += (f" since generation 0, {totals.train_seconds - seconds_before:.2f}s of them after the resume at "

@@ -15,6 +15,7 @@ times in a run.
 import concurrent.futures
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +61,7 @@ class EvaluationQueue:
         self._waiting.extend((generation, index) for index in range(len(seeds)))
 
     def submit_next(self, pool: EvaluationPool,
-                    worker: int) -> tuple[concurrent.futures.Future, tuple[int, int]] | None:
+                    worker: Any) -> tuple[concurrent.futures.Future, tuple[int, int]] | None:
         """Start the next waiting episode on ``worker``; ``None`` when none waits."""
         if not self._waiting:
             return None
@@ -69,6 +70,10 @@ class EvaluationQueue:
         future = pool.submit(worker, evaluation.basis, evaluation.obs_mean, evaluation.obs_std, [EVALUATION_INFO],
                              [evaluation.seeds[index]])
         return future, (generation, index)
+
+    def requeue(self, episode: tuple[int, int]) -> None:
+        """Hand out again, first, an episode :meth:`submit_next` started whose worker was lost."""
+        self._waiting.appendleft(episode)
 
     def record(self, episode: tuple[int, int], result: dict) -> None:
         """Take the result of an episode :meth:`submit_next` started."""
