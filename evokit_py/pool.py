@@ -52,12 +52,14 @@ class Losses:
         candidates: candidates whose evaluation was lost with them (re-queued in sync mode, re-drawn
             in async mode).
         where: what the errors said of each lost worker (its node, on a cluster).
-        workers_left: the workers in use when they were counted.
+        workers_left: the workers in use right after the last loss.
+        workers_now: the workers in use when the losses were taken (replacements made meanwhile included).
     """
     workers: int = 0
     candidates: int = 0
     where: list[str] = field(default_factory=list)
     workers_left: int = 0
+    workers_now: int = 0
 
 
 class EvaluationPool:
@@ -93,13 +95,15 @@ class EvaluationPool:
 
             if address in (None, RAY_HERE):  # the workers are processes of this machine
                 check_local_workers(workers, config.train.oversubscribe)
-            connection = parl_lite.connect(address)
+            hp = config.train
+            # a cluster's placement of a sampler waits for a free CPU as long as the run waits for capacity
+            cluster = address is not None and "://" not in address
+            connection = parl_lite.connect(address, **({"placement_timeout": hp.capacity_wait} if cluster else {}))
             if address is not None:
                 status = connection.status()
                 if status.get("kind") == "cluster":
                     check_cluster_workers(workers, status)
             remote_sampler = parl_lite.remote_class(wait=False)(Sampler)
-            hp = config.train
             self._group = ActorGroup(lambda index: remote_sampler(config, policy_bytes, noise), workers,
                                      hp.max_workers or workers, name="sampler", capacity_wait=hp.capacity_wait,
                                      backend=connection)
@@ -180,6 +184,7 @@ class EvaluationPool:
         self.losses.candidates += candidates
         where = _where(error)
         self.losses.where.append(where)
+        self.losses.workers_left = len(self.workers)
         self._events.append(f"{candidates} candidate(s) in flight on the sampler lost ({where}); "
                             f"{len(self.workers)} worker(s) left")
 
@@ -215,7 +220,7 @@ class EvaluationPool:
         if self._group is not None:
             events += self._group.drain_events()
         losses, self.losses = self.losses, Losses()
-        losses.workers_left = len(self.workers)
+        losses.workers_now = len(self.workers)
         return events, losses
 
     def close(self) -> None:

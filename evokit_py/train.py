@@ -386,10 +386,10 @@ def _report(reporter: Reporter, generation: int, seconds: float, row: dict, last
 
 
 def _losses_text(losses: Losses, mode: str) -> str:
-    """``2 workers lost (node 127.0.0.1:4101), 16 candidates re-queued, 1 worker left``."""
+    """``1 worker(s) lost (node 127.0.0.1:4101), 2 candidate(s) re-queued, 1 worker(s) left, 2 now``."""
     fate = "re-queued" if mode == "sync" else "re-drawn"
     return (f"{losses.workers} worker(s) lost ({', '.join(sorted(set(losses.where)))}), {losses.candidates} "
-            f"candidate(s) {fate}, {losses.workers_left} worker(s) left")
+            f"candidate(s) {fate}, {losses.workers_left} worker(s) left, {losses.workers_now} now")
 
 
 def _finish(run: Run, backend: str, paths: _Paths, totals: Totals, outcome: _Outcome, seconds_before: float,
