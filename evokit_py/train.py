@@ -223,9 +223,12 @@ def _generation(run: Run, pool: EvaluationPool, batches: Generator[Batch | None,
     workers_cpu = batch.result["cpu_seconds"] if pool.backend == "remote" else 0.0  # else counted here
     outcome.stop_reason = solver.stop_reason()
     totals.add(batch, config.env.episodes_per_candidate, time.process_time() - cpu_tick + workers_cpu)
-    if (batch.generation + 1) % hp.eval_every == 0 or batch.generation + 1 == hp.generations:
+    due = (batch.generation + 1) % hp.eval_every == 0 or batch.generation + 1 == hp.generations
+    # the row first: if the evaluation (played at once in sync mode) loses the workers, the checkpoint
+    # holds the row, waiting for that evaluation, which a resumed run plays
+    row = log.add(batch, totals, config.env.episodes_per_candidate, due)
+    if due:
         evaluations.request(batch.generation)
-    row = log.add(batch, totals, config.env.episodes_per_candidate, evaluations.awaits(batch.generation))
     last = solver.generation >= hp.generations or outcome.stop_reason is not None
     if last:
         batches.close()  # async: no new candidates; the evaluations still due are finished next

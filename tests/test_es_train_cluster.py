@@ -144,19 +144,34 @@ def _mean_returns(folder: Path) -> list[str]:
     return _column(folder, "mean_return")
 
 
-@pytest.mark.timeout(180)
-def test_a_sync_run_that_loses_a_node_ends_with_the_parameters_of_an_undisturbed_run(nodes, tmp_path):
-    nodes.add_node("node-b", cpus=1)
-    nodes.add_node("node-c", cpus=1)
-    run, lines = nodes.es_train(tmp_path / "disturbed", "train.generations=1000", "train.eval_every=3"), []
-    _progress(run, lines, 1)
+def _kill_a_sampler_node(nodes: ESCluster, run: subprocess.Popen, lines: list[str]) -> tuple[str, int]:
+    """Once ``run`` has done a generation, SIGKILL a node
+    (not the master's own) that hosts one of its two samplers, and read on until the run has said so
+    in a progress line and made a replacement; the node's address and that line's generation."""
     master_node = next(entry["address"] for entry in nodes.processes()
                        if entry["role"] == "node" and entry["cwd"] == str(nodes.folder / "master"))
+    _progress(run, lines, 1)
     victim = next(address for address in _sampler_nodes(nodes) if address != master_node)
     _kill_node(nodes, victim)
     recovered, _ = _read_until(run, lines, PROGRESS + ".*worker\\(s\\) lost",
                                r"^es-train: sampler 2 made \(a replacement\): 2 of at most 2$")
-    _progress(run, lines, int(recovered.group(1)) + 1)  # a generation with the replacement
+    return victim, int(recovered.group(1))
+
+
+@pytest.fixture
+def three_nodes(nodes):
+    """``nodes`` with two more nodes of 1 CPU: 3 CPUs for 2 samplers, room for a replacement."""
+    nodes.add_node("node-b", cpus=1)
+    nodes.add_node("node-c", cpus=1)
+    return nodes
+
+
+@pytest.mark.timeout(180)
+def test_a_sync_run_that_loses_a_node_ends_with_the_parameters_of_an_undisturbed_run(three_nodes, tmp_path):
+    nodes = three_nodes
+    run, lines = nodes.es_train(tmp_path / "disturbed", "train.generations=1000", "train.eval_every=3"), []
+    victim, recovered = _kill_a_sampler_node(nodes, run, lines)
+    _progress(run, lines, recovered + 1)  # a generation with the replacement
     assert list(_sampler_nodes(nodes).values()) == [1, 1] and victim not in _sampler_nodes(nodes)
     run.send_signal(signal.SIGINT)  # stops after the generation under way, with its checkpoint
     out = _finish(run, lines)
@@ -164,16 +179,26 @@ def test_a_sync_run_that_loses_a_node_ends_with_the_parameters_of_an_undisturbed
     assert re.search(rf"1 worker\(s\) lost \(node {victim}\), \d+ candidate\(s\) re-queued, 1 worker\(s\) left", out)
     assert re.search(rf"es-train: sampler \d lost: .*its node {victim} is gone", out), out
     generations = int(read_checkpoint(tmp_path / "disturbed" / "ck" / "solver.h5")[0]["generation"])
-    assert generations > int(recovered.group(1))
+    assert generations > recovered
     reference = _undisturbed(tmp_path / "undisturbed", f"train.generations={generations}", "train.eval_every=3")
     _assert_same_end(tmp_path / "disturbed" / "ck" / "solver.h5", reference.checkpoint_path)
     assert _mean_returns(tmp_path / "disturbed") == _mean_returns(tmp_path / "undisturbed")
 
 
-def _error_line(out: str) -> str:
-    """The last line of a run's output: its error, said once, with no traceback."""
-    assert "Traceback" not in out, out
-    return out.strip().splitlines()[-1]
+def _stopped(run: subprocess.Popen, lines: list[str], why: str) -> tuple[int, Path]:
+    """Wait for ``run`` to stop for lack of workers (within a minute), and check how it says so: status
+    1 and, last, one line (no traceback) with ``why`` (a pattern), the checkpoint and how to resume;
+    the generation it stopped at and its checkpoint (checked to hold that generation)."""
+    out = _finish(run, lines, timeout=60)
+    assert run.returncode == 1 and "Traceback" not in out, out
+    last = out.strip().splitlines()[-1]
+    stopped = re.fullmatch(rf"Error: es-train stopped at generation (\d+): {why}; the checkpoint (\S+) holds "
+                           r"generation \1: resume with the same command and --resume once workers can run again "
+                           r"\(parl-lite connect adds a node to a cluster\)", last)
+    assert stopped, last
+    generation, checkpoint = int(stopped.group(1)), Path(stopped.group(2))
+    assert int(read_checkpoint(checkpoint)[0]["generation"]) == generation >= 1  # no whole generation lost
+    return generation, checkpoint
 
 
 @pytest.mark.timeout(180)
@@ -184,16 +209,8 @@ def test_with_every_node_lost_the_run_stops_with_its_checkpoint_and_resumes_to_t
     _progress(run, lines, 1)
     for address in list(_sampler_nodes(nodes)):  # the master's own node and node-b
         _kill_node(nodes, address)
-    out = _finish(run, lines)
-    assert run.returncode == 1, out
-    last = _error_line(out)
-    stopped = re.fullmatch(r"Error: es-train stopped at generation (\d+): no sampler left, and none could be made "
-                           r"for 2 s; the checkpoint (\S+) holds generation \1: resume with the same command and "
-                           r"--resume once workers can run again \(parl-lite connect adds a node to a cluster\)", last)
-    assert stopped, last
-    generation, checkpoint = int(stopped.group(1)), Path(stopped.group(2))
+    generation, checkpoint = _stopped(run, lines, r"no sampler left, and none could be made for 2 s")
     assert checkpoint == tmp_path / "disturbed" / "ck" / "solver.h5"
-    assert int(read_checkpoint(checkpoint)[0]["generation"]) == generation >= 1  # no whole generation lost
     assert [int(row) for row in _column(tmp_path / "disturbed", "generation")] == list(range(1, generation + 1))
     nodes.add_node("node-c", cpus=2)
     resumed = nodes.es_train(tmp_path / "disturbed", *settings, resume=True)
@@ -212,15 +229,10 @@ def test_killing_the_master_stops_the_run_with_its_checkpoint_and_one_clear_line
     master = next(entry for entry in nodes.processes() if entry["role"] == "master")
     os.kill(master["pid"], signal.SIGKILL)
     killed = time.monotonic()
-    out = _finish(run, lines, timeout=60)
-    assert time.monotonic() - killed < 20, out  # noticed within a second or two, never a hang
-    assert run.returncode == 1, out
-    last = _error_line(out)
-    stopped = re.fullmatch(r"Error: es-train stopped at generation (\d+): the samplers' backend cannot be reached: "
-                           rf".*master at {nodes.address} is gone.*; the checkpoint (\S+) holds generation \1: "
-                           r"resume with the same command and --resume .*", last)
-    assert stopped, last
-    assert int(read_checkpoint(Path(stopped.group(2)))[0]["generation"]) == int(stopped.group(1)) >= 1
+    _, checkpoint = _stopped(run, lines, rf"the samplers' backend cannot be reached: .*master at {nodes.address} "
+                                         r"is gone.*")
+    assert time.monotonic() - killed < 20  # noticed within a second or two, never a hang
+    assert checkpoint == tmp_path / "run" / "ck" / "solver.h5"
 
 
 @pytest.mark.timeout(180)
@@ -255,19 +267,12 @@ def _served_on(cluster: Cluster, address: str) -> list[int]:
 
 
 @pytest.mark.timeout(180)
-def test_an_async_run_that_loses_a_node_draws_other_candidates_and_goes_on(nodes, tmp_path):
-    nodes.add_node("node-b", cpus=1)
-    nodes.add_node("node-c", cpus=1)
+def test_an_async_run_that_loses_a_node_draws_other_candidates_and_goes_on(three_nodes, tmp_path):
+    nodes = three_nodes
     run, lines = nodes.es_train(tmp_path / "async", "train.mode=async", "train.generations=1000",
-                           "train.eval_every=2"), []
-    _progress(run, lines, 1)
-    master_node = next(entry["address"] for entry in nodes.processes()
-                       if entry["role"] == "node" and entry["cwd"] == str(nodes.folder / "master"))
-    victim = next(address for address in _sampler_nodes(nodes) if address != master_node)
-    _kill_node(nodes, victim)
-    recovered, _ = _read_until(run, lines, PROGRESS + ".*worker\\(s\\) lost",
-                               r"^es-train: sampler 2 made \(a replacement\): 2 of at most 2$")
-    after = _progress(run, lines, int(recovered.group(1)) + 2)
+                                "train.eval_every=2"), []
+    victim, recovered = _kill_a_sampler_node(nodes, run, lines)
+    after = _progress(run, lines, recovered + 2)
     run.send_signal(signal.SIGINT)
     out = _finish(run, lines)
     assert run.returncode == 130, out
