@@ -37,12 +37,14 @@ from parl_lite.remote.caller import CLOSED, CallerChannel, Cause, Ending, State,
 from parl_lite.remote.output import print_actor_output
 from parl_lite.remote.shm import Borrowed, SegmentPool, remove_session_segments
 from parl_lite.remote.status import StatusBoard, process_start_time
-from parl_lite.remote.zygote import PID_FORMAT
+from parl_lite.remote.zygote import ACTOR_WORKER, PID_FORMAT, WARM_WORKER
 
 __all__ = ["LocalPool"]
 
-_HOUSEKEEPING_PERIOD = 0.1  # seconds between memory checks
-_STATUS_PERIOD = 0.5  # seconds between status updates
+_HOUSEKEEPING_PERIOD = 0.1  # seconds between memory checks, while an actor has a max_memory
+# seconds between status updates, and between looks at idle connections (an idle actor's output, its
+# end) when no memory is checked: a node of a cluster keeps a pool per machine, idle most of the time
+_STATUS_PERIOD = 0.5
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 # pre-faulted shared memory the caller keeps for its next large argument, even when idle
 SHM_RESERVE_BYTES = 64 * 2**20
@@ -271,7 +273,7 @@ class LocalPool(Backend):
         if self._closed:
             raise RuntimeError("the parl_lite pool is shut down")
         blob = self._class_blobs.blob(cls)
-        worker = self._take_idle_worker() or self._fork_worker()
+        worker = self._take_idle_worker() or self._fork_worker(for_actor=True)
         worker.max_memory = options.max_memory
         with self._lock:
             self._actors[worker.pid] = worker
@@ -353,13 +355,14 @@ class LocalPool(Backend):
             if worker.alive:
                 return worker
 
-    def _fork_worker(self) -> WorkerProcess:
+    def _fork_worker(self, for_actor: bool = False) -> WorkerProcess:
+        """A new worker: for the warm pool, or (``for_actor``) for an actor that waits for it."""
         ours, theirs = socket.socketpair()
         try:
             with self._control_lock:
                 if self._closed:
                     raise RuntimeError("the parl_lite pool is shut down")
-                socket.send_fds(self._control, [b"F"], [theirs.fileno()])
+                socket.send_fds(self._control, [ACTOR_WORKER if for_actor else WARM_WORKER], [theirs.fileno()])
                 pid, = struct.unpack(PID_FORMAT, _receive_exactly(self._control, 4))
         except OSError as exc:
             ours.close()
@@ -413,8 +416,10 @@ class LocalPool(Backend):
     def _housekeep(self) -> None:
         next_status = time.monotonic() + _STATUS_PERIOD
         while not self._closed:
+            with self._lock:
+                limited = any(worker.max_memory is not None for worker in self._actors.values())
             try:
-                chore = self._chores.get(timeout=_HOUSEKEEPING_PERIOD)
+                chore = self._chores.get(timeout=_HOUSEKEEPING_PERIOD if limited else _STATUS_PERIOD)
             except queue.Empty:
                 chore = None
             if chore is not None:

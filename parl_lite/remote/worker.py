@@ -117,8 +117,10 @@ class _ForwardedBytes(io.BufferedIOBase):
         self._text.flush()
 
 
-def serve(connection: Connection, segment_prefix: str) -> None:
-    """Serve one actor over ``connection`` until STOP or until the caller goes away."""
+def serve(connection: Connection, segment_prefix: str, warm_up_when_idle: bool = False) -> None:
+    """Serve one actor over ``connection`` until STOP or until the caller goes away; with
+    ``warm_up_when_idle``, take the large-message path once (:func:`_warm_up`) after a reply when
+    no request waits (a worker forked for an actor that was waiting for it)."""
     channel = _Channel(connection, SegmentPool(f"{segment_prefix}w{os.getpid()}_"))
     sys.stdout = _ForwardedStream(channel, "stdout")
     sys.stderr = _ForwardedStream(channel, "stderr")
@@ -151,6 +153,9 @@ def serve(connection: Connection, segment_prefix: str) -> None:
         frame = channel.reply(reply)
         del reply  # now only the actor itself may still view the caller's segments
         channel.send_frame(protocol.settle(frame, channel.borrowed, channel.segments))
+        if warm_up_when_idle and not connection.poll(0):
+            _warm_up(segment_prefix)
+            warm_up_when_idle = False
 
 
 def _run(actor: Any | None, message: tuple[Any, ...]) -> tuple[Any, Any]:
@@ -195,15 +200,18 @@ def _warm_up(segment_prefix: str) -> None:
     segments.close()
 
 
-def run_forked_worker(fd: int, segment_prefix: str) -> None:
-    """Entry point of a process the zygote just forked: serve, then exit without cleanup."""
+def run_forked_worker(fd: int, segment_prefix: str, warm_up_first: bool = True) -> None:
+    """Entry point of a process the zygote just forked: serve, then exit without cleanup. A worker of
+    the warm pool (``warm_up_first``) warms up before it waits for its actor; one an actor waits for
+    serves that actor first and warms up once it is idle."""
     status = 0
     try:
-        _warm_up(segment_prefix)
+        if warm_up_first:
+            _warm_up(segment_prefix)
         # not inherited by a program the actor execs (the zygote's fd arrives inheritable): the
         # connection closes with the old program, so the caller learns at once that the actor is gone
         os.set_inheritable(fd, False)
-        serve(Connection(fd), segment_prefix)
+        serve(Connection(fd), segment_prefix, warm_up_when_idle=not warm_up_first)
     except BaseException:
         status = 1
     finally:

@@ -6,8 +6,10 @@ cluster node's actor host), with the thread counts of OpenMP/MKL/OpenBLAS set by
 fork of it costs a few milliseconds, against a few hundred for a new interpreter, and it has no
 threads, so forking it is safe (forking the caller, which has threads and maybe paddle, is not).
 
-Requests arrive on the control socket as one byte with the worker's socket attached (SCM_RIGHTS);
-the reply is the new worker's pid. Each worker leads a process group of its own, so whatever an actor
+Requests arrive on the control socket as one byte with the worker's socket attached (SCM_RIGHTS):
+``W`` for a worker of the warm pool (it takes the large-message path once before it waits for its
+actor), ``A`` for a worker an actor waits for now (it serves at once, and takes that path once it
+is first idle); the reply is the new worker's pid. Each worker leads a process group of its own, so whatever an actor
 starts ends with it. When the control socket closes (the pool shut down or its process died, even by
 ``kill -9`` of its whole process group: the zygote runs in a session of its own), the zygote kills
 the process groups of its workers, sweeps the session's shared-memory segments and the pool's status
@@ -21,10 +23,13 @@ import signal
 import socket
 import struct
 import sys
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 PID_FORMAT = "!i"
 PRELOAD_VARIABLE = "PARL_LITE_PRELOAD"
+WARM_WORKER = b"W"
+ACTOR_WORKER = b"A"
 
 
 def _reap(children: set[int]) -> None:
@@ -38,15 +43,15 @@ def _reap(children: set[int]) -> None:
         children.discard(pid)
 
 
-def _become_worker(control: socket.socket, fd: int, segment_prefix: str) -> None:
+def _become_worker(control: socket.socket, fd: int, segment_prefix: str, prctl: Any, warm_up_first: bool) -> None:
     control.close()
     os.setpgid(0, 0)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     # die with the zygote even if it is SIGKILLed (the zygote itself has only one thread)
-    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     from parl_lite.remote.worker import run_forked_worker
 
-    run_forked_worker(fd, segment_prefix)
+    run_forked_worker(fd, segment_prefix, warm_up_first)
 
 
 def main() -> None:
@@ -65,6 +70,7 @@ def main() -> None:
 
     for module in filter(None, os.environ.pop(PRELOAD_VARIABLE, "").split(",")):
         importlib.import_module(module)
+    prctl = ctypes.CDLL(None).prctl  # looked up once: each worker calls it first thing
 
     control.sendall(struct.pack(PID_FORMAT, os.getpid()))  # ready
     try:
@@ -73,11 +79,11 @@ def main() -> None:
                 request, fds, _, _ = socket.recv_fds(control, 1, 1)
             except OSError:
                 break
-            if not request or not fds:
+            if request not in (WARM_WORKER, ACTOR_WORKER) or not fds:
                 break
             pid = os.fork()
             if pid == 0:
-                _become_worker(control, fds[0], segment_prefix)
+                _become_worker(control, fds[0], segment_prefix, prctl, request == WARM_WORKER)
             os.close(fds[0])
             try:
                 os.setpgid(pid, pid)  # also done by the child: whichever runs first

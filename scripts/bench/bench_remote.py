@@ -13,13 +13,19 @@ Prints one JSON line:
   (a fresh pool and actor, a fresh Ray actor) and the steady state (later calls) apart;
 - PARL's example, 5 actors each summing to 1e7 from 5 threads, against serial and plain threads
   (median of interleaved rounds);
-- creating 8 actors on a warm pool (ms per actor).
+- creating 8 actors on a warm pool (ms per actor): once after the calls above, then in
+  ``--creation-rounds`` rounds (each after the pool refilled its idle workers, so the first of a
+  round takes an idle worker: ``create_actor_idle_worker_ms_median``; the pool keeps one per CPU,
+  and the later ones of a round may wait for a fork from the zygote) beside two plain baselines
+  measured in the same rounds: a process forked from the bench that answers over a pipe, and a warm
+  ``ProcessPoolExecutor`` building the class and sending it back.
 
 With ``--address ray://...`` the actors run on Ray, and plain Ray actors of the same class are measured
 alongside (interleaved where it matters): ``plain_ray_*`` figures and ``*_vs_plain_ray`` ratios; the
 64 MB echo is then the steady state on that backend (``ours_64mb_ms`` beside ``plain_ray_64mb_ms``).
 """
 import argparse
+import concurrent.futures
 import json
 import multiprocessing
 import os
@@ -163,6 +169,48 @@ def _large_array_rounds(rounds: int, with_ray: bool) -> Dict[str, float]:
         f"{name}_64mb_ms_max": max(seconds) * 1e3 for name, seconds in times.items() if name.endswith("first") and seconds}
 
 
+def _answer(connection) -> None:
+    connection.send(None)
+
+
+def _plain_fork(context) -> None:
+    """A process forked from this one that has answered over a pipe, then ended."""
+    ours, theirs = context.Pipe()
+    process = context.Process(target=_answer, args=(theirs,), daemon=True)
+    process.start()
+    ours.recv()
+    process.join()
+
+
+def _creation_rounds(rounds: int) -> Dict[str, float]:
+    """Rounds of 8 actors created back to back on the warm pool (each round after the pool has
+    refilled its idle workers: the first of a round takes an idle worker, the later ones may wait
+    for a fork), beside 8 processes forked from this one and answering over a pipe, and 8
+    ``Worker()`` built by a warm ``ProcessPoolExecutor`` of 2 and sent back."""
+    context = multiprocessing.get_context("fork")
+    times: Dict[str, List[float]] = {"ours": [], "fork": [], "executor": []}
+    with concurrent.futures.ProcessPoolExecutor(2, mp_context=context) as executor:
+        executor.submit(Worker).result()
+        for _ in range(rounds):
+            time.sleep(0.5)  # the pool refills its idle workers
+            created = []
+            for _ in range(8):
+                start = time.perf_counter()
+                created.append(RemoteWorker())
+                times["ours"].append(time.perf_counter() - start)
+            for handle in created:
+                handle.close()
+            for _ in range(8):
+                times["fork"].append(_timed(lambda: _plain_fork(context)))
+            for _ in range(8):
+                times["executor"].append(_timed(lambda: executor.submit(Worker).result()))
+    return {"create_actor_idle_worker_ms_median": statistics.median(times["ours"][::8]) * 1e3,
+            "create_actor_rounds_ms_mean": statistics.mean(times["ours"]) * 1e3,
+            "create_actor_rounds_ms_median": statistics.median(times["ours"]) * 1e3,
+            "plain_fork_process_ms_mean": statistics.mean(times["fork"]) * 1e3,
+            "executor_create_ms_mean": statistics.mean(times["executor"]) * 1e3}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=3000, help="trivial calls timed for the latency figures")
@@ -172,6 +220,8 @@ def main() -> None:
                         help="parl_lite.connect address (default: the local pool); ray://... adds plain Ray figures")
     parser.add_argument("--echo-rounds", type=int, default=5, help="rounds of 64 MB echoes, each with a fresh pool")
     parser.add_argument("--ray", action="store_true", help="also measure a Ray actor's 64 MB echo (Ray installed)")
+    parser.add_argument("--creation-rounds", type=int, default=10,
+                        help="rounds of 8 actor creations beside the baselines")
     args = parser.parse_args()
     if args.ray and args.address:
         parser.error("--ray compares the local pool with Ray; with --address the plain Ray figures come anyway")
@@ -269,6 +319,10 @@ def main() -> None:
     if plain:
         figures["plain_ray_create_actor_ms_mean"] = statistics.mean(plain_creation) * 1e3
         plain.close()
+    else:
+        for handle in created:
+            handle.close()
+        figures.update(_creation_rounds(args.creation_rounds))
     parl_lite.shutdown()
 
     if args.address is None:
