@@ -22,6 +22,7 @@ from evokit_py.train import train
 
 from backends import Cluster
 from remote_helpers import wait_for_exit
+from test_cluster import _wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -151,6 +152,7 @@ def _kill_a_sampler_node(nodes: ESCluster, run: subprocess.Popen, lines: list[st
     master_node = next(entry["address"] for entry in nodes.processes()
                        if entry["role"] == "node" and entry["cwd"] == str(nodes.folder / "master"))
     _progress(run, lines, 1)
+    assert _wait_until(lambda: sum(_sampler_nodes(nodes).values()) == 2, 30)  # the nodes report every so often
     victim = next(address for address in _sampler_nodes(nodes) if address != master_node)
     _kill_node(nodes, victim)
     recovered, _ = _read_until(run, lines, PROGRESS + ".*worker\\(s\\) lost",
@@ -172,7 +174,8 @@ def test_a_sync_run_that_loses_a_node_ends_with_the_parameters_of_an_undisturbed
     run, lines = nodes.es_train(tmp_path / "disturbed", "train.generations=1000", "train.eval_every=3"), []
     victim, recovered = _kill_a_sampler_node(nodes, run, lines)
     _progress(run, lines, recovered + 1)  # a generation with the replacement
-    assert list(_sampler_nodes(nodes).values()) == [1, 1] and victim not in _sampler_nodes(nodes)
+    assert _wait_until(lambda: list(_sampler_nodes(nodes).values()) == [1, 1], 30)
+    assert victim not in _sampler_nodes(nodes)
     run.send_signal(signal.SIGINT)  # stops after the generation under way, with its checkpoint
     out = _finish(run, lines)
     assert run.returncode == 130, out
@@ -207,7 +210,8 @@ def test_with_every_node_lost_the_run_stops_with_its_checkpoint_and_resumes_to_t
     settings = ("train.generations=6", "train.eval_every=3", "train.capacity_wait=2")
     run, lines = nodes.es_train(tmp_path / "disturbed", *settings), []
     _progress(run, lines, 1)
-    for address in list(_sampler_nodes(nodes)):  # the master's own node and node-b
+    assert _wait_until(lambda: len(_sampler_nodes(nodes)) == 2, 30)  # on the master's own node and node-b
+    for address in list(_sampler_nodes(nodes)):
         _kill_node(nodes, address)
     generation, checkpoint = _stopped(run, lines, r"no sampler left, and none could be made for 2 s")
     assert checkpoint == tmp_path / "disturbed" / "ck" / "solver.h5"
