@@ -40,7 +40,16 @@ LOOK_EVERY = 0.5  # seconds between two looks at the worker group while no resul
 
 
 class WorkersLostError(RuntimeError):
-    """The pool cannot go on: no worker is left and none could be made in time, or the backend is gone."""
+    """The pool cannot go on: no worker is left and none could be made in time, or the backend is gone.
+
+    Attributes:
+        finished: of the :meth:`EvaluationPool.evaluate` call it ended, the results of the candidates
+            evaluated by then (candidate index -> its row of the result).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.finished: dict[int, dict] = {}
 
 
 @dataclass
@@ -112,44 +121,82 @@ class EvaluationPool:
             self.workers = [Sampler(config, policy_bytes, noise)]  # one is enough: they would run in turn
 
     def evaluate(self, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
-                 infos: Sequence[list[int]], seeds: Sequence[list[int]]) -> dict:
+                 infos: Sequence[list[int]], seeds: Sequence[list[int]],
+                 finished: dict[int, dict] | None = None) -> dict:
         """Evaluate every candidate (see :meth:`Sampler.evaluate`); returns :func:`aggregate` totals.
 
+        Args:
+            finished: the results of some candidates, known already (candidate index -> its row of
+                the result, as :attr:`WorkersLostError.finished` holds them): the others are evaluated.
+
         Raises:
-            WorkersLostError: see the module docstring.
+            WorkersLostError: see the module docstring; its ``finished`` holds the results of the
+                candidates evaluated by then (those of ``finished`` included).
         """
+        known = finished or {}
+        todo: Sequence[int] = [i for i in range(len(infos)) if i not in known] if known else range(len(infos))
+        chunks: list[Sequence[int]] = []
         if self.backend == "inprocess":
-            return aggregate(self.workers[0].evaluate(basis, obs_mean, obs_std, infos, seeds))
+            chunks, results = [todo], [self.workers[0].evaluate(basis, obs_mean, obs_std, [infos[i] for i in todo],
+                                                                [seeds[i] for i in todo])]
+        else:
+            try:
+                chunks = self._chunks(todo)
+                results = self._evaluate_chunks(chunks, basis, obs_mean, obs_std, infos, seeds)
+            except WorkersLostError as error:
+                error.finished = {**known, **_rows(chunks, error.finished)}
+                raise
+        if not known:  # the chunks cover the candidates in order
+            return aggregate({key: np.concatenate([result[key] for result in results]) for key in results[0]})
+        rows = {**known, **_rows(chunks, dict(enumerate(results)))}
+        return aggregate({key: np.concatenate([rows[i][key] for i in range(len(infos))]) for key in rows[0]})
+
+    def _chunks(self, todo: Sequence[int]) -> list[Sequence[int]]:
+        """``todo`` (candidate indices) cut into about :data:`CHUNKS_PER_WORKER` chunks per worker."""
+        self.take_new()
+        size = max(1, math.ceil(len(todo) / (CHUNKS_PER_WORKER * max(1, len(self.workers)))))
+        return [todo[start:start + size] for start in range(0, len(todo), size)]
+
+    def _evaluate_chunks(self, chunks: list[Sequence[int]], basis: dict, obs_mean: np.ndarray | None,
+                         obs_std: np.ndarray | None, infos: Sequence[list[int]],
+                         seeds: Sequence[list[int]]) -> list[dict]:
+        """Each chunk's result, in order: the next chunk to whichever worker is free, a lost
+        worker's chunk back to the front of the queue.
+
+        Raises:
+            WorkersLostError: its ``finished`` holds the results by chunk index (not candidate).
+        """
         import parl_lite
 
-        idle = list(self.workers) + self.take_new()
-        size = max(1, math.ceil(len(infos) / (CHUNKS_PER_WORKER * max(1, len(idle)))))
-        chunks = [range(start, min(start + size, len(infos))) for start in range(0, len(infos), size)]
+        idle = list(self.workers)
         waiting = collections.deque(range(len(chunks)))  # chunk indices to hand out, in order
         results: dict[int, dict] = {}  # chunk index -> its result
         running: dict[concurrent.futures.Future, tuple[Any, int]] = {}  # future -> (worker, chunk index)
-        while waiting or running:
-            while idle and waiting:
-                worker, index = idle.pop(0), waiting.popleft()
-                chunk = chunks[index]
-                running[self.submit(worker, basis, obs_mean, obs_std, [infos[i] for i in chunk],
-                                    [seeds[i] for i in chunk])] = (worker, index)
-            if running:
-                done, _ = parl_lite.wait(list(running), timeout=LOOK_EVERY, return_when="FIRST_COMPLETED")
-            else:  # no worker left: wait for the group to make one
-                done = self.wait_for_workers()
-            for future in done:
-                worker, index = running.pop(future)
-                try:
-                    results[index] = future.result()
-                except ActorDiedError as error:
-                    self.lost(worker, error, len(chunks[index]))
-                    waiting.appendleft(index)  # first out again, to whichever worker is free
-                    continue
-                idle.append(worker)
-            idle += self.take_new()
-        ordered = [results[index] for index in range(len(chunks))]
-        return aggregate({key: np.concatenate([result[key] for result in ordered]) for key in ordered[0]})
+        try:
+            while waiting or running:
+                while idle and waiting:
+                    worker, index = idle.pop(0), waiting.popleft()
+                    chunk = chunks[index]
+                    running[self.submit(worker, basis, obs_mean, obs_std, [infos[i] for i in chunk],
+                                        [seeds[i] for i in chunk])] = (worker, index)
+                if running:
+                    done, _ = parl_lite.wait(list(running), timeout=LOOK_EVERY, return_when="FIRST_COMPLETED")
+                else:  # no worker left: wait for the group to make one
+                    done = self.wait_for_workers()
+                for future in done:
+                    worker, index = running.pop(future)
+                    try:
+                        results[index] = future.result()
+                    except ActorDiedError as error:
+                        self.lost(worker, error, len(chunks[index]))
+                        waiting.appendleft(index)  # first out again, to whichever worker is free
+                        continue
+                    idle.append(worker)
+                idle += self.take_new()
+        except WorkersLostError as error:
+            error.finished = results
+            raise
+        return [results[index] for index in range(len(chunks))]
 
     @property
     def size(self) -> int:
@@ -240,3 +287,9 @@ def _where(error: BaseException) -> str:
     node = re.search(r"its node (\S+) is gone", str(error))
     process = re.search(r"\((pid [^)]*)\)", str(error))
     return f"node {node.group(1)}" if node else (process.group(1) if process else "unknown")
+
+
+def _rows(chunks: list[Sequence[int]], results: dict[int, dict]) -> dict[int, dict]:
+    """Candidate index -> its row, from the ``results`` of some ``chunks`` (by chunk index)."""
+    return {candidate: {key: value[k:k + 1] for key, value in result.items()}
+            for index, result in results.items() for k, candidate in enumerate(chunks[index])}

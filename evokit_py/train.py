@@ -52,6 +52,7 @@ from evokit_py.training.saving import export_policy, restore_checkpoint, save_ch
 from evokit_py.training.schedule import Batch, async_batches, sync_batches
 from evokit_py.training.setup import Run, setup_run
 from evokit_py.training.totals import Totals
+from evokit_py.training.unfinished import UnfinishedGeneration
 from parl_lite.io.paths import describe_file_type
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
@@ -174,7 +175,7 @@ def _train(config: ESConfig, paths: "_Paths", resume: bool, backend: str, echo: 
         evaluations.restore(start.pending)
         log.hold(start.held_rows, evaluations.awaits)
         batches = stack.enter_context(closing(async_batches(run, pool, evaluations.queue) if evaluations.queue
-                                              else sync_batches(run, pool)))
+                                              else sync_batches(run, pool, start.unfinished)))
         reporter = stack.enter_context(closing(Reporter(config.solver.type, hp.generations, solver.generation,
                                                         progress_bar, unit="generation", echo=echo,
                                                         window=_RATE_WINDOW)))
@@ -194,13 +195,14 @@ def _train(config: ESConfig, paths: "_Paths", resume: bool, backend: str, echo: 
             if stop.signal is not None:
                 outcome.interrupted, outcome.stop_signal = True, stop.signal
                 break
-        outcome.checkpoint_error = _save_checkpoint(run, paths.checkpoint, totals, log, evaluations, echo)
+        outcome.checkpoint_error = _save_checkpoint(run, paths.checkpoint, totals, log, evaluations, echo,
+                                                    start.unfinished)
         _echo_worker_events(pool, outcome, echo)
     # the best evaluated solution with the statistics it was evaluated with; the current one if none was
     export_policy(run, paths.onnx, *((totals.best_params, totals.best_obs_stats) if totals.evaluated else (None, None)))
     result = _finish(run, backend, paths, totals, outcome, seconds_before, time.perf_counter() - started, echo)
     if outcome.workers_lost is not None:
-        raise TrainStopped(_stopped_message(run, paths, outcome), result)
+        raise TrainStopped(_stopped_message(run, paths, outcome, len(start.unfinished.rows)), result)
     return result
 
 
@@ -246,12 +248,14 @@ def _echo_worker_events(pool: EvaluationPool, outcome: "_Outcome", echo: Callabl
     outcome.losses = losses
 
 
-def _stopped_message(run: Run, paths: "_Paths", outcome: "_Outcome") -> str:
-    """The one line a run that lost its workers ends with: why, where its state is, how to resume."""
+def _stopped_message(run: Run, paths: "_Paths", outcome: "_Outcome", unfinished: int) -> str:
+    """The one line a run that lost its workers ends with: why, where its state is (with ``unfinished``
+    candidates of the next generation evaluated), how to resume."""
     generation = run.solver.generation
     if outcome.checkpoint_error is None:
-        kept = (f"the checkpoint {paths.checkpoint} holds generation {generation}: resume with the same command "
-                f"and --resume once workers can run again (parl-lite connect adds a node to a cluster)")
+        next_ones = f" and {unfinished} evaluated candidate(s) of the next" if unfinished else ""
+        kept = (f"the checkpoint {paths.checkpoint} holds generation {generation}{next_ones}: resume with the same "
+                f"command and --resume once workers can run again (parl-lite connect adds a node to a cluster)")
     else:
         kept = f"no checkpoint could be written ({outcome.checkpoint_error})"
     return f"es-train stopped at generation {generation}: {outcome.workers_lost}; {kept}"
@@ -275,11 +279,13 @@ class _Paths:
 @dataclass
 class _Start:
     """Where training starts: the totals, the CSV rows written before, the rows a checkpoint held
-    for their evaluation and the evaluations it had pending (nothing, for a new run)."""
+    for their evaluation, the evaluations it had pending and the candidates of its generation
+    evaluated before it stopped (nothing, for a new run)."""
     totals: Totals
     rows: list[dict] = field(default_factory=list)
     held_rows: list[dict] = field(default_factory=list)
     pending: dict[int, tuple[np.ndarray, dict]] = field(default_factory=dict)
+    unfinished: UnfinishedGeneration = field(default_factory=UnfinishedGeneration)
 
 
 def _resume(run: Run, paths: _Paths, echo: Callable[[str], None]) -> _Start:
@@ -289,7 +295,8 @@ def _resume(run: Run, paths: _Paths, echo: Callable[[str], None]) -> _Start:
     held = {row["generation"] for row in held_rows}
     rows = [row for row in _read_rows(paths.csv, run.solver.generation) if int(row["generation"]) not in held]
     echo(f"resumed from {paths.checkpoint} at generation {run.solver.generation}")
-    return _Start(Totals.from_extra(extra, run.obs_stats), rows, held_rows, Evaluations.pending_from_extra(extra))
+    return _Start(Totals.from_extra(extra, run.obs_stats), rows, held_rows, Evaluations.pending_from_extra(extra),
+                  UnfinishedGeneration.from_extra(extra, run.solver.generation))
 
 
 @dataclass
@@ -469,11 +476,14 @@ def _check_before_training(config: ESConfig, paths: _Paths, resume: bool) -> Non
 
 
 def _save_checkpoint(run: Run, path: Path, totals: Totals, log: ProgressLog, evaluations: Evaluations,
-                     echo: Callable[[str], None]) -> str | None:
-    """Write a checkpoint (with the rows held for their evaluation and the solutions still to be
-    evaluated); on failure say so and return why (training goes on: the policy is kept)."""
+                     echo: Callable[[str], None], unfinished: UnfinishedGeneration | None = None) -> str | None:
+    """Write a checkpoint (with the rows held for their evaluation, the solutions still to be
+    evaluated and the candidates of the generation under way evaluated before the workers were
+    lost); on failure say so and return why (training goes on: the policy is kept)."""
+    extra = {**totals.to_extra(), **log.to_extra(), **evaluations.to_extra(),
+             **(unfinished.to_extra() if unfinished is not None else {})}
     try:
-        save_checkpoint(run, path, extra={**totals.to_extra(), **log.to_extra(), **evaluations.to_extra()})
+        save_checkpoint(run, path, extra=extra)
     except OSError as error:
         reason = f"cannot write checkpoint {path}: {error}"
         echo(f"es-train: warning: {reason}; training goes on")

@@ -12,9 +12,9 @@ import onnxruntime as ort
 import pytest
 
 import parl_lite
-from evokit_py.checkpoint import read_checkpoint
+from evokit_py.checkpoint import SolverCheckpointError, read_checkpoint, write_checkpoint
 from evokit_py.config import resolve_config
-from evokit_py.train import train
+from evokit_py.train import TrainError, train
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
@@ -169,7 +169,7 @@ NO_PADDLE = """
 import sys
 import parl_lite
 from evokit_py.config import resolve_config
-from evokit_py.train import train
+from evokit_py.train import TrainError, train
 
 @parl_lite.remote_class
 class Probe:
@@ -237,3 +237,53 @@ def test_progress_goes_through_the_reporter_and_the_result_carries_the_run_summa
     bar = capsys.readouterr().err
     assert "BASIC_ES" in bar and "generation" in bar and again.generations == result.generations
     assert not any(re.match(r"BASIC_ES generations", line) for line in lines)  # the bar replaces the lines
+
+
+def _rewrite_with_extra(path: Path, extra: dict) -> None:
+    """Write the checkpoint at ``path`` again with ``extra`` datasets added to its own."""
+    attrs, groups = read_checkpoint(path)
+    write_checkpoint(path, solver_type=str(attrs["solver_type"]), config_yaml=str(attrs["config"]),
+                     noise_seed=int(attrs["noise_seed"]), params=groups["params"]["params"],
+                     solver_state=groups["solver"], obs_stats=groups["obs_stats"], extra={**groups["extra"], **extra})
+
+
+def _candidate_rows(returns: list[float], steps: int = 7) -> dict[str, np.ndarray]:
+    """``extra/unfinished/*`` of candidates 0, 1, ... with these returns (CartPole's 4 observations)."""
+    count = len(returns)
+    return {"unfinished/indices": np.arange(count), "unfinished/returns": np.array(returns, dtype=np.float64),
+            "unfinished/steps": np.full(count, steps), "unfinished/obs_sum": np.zeros((count, 4)),
+            "unfinished/obs_sumsq": np.zeros((count, 4)), "unfinished/cpu_seconds": np.zeros(count)}
+
+
+@pytest.mark.timeout(120)
+def test_a_resumed_run_takes_the_candidates_its_checkpoint_kept_of_an_unfinished_generation(tmp_path):
+    overrides = ["solver.population_size=8", "observation_normalization=false"]
+    first = train(_config(tmp_path, "train.generations=2", *overrides), backend="inprocess", echo=lambda line: None)
+    whole = train(_config(tmp_path / "whole", "train.generations=3", *overrides), backend="inprocess",
+                  echo=lambda line: None)
+    kept = [1000.0, 2000.0, 3000.0]  # what no CartPole episode of 100 steps returns: seen if taken
+    _rewrite_with_extra(first.checkpoint_path, _candidate_rows(kept, steps=0))
+    rest = train(_config(tmp_path, "train.generations=3", *overrides), resume=True, backend="inprocess",
+                 echo=lambda line: None)
+    rows, whole_rows = list(csv.DictReader(open(rest.csv_path))), list(csv.DictReader(open(whole.csv_path)))
+    assert rest.generations == 3 and float(rows[2]["max_return"]) == 3000.0  # generation 3 took the kept ones
+    # and played only the other five: the steps of the three kept (0 here) are missing from its count
+    assert 0 < int(rows[2]["steps"]) - int(rows[1]["steps"]) < int(whole_rows[2]["steps"]) - int(whole_rows[1]["steps"])
+    _, state = read_checkpoint(rest.checkpoint_path)
+    assert not any(key.startswith("unfinished/") for key in state["extra"])  # used once, then forgotten
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"unfinished/indices": np.array([0, 0, 1])}, "extra/unfinished/indices: a candidate is there twice"),
+    ({"unfinished/indices": np.array([0, -1, 1])}, "extra/unfinished/indices: holds values that are not whole"),
+    ({"unfinished/steps": np.array([1.5, 2, 3])}, "extra/unfinished/steps: holds values that are not whole"),
+    ({"unfinished/returns": np.zeros(4)}, "extra/unfinished/returns: shape (4,), expected (3,)"),
+])
+def test_a_checkpoint_with_unsound_unfinished_candidates_is_refused_naming_the_dataset(tmp_path, change, message):
+    first = train(_config(tmp_path, "train.generations=1", "solver.population_size=8"), backend="inprocess",
+                  echo=lambda line: None)
+    rows = _candidate_rows([1.0, 2.0, 3.0])
+    _rewrite_with_extra(first.checkpoint_path, {**rows, **change})
+    with pytest.raises((SolverCheckpointError, TrainError), match=re.escape(message)):
+        train(_config(tmp_path, "train.generations=2", "solver.population_size=8"), resume=True, backend="inprocess",
+              echo=lambda line: None)

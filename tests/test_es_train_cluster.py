@@ -196,11 +196,15 @@ def _stopped(run: subprocess.Popen, lines: list[str], why: str) -> tuple[int, Pa
     assert run.returncode == 1 and "Traceback" not in out, out
     last = out.strip().splitlines()[-1]
     stopped = re.fullmatch(rf"Error: es-train stopped at generation (\d+): {why}; the checkpoint (\S+) holds "
-                           r"generation \1: resume with the same command and --resume once workers can run again "
-                           r"\(parl-lite connect adds a node to a cluster\)", last)
+                           r"generation \1( and (\d+) evaluated candidate\(s\) of the next)?: resume with the same "
+                           r"command and --resume once workers can run again \(parl-lite connect adds a node to a "
+                           r"cluster\)", last)
     assert stopped, last
     generation, checkpoint = int(stopped.group(1)), Path(stopped.group(2))
-    assert int(read_checkpoint(checkpoint)[0]["generation"]) == generation >= 1  # no whole generation lost
+    attrs, state = read_checkpoint(checkpoint)
+    assert int(attrs["generation"]) == generation >= 1  # no whole generation lost
+    kept = state["extra"].get("unfinished/indices", np.zeros(0))  # nor the candidates evaluated of the next
+    assert len(kept) == int(stopped.group(4) or 0) and set(kept) <= set(range(16))
     return generation, checkpoint
 
 

@@ -7,7 +7,9 @@ around what its own update left. The trainer only reads them (the generation, th
 
 - ``sync`` (:func:`sync_batches`): the solver asks a whole generation, the pool evaluates it (chunks
   to whichever worker is free), the batch is that generation. Every draw depends only on (seed,
-  generation, index): a resumed run ends exactly where an uninterrupted one does.
+  generation, index): a resumed run ends exactly where an uninterrupted one does. If the pool loses
+  its workers mid-generation, the candidates evaluated by then go into the checkpoint
+  (:mod:`evokit_py.training.unfinished`) and the resumed run evaluates only the others.
 - ``async`` (:func:`async_batches`): every worker gets the next candidate around the *current*
   parameters as soon as it is free (a mirrored pair goes to one worker in one call, so that both
   halves land in the same batch; past the generation's ``population_size`` candidates, further
@@ -43,11 +45,12 @@ import numpy as np
 
 from evokit_py.noise import SamplingInfo
 from parl_lite.remote.errors import ActorDiedError
-from evokit_py.pool import LOOK_EVERY, EvaluationPool
+from evokit_py.pool import LOOK_EVERY, EvaluationPool, WorkersLostError
 from evokit_py.sampler import aggregate
 from evokit_py.seeds import candidate_episode_seeds, candidate_seeds
 from evokit_py.training.evaluations import EvaluationQueue
 from evokit_py.training.setup import Run
+from evokit_py.training.unfinished import UnfinishedGeneration
 
 __all__ = ["Batch", "sync_batches", "async_batches"]
 
@@ -111,15 +114,24 @@ def _around_preview(run: Run, arrived: list[tuple[SamplingInfo, dict]], infos: l
     return moved, (solver.preview_basis(preview).to_dict(), *run.normalisation(stats))
 
 
-def sync_batches(run: Run, pool: EvaluationPool) -> Generator[Batch, None, None]:
-    """One batch per generation, evaluated whole, the run updated with it (see the module docstring)."""
+def sync_batches(run: Run, pool: EvaluationPool,
+                 unfinished: UnfinishedGeneration | None = None) -> Generator[Batch, None, None]:
+    """One batch per generation, evaluated whole, the run updated with it (see the module docstring).
+    The candidates of ``unfinished`` (a resumed run's) are not evaluated again; if the pool loses its
+    workers, those evaluated by then are kept there (:class:`WorkersLostError` goes on up)."""
     solver, config = run.solver, run.config
+    unfinished = unfinished if unfinished is not None else UnfinishedGeneration()
     while True:
         tick = time.perf_counter()
         mean, std = run.normalisation()
         infos = solver.ask()
         seeds = candidate_seeds(config, solver.generation, len(infos))
-        result = pool.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds)
+        try:
+            result = pool.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds,
+                                   unfinished.take(solver.generation, len(infos)))
+        except WorkersLostError as error:
+            unfinished.keep(solver.generation, error.finished)
+            raise
         yield _updated(run, infos, result, tick)
 
 
