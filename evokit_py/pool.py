@@ -285,7 +285,7 @@ def _where(error: BaseException) -> str:
     """Where a lost worker was, as its error says: ``node HOST:PORT`` (a cluster's node that is
     gone), else its process (``pid N ...``)."""
     node = re.search(r"its node (\S+) is gone", str(error))
-    process = re.search(r"\((pid [^)]*)\)", str(error))
+    process = re.search(r"\((?:worker )?(pid [^)]*)\)", str(error))
     return f"node {node.group(1)}" if node else (process.group(1) if process else "unknown")
 
 

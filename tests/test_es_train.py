@@ -3,6 +3,7 @@ import csv
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -287,3 +288,33 @@ def test_a_checkpoint_with_unsound_unfinished_candidates_is_refused_naming_the_d
     with pytest.raises((SolverCheckpointError, TrainError), match=re.escape(message)):
         train(_config(tmp_path, "train.generations=2", "solver.population_size=8"), resume=True, backend="inprocess",
               echo=lambda line: None)
+
+
+@pytest.mark.timeout(120)
+def test_a_sampler_killed_on_the_local_pool_is_replaced_and_the_result_stays_the_same(tmp_path):
+    lines, killed = [], []
+
+    def kill_a_sampler_then_stop_once_replaced(line: str) -> None:
+        lines.append(line)
+        if not killed and re.match(r"BASIC_ES generations +2/", line):
+            sampler = next(worker for worker in parl_lite.connect().status()["workers"] if worker["actor"] == "Sampler")
+            os.kill(sampler["pid"], signal.SIGKILL)
+            killed.append(sampler["pid"])
+        if "sampler 2 made (a replacement): 2 of at most 2" in line:
+            os.kill(os.getpid(), signal.SIGINT)  # as a Ctrl-C: the run stops after the generation under way
+
+    try:
+        pooled = train(_config(tmp_path / "pool", "train.generations=1000", "train.workers=2"),
+                       echo=kill_a_sampler_then_stop_once_replaced, progress_bar=False)
+    finally:
+        parl_lite.shutdown()
+    assert killed and pooled.interrupted, "\n".join(lines)
+    alone = train(_config(tmp_path / "alone", f"train.generations={pooled.generations}"), backend="inprocess",
+                  echo=lambda line: None)
+    _, pooled_state = read_checkpoint(pooled.checkpoint_path)
+    _, alone_state = read_checkpoint(alone.checkpoint_path)  # the solution (the best evaluated one may differ:
+    assert np.array_equal(pooled_state["params"]["params"], alone_state["params"]["params"])  # a last evaluation)
+    assert np.array_equal(pooled_state["obs_stats"]["sumsq"], alone_state["obs_stats"]["sumsq"])
+    assert any(re.search(rf"sampler \d lost: .*pid {killed[0]}", line) for line in lines), lines
+    assert any(re.search(rf"1 worker\(s\) lost \(pid {killed[0]}\), \d+ candidate\(s\) re-queued", line)
+               for line in lines), lines
