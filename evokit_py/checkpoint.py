@@ -29,8 +29,11 @@ from parl_lite.io.atomic import write_hdf5_atomically
 from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_range, dataset_names, open_hdf5,
                                    read_dataset, write_dataset)
 
-__all__ = ["SolverCheckpointError", "write_checkpoint", "read_checkpoint", "check_resume", "check_trainer_extra",
-           "RESUME_FIXED_KEYS"]
+__all__ = ["UNFINISHED_DATASETS", "SolverCheckpointError", "write_checkpoint", "read_checkpoint", "check_resume",
+           "check_trainer_extra", "RESUME_FIXED_KEYS"]
+
+# an unfinished generation's candidates (extra/unfinished/*): their indices, then a Sampler's result per candidate
+UNFINISHED_DATASETS = ("indices", "returns", "steps", "obs_sum", "obs_sumsq", "cpu_seconds")
 
 FORMAT = "evokit_py.solver"
 FORMAT_VERSION = 2
@@ -155,5 +158,27 @@ def check_trainer_extra(groups: dict[str, dict[str, np.ndarray]], path: "str | o
             raise DatasetError(f"extra/best_return: {float(extra['best_return'])} is out of range")
         for key in ("episodes", "steps"):
             check_integer_range(f"extra/{key}", extra[key], (0, None))
+        _check_unfinished(extra)
     except DatasetError as error:
         raise SolverCheckpointError(f"solver checkpoint {path}: {error}") from error
+
+
+def _check_unfinished(extra: dict[str, np.ndarray]) -> None:
+    """The candidates of an unfinished generation (``extra/unfinished/*``, their lengths equal by
+    their layout): all their datasets or none, distinct candidate indices, whole step counts, from 0.
+
+    Raises:
+        DatasetError: naming the dataset.
+    """
+    names = {key for key in extra if key.startswith("unfinished/")}
+    if not names:
+        return
+    missing = sorted({f"unfinished/{key}" for key in UNFINISHED_DATASETS} - names)
+    if missing:
+        raise DatasetError(f"extra/{missing[0]}: missing (the other extra/unfinished/* datasets are there)")
+    for key in ("indices", "steps"):
+        values = extra[f"unfinished/{key}"]
+        if values.size and (values.min() < 0 or not np.all(np.mod(values, 1) == 0)):
+            raise DatasetError(f"extra/unfinished/{key}: holds values that are not whole numbers from 0")
+    if len(np.unique(extra["unfinished/indices"])) != len(extra["unfinished/indices"]):
+        raise DatasetError("extra/unfinished/indices: a candidate is there twice")

@@ -9,7 +9,7 @@ The layouts are those of the built-in solvers' state (``solver/*``), of the obse
 - ``o``, the observation size (at most ``n``): ``obs_stats/sum`` is ``(o,)``;
 - row counts bounded by the stored config: at most ``solver.max_staleness`` kept versions, a GA's
   parents at most ``solver.population_size``, the trainer's held rows and pending evaluations at
-  most one per generation.
+  most one per generation, the candidates of an unfinished generation at most ``MAX_CANDIDATES``.
 
 Datasets of other names (a plugin solver's state, a caller's extras) are bounded only by the file's
 size (:func:`parl_lite.io.datasets.open_hdf5`).
@@ -27,6 +27,7 @@ from parl_lite.io.datasets import DatasetError, check_finite, check_integer_rang
 __all__ = ["check_layout", "check_values", "MAX_GENERATION"]
 
 MAX_GENERATION = 2**31 - 1
+MAX_CANDIDATES = 2**24  # of a generation (CMA-ES's restarts grow it past solver.population_size)
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 # a layout is a comma-separated list of size letters ("" is a scalar): "n" is the parameter count;
@@ -47,14 +48,16 @@ _TRAINER_EXTRA = {"best_return": "", "best_params": "n", "best_obs_stats/count":
                   "best_obs_stats/sumsq": "o", "train_seconds": "", "episodes": "", "steps": "",
                   "log/held_rows": "r,f", "log/held_evals": "r", "log/pending_generations": "p",
                   "log/pending_solutions": "p,n", "log/pending_obs_count": "p", "log/pending_obs_sum": "p,o",
-                  "log/pending_obs_sumsq": "p,o"}
+                  "log/pending_obs_sumsq": "p,o", "unfinished/indices": "c", "unfinished/returns": "c",
+                  "unfinished/steps": "c", "unfinished/obs_sum": "c,o", "unfinished/obs_sumsq": "c,o",
+                  "unfinished/cpu_seconds": "c"}
 # parameter vectors, run by the float32 policy
 _PARAMETERS = {"params/params", "solver/theta", "solver/history/thetas", "solver/mean", "solver/best_x",
                "solver/parents", "extra/best_params", "extra/log/pending_solutions"}
 _WHAT = {"n": "the parameter count (the length of params)", "o": "the observation size of obs_stats",
          "h": "solver.max_staleness", "q": "solver.population_size", "r": "one per generation",
          "p": "one per generation", "f": "the progress log's columns", "b": "CMA-ES's tolfun history",
-         "s": "CMA-ES's tolstagnation window"}
+         "s": "CMA-ES's tolstagnation window", "c": "the candidates of a generation"}
 
 
 def _layouts(solver_type: str, config: SolverConfig) -> dict[str, dict[str, str]]:
@@ -68,7 +71,7 @@ def _limits(config: SolverConfig, parameter_count: int, generation: int) -> dict
     """The largest value of each size letter (``n`` is exact)."""
     population = config.population_size
     return {"n": parameter_count, "o": parameter_count, "h": config.max_staleness, "q": population,
-            "r": generation + 1, "p": generation + 1, "f": 64,
+            "r": generation + 1, "p": generation + 1, "f": 64, "c": MAX_CANDIDATES,
             "b": 10 + math.ceil(30 * parameter_count / population),
             "s": max(1, default_tolstagnation(parameter_count, population) if config.cma_es.tolstagnation is None
                      else config.cma_es.tolstagnation)}

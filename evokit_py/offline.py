@@ -74,7 +74,7 @@ def sample_generation(config: ESConfig, checkpoint: "str | os.PathLike", log_pat
         finally:
             sampler.release()
     record = {"generation": generation, "infos": [i.to_list() for i in infos],
-              "rewards": result["returns"].tolist(), "obs_sum": result["obs_sum"].tolist(),
+              "rewards": run.fitness(result).tolist(), "obs_sum": result["obs_sum"].tolist(),
               "obs_sumsq": result["obs_sumsq"].tolist(), "obs_count": int(result["obs_count"])}
     log_path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -31,7 +31,8 @@ from parl_lite.io.paths import describe_file_type
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["OnnxPolicy", "build_mlp", "session_options", "make_policy", "check_policy"]
+__all__ = ["OnnxPolicy", "LinearPolicy", "build_mlp", "session_options", "make_policy", "check_policy",
+           "sampling_policy"]
 
 OPSET = 17
 
@@ -48,14 +49,16 @@ def session_options() -> ort.SessionOptions:
 
 
 def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str = "tanh",
-              output_activation: str = "none") -> "onnx.ModelProto":
+              output_activation: str = "none", bias: bool = True) -> "onnx.ModelProto":
     """An MLP ``obs -> [MatMul, Add, act] * len(hidden) -> MatMul, Add, output act`` whose weights
     ``w0, b0, w1, b1, ...`` are graph inputs. Input ``obs`` is [batch, obs_dim] float32, output
-    ``action`` is [batch, act_dim].
+    ``action`` is [batch, act_dim]. A linear policy (no hidden layer) computes ``obs @ w0 + b0`` in
+    float64 and rounds it once to float32, as :class:`LinearPolicy` does in numpy: the same bits.
 
     Args:
         activation: "tanh" or "relu" between layers.
         output_activation: "none", "tanh" or "softmax".
+        bias: False: no ``Add`` and no ``b*`` inputs (each layer is ``x @ w``; ARS's linear policy).
     """
     import onnx
     from onnx import TensorProto, helper
@@ -65,13 +68,26 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
     inputs = [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", obs_dim])]
     nodes = []
     x = "obs"
+    in_double = not hidden  # a linear layer sums in float64, rounded once (see LinearPolicy)
+
+    def operand(name: str) -> str:
+        if not in_double:
+            return name
+        nodes.append(helper.make_node("Cast", [name], [f"{name}__f64"], to=TensorProto.DOUBLE))
+        return f"{name}__f64"
+
     for layer, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
         w, b = f"w{layer}", f"b{layer}"
-        inputs += [helper.make_tensor_value_info(w, TensorProto.FLOAT, [fan_in, fan_out]),
-                   helper.make_tensor_value_info(b, TensorProto.FLOAT, [fan_out])]
-        nodes += [helper.make_node("MatMul", [x, w], [f"mm{layer}"]),
-                  helper.make_node("Add", [f"mm{layer}", b], [f"z{layer}"])]
-        x = f"z{layer}"
+        inputs.append(helper.make_tensor_value_info(w, TensorProto.FLOAT, [fan_in, fan_out]))
+        nodes.append(helper.make_node("MatMul", [operand(x), operand(w)], [f"mm{layer}"]))
+        x = f"mm{layer}"
+        if bias:
+            inputs.append(helper.make_tensor_value_info(b, TensorProto.FLOAT, [fan_out]))
+            nodes.append(helper.make_node("Add", [x, operand(b)], [f"z{layer}"]))
+            x = f"z{layer}"
+        if in_double:
+            nodes.append(helper.make_node("Cast", [x], [f"{x}__f32"], to=TensorProto.FLOAT))
+            x = f"{x}__f32"
         act = activation if layer < len(sizes) - 2 else output_activation
         if act != "none":
             if act == "softmax":
@@ -229,6 +245,50 @@ class OnnxPolicy:
         return model
 
 
+class LinearPolicy:
+    """The linear policy :func:`build_mlp` makes (no hidden layer, no output activation), computed
+    in numpy: ``obs @ w0 (+ b0)`` summed in float64 and rounded once to float32, the bits the graph
+    gives through onnxruntime (tested), without a session call per environment step. Parameters are
+    laid out as the graph's inputs: ``w0`` ([obs_dim, act_dim], row-major), then ``b0``.
+
+    Args:
+        obs_dim, act_dim: the observation and action sizes.
+        bias: whether there is a ``b0`` (``policy.mlp.bias``).
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, bias: bool):
+        self.shape = (obs_dim, act_dim)
+        self.param_size = obs_dim * act_dim + (act_dim if bias else 0)
+        self.bias = bias
+        self.set_parameters(np.zeros(self.param_size, dtype=np.float32))
+
+    def set_parameters(self, params: np.ndarray) -> None:
+        """Use ``params`` (flat, length ``param_size``; rounded to float32, as the graph is fed them)."""
+        params = np.asarray(params, dtype=np.float32)
+        if params.shape != (self.param_size,):
+            raise ValueError(f"parameters have shape {params.shape}, the policy has {self.param_size}")
+        size = self.shape[0] * self.shape[1]
+        self._weights = params[:size].reshape(self.shape).astype(np.float64)
+        self._bias = params[size:].astype(np.float64) if self.bias else None
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        """The actions of a batch of observations ([batch, obs_dim] float32) as [batch, act_dim] float32."""
+        output = np.asarray(obs, dtype=np.float64) @ self._weights
+        if self._bias is not None:
+            output += self._bias
+        return output.astype(np.float32)
+
+
+def sampling_policy(config: PolicyConfig, policy_bytes: bytes, env: gym.Env) -> "OnnxPolicy | LinearPolicy":
+    """The policy a sampling worker runs for the ``policy`` block: a :class:`LinearPolicy` for a
+    linear MLP without output activation (the same bits, a fifth of the time per step), else the
+    graph ``policy_bytes`` (:meth:`OnnxPolicy.to_bytes`) in onnxruntime."""
+    mlp = config.mlp
+    if config.onnx is None and not mlp.hidden and mlp_output_activation(mlp, env.action_space) == "none":
+        return LinearPolicy(observation_size(env.observation_space), action_size(env.action_space), mlp.bias)
+    return OnnxPolicy.from_bytes(policy_bytes)
+
+
 def make_policy(config: PolicyConfig, seed: int, env: gym.Env) -> tuple[OnnxPolicy, np.ndarray]:
     """The policy the ``policy`` block describes for ``env`` (made by :func:`evokit_py.envs.make_env`),
     checked against its spaces (:func:`check_policy`), and its initial parameters: an ONNX file's
@@ -243,7 +303,7 @@ def make_policy(config: PolicyConfig, seed: int, env: gym.Env) -> tuple[OnnxPoli
         return policy, x0
     mlp = config.mlp
     policy = OnnxPolicy(build_mlp(observation_size(env.observation_space), action_size(env.action_space), mlp.hidden,
-                                  mlp.activation, mlp_output_activation(mlp, env.action_space)))
+                                  mlp.activation, mlp_output_activation(mlp, env.action_space), mlp.bias))
     check_policy(policy, env, "policy.mlp")
     rng = np.random.default_rng(seed)
     x0 = np.zeros(policy.param_size)

@@ -5,10 +5,24 @@ chunk to whichever worker finishes first, so that episodes of very different len
 to 500 steps) keep every worker busy. Results are put back in candidate order and summed per
 candidate, so the outcome does not depend on the number of workers or on who ran what.
 :meth:`EvaluationPool.submit` is the asynchronous mode's: one call on one chosen worker, not waited for.
+
+The remote workers are an :class:`parl_lite.remote.group.ActorGroup`: a worker that dies (its node
+was lost) is dropped, its chunk goes back in the queue for the workers left, and the group makes
+another on a node that is alive; while a cluster has free CPUs (a node joined), workers are added,
+up to ``train.max_workers``. Since a candidate's episodes depend only on its sampling info and
+seeds, a chunk evaluated again gives the same result: a lost worker changes nothing in a sync run's
+outcome. What happened is kept as lines (:meth:`EvaluationPool.drain_events`) and counted
+(:attr:`EvaluationPool.losses`). With no worker left and none made for ``train.capacity_wait``
+seconds, or when the backend cannot be reached any more (a cluster's master is gone), the pool raises
+:class:`WorkersLostError`.
 """
+import collections
 import concurrent.futures
 import math
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -16,18 +30,52 @@ from evokit_py.config import ESConfig
 from evokit_py.limits import check_cluster_workers, check_local_workers
 from evokit_py.noise import NoiseSpec
 from evokit_py.sampler import Sampler, aggregate
+from parl_lite.remote.errors import ActorDiedError
 
-__all__ = ["EvaluationPool"]
+__all__ = ["EvaluationPool", "Losses", "WorkersLostError"]
 
 CHUNKS_PER_WORKER = 4  # more chunks balance better; each costs one remote call (~0.1-0.2 ms)
 RAY_HERE = "ray://local"  # the Ray backend's address for a Ray started on this machine
+LOOK_EVERY = 0.5  # seconds between two looks at the worker group while no result arrives
+
+
+class WorkersLostError(RuntimeError):
+    """The pool cannot go on: no worker is left and none could be made in time, or the backend is gone.
+
+    Attributes:
+        finished: of the :meth:`EvaluationPool.evaluate` call it ended, the results of the candidates
+            evaluated by then (candidate index -> its row of the result).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.finished: dict[int, dict] = {}
+
+
+@dataclass
+class Losses:
+    """Workers lost since the last :meth:`EvaluationPool.drain_events`.
+
+    Attributes:
+        workers: workers lost.
+        candidates: candidates whose evaluation was lost with them (re-queued in sync mode, re-drawn
+            in async mode).
+        where: what the errors said of each lost worker (its node, on a cluster).
+        workers_left: the workers in use right after the last loss.
+        workers_now: the workers in use when the losses were taken (replacements made meanwhile included).
+    """
+    workers: int = 0
+    candidates: int = 0
+    where: list[str] = field(default_factory=list)
+    workers_left: int = 0
+    workers_now: int = 0
 
 
 class EvaluationPool:
     """``workers`` samplers behind one ``evaluate`` call.
 
     Args:
-        config: the ES config.
+        config: the ES config (``train.max_workers`` and ``train.capacity_wait`` for the remote workers).
         policy_bytes: the serialized weights-as-inputs policy graph.
         noise: where workers find the noise.
         workers: number of worker processes (remote backend).
@@ -47,72 +95,201 @@ class EvaluationPool:
         if backend not in ("remote", "inprocess"):
             raise ValueError(f"backend must be 'remote' or 'inprocess', got {backend!r}")
         self.backend = backend
+        self.losses = Losses()
+        self._events: list[str] = []
+        self._group = None
         if backend == "remote":
             import parl_lite
+            from parl_lite.remote.group import ActorGroup
 
             if address in (None, RAY_HERE):  # the workers are processes of this machine
                 check_local_workers(workers, config.train.oversubscribe)
+            hp = config.train
+            # a cluster's placement of a sampler waits for a free CPU as long as the run waits for capacity
+            cluster = address is not None and "://" not in address
+            connection = parl_lite.connect(address, **({"placement_timeout": hp.capacity_wait} if cluster else {}))
             if address is not None:
-                status = parl_lite.connect(address).status()
+                status = connection.status()
                 if status.get("kind") == "cluster":
                     check_cluster_workers(workers, status)
             remote_sampler = parl_lite.remote_class(wait=False)(Sampler)
-            self.workers = [remote_sampler(config, policy_bytes, noise) for _ in range(workers)]
+            self._group = ActorGroup(lambda index: remote_sampler(config, policy_bytes, noise), workers,
+                                     hp.max_workers or workers, name="sampler", capacity_wait=hp.capacity_wait,
+                                     backend=connection)
+            self.workers: list[Any] = self._group.start()
         else:
             self.workers = [Sampler(config, policy_bytes, noise)]  # one is enough: they would run in turn
 
     def evaluate(self, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
-                 infos: Sequence[list[int]], seeds: Sequence[list[int]]) -> dict:
-        """Evaluate every candidate (see :meth:`Sampler.evaluate`); returns :func:`aggregate` totals."""
+                 infos: Sequence[list[int]], seeds: Sequence[list[int]],
+                 finished: dict[int, dict] | None = None) -> dict:
+        """Evaluate every candidate (see :meth:`Sampler.evaluate`); returns :func:`aggregate` totals.
+
+        Args:
+            finished: the results of some candidates, known already (candidate index -> its row of
+                the result, as :attr:`WorkersLostError.finished` holds them): the others are evaluated.
+
+        Raises:
+            WorkersLostError: see the module docstring; its ``finished`` holds the results of the
+                candidates evaluated by then (those of ``finished`` included).
+        """
+        known = finished or {}
+        todo: Sequence[int] = [i for i in range(len(infos)) if i not in known] if known else range(len(infos))
+        chunks: list[Sequence[int]] = []
         if self.backend == "inprocess":
-            return aggregate(self.workers[0].evaluate(basis, obs_mean, obs_std, infos, seeds))
+            chunks, results = [todo], [self.workers[0].evaluate(basis, obs_mean, obs_std, [infos[i] for i in todo],
+                                                                [seeds[i] for i in todo])]
+        else:
+            try:
+                chunks = self._chunks(todo)
+                results = self._evaluate_chunks(chunks, basis, obs_mean, obs_std, infos, seeds)
+            except WorkersLostError as error:
+                error.finished = {**known, **_rows(chunks, error.finished)}
+                raise
+        if not known:  # the chunks cover the candidates in order
+            return aggregate({key: np.concatenate([result[key] for result in results]) for key in results[0]})
+        rows = {**known, **_rows(chunks, dict(enumerate(results)))}
+        return aggregate({key: np.concatenate([rows[i][key] for i in range(len(infos))]) for key in rows[0]})
+
+    def _chunks(self, todo: Sequence[int]) -> list[Sequence[int]]:
+        """``todo`` (candidate indices) cut into about :data:`CHUNKS_PER_WORKER` chunks per worker."""
+        self.take_new()
+        size = max(1, math.ceil(len(todo) / (CHUNKS_PER_WORKER * max(1, len(self.workers)))))
+        return [todo[start:start + size] for start in range(0, len(todo), size)]
+
+    def _evaluate_chunks(self, chunks: list[Sequence[int]], basis: dict, obs_mean: np.ndarray | None,
+                         obs_std: np.ndarray | None, infos: Sequence[list[int]],
+                         seeds: Sequence[list[int]]) -> list[dict]:
+        """Each chunk's result, in order: the next chunk to whichever worker is free, a lost
+        worker's chunk back to the front of the queue.
+
+        Raises:
+            WorkersLostError: its ``finished`` holds the results by chunk index (not candidate).
+        """
         import parl_lite
 
-        size = max(1, math.ceil(len(infos) / (CHUNKS_PER_WORKER * len(self.workers))))
-        chunks = [range(start, min(start + size, len(infos))) for start in range(0, len(infos), size)]
+        idle = list(self.workers)
+        waiting = collections.deque(range(len(chunks)))  # chunk indices to hand out, in order
         results: dict[int, dict] = {}  # chunk index -> its result
-
-        def submit(worker, index):
-            chunk = chunks[index]
-            return worker.evaluate(basis, obs_mean, obs_std, [infos[i] for i in chunk], [seeds[i] for i in chunk])
-
-        running: dict[concurrent.futures.Future, tuple[Sampler, int]] = {}  # future -> (worker, chunk index)
-        next_chunk = 0
-        for worker in self.workers[:len(chunks)]:
-            running[submit(worker, next_chunk)] = (worker, next_chunk)
-            next_chunk += 1
-        while running:
-            done, _ = parl_lite.wait(list(running), return_when="FIRST_COMPLETED")
-            for future in done:
-                worker, index = running.pop(future)
-                results[index] = future.result()
-                if next_chunk < len(chunks):
-                    running[submit(worker, next_chunk)] = (worker, next_chunk)
-                    next_chunk += 1
-        ordered = [results[index] for index in range(len(chunks))]
-        return aggregate({key: np.concatenate([result[key] for result in ordered]) for key in ordered[0]})
+        running: dict[concurrent.futures.Future, tuple[Any, int]] = {}  # future -> (worker, chunk index)
+        try:
+            while waiting or running:
+                while idle and waiting:
+                    worker, index = idle.pop(0), waiting.popleft()
+                    chunk = chunks[index]
+                    running[self.submit(worker, basis, obs_mean, obs_std, [infos[i] for i in chunk],
+                                        [seeds[i] for i in chunk])] = (worker, index)
+                if running:
+                    done, _ = parl_lite.wait(list(running), timeout=LOOK_EVERY, return_when="FIRST_COMPLETED")
+                else:  # no worker left: wait for the group to make one
+                    done = self.wait_for_workers()
+                for future in done:
+                    worker, index = running.pop(future)
+                    try:
+                        results[index] = future.result()
+                    except ActorDiedError as error:
+                        self.lost(worker, error, len(chunks[index]))
+                        waiting.appendleft(index)  # first out again, to whichever worker is free
+                        continue
+                    idle.append(worker)
+                idle += self.take_new()
+        except WorkersLostError as error:
+            error.finished = results
+            raise
+        return [results[index] for index in range(len(chunks))]
 
     @property
     def size(self) -> int:
-        """How many calls can run at once (1 for the in-process backend)."""
+        """How many calls can run at once now (1 for the in-process backend)."""
         return len(self.workers)
 
-    def submit(self, worker: int, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
+    def submit(self, worker: Any, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
                infos: Sequence[list[int]], seeds: Sequence[list[int]]) -> concurrent.futures.Future:
-        """Start :meth:`Sampler.evaluate` on worker ``worker`` (0 <= worker < :attr:`size`) and return
-        its future at once (in process: a future already done)."""
+        """Start :meth:`Sampler.evaluate` on ``worker`` (one of :attr:`workers`) and return its future
+        at once (in process: a future already done; a worker found dead: a future failed with
+        ``ActorDiedError``)."""
         if self.backend == "remote":
-            return self.workers[worker].evaluate(basis, obs_mean, obs_std, infos, seeds)
+            try:
+                return worker.evaluate(basis, obs_mean, obs_std, infos, seeds)
+            except ActorDiedError as error:
+                failed: concurrent.futures.Future = concurrent.futures.Future()
+                failed.set_exception(error)
+                return failed
         future: concurrent.futures.Future = concurrent.futures.Future()
-        future.set_result(self.workers[worker].evaluate(basis, obs_mean, obs_std, infos, seeds))
+        future.set_result(worker.evaluate(basis, obs_mean, obs_std, infos, seeds))
         return future
+
+    def lost(self, worker: Any, error: BaseException, candidates: int) -> None:
+        """``worker`` died (``error`` says how) with the evaluation of ``candidates`` candidates:
+        it is dropped, and the group makes another in the background."""
+        if not any(worker is live for live in self.workers):
+            return
+        self.workers = [live for live in self.workers if live is not worker]
+        assert self._group is not None
+        self._group.lost(worker, error)
+        self.losses.workers += 1
+        self.losses.candidates += candidates
+        where = _where(error)
+        self.losses.where.append(where)
+        self.losses.workers_left = len(self.workers)
+        self._events.append(f"{candidates} candidate(s) in flight on the sampler lost ({where}); "
+                            f"{len(self.workers)} worker(s) left")
+
+    def take_new(self) -> list[Any]:
+        """The workers made since the last call (replacements, and growth while the backend has
+        room), now part of :attr:`workers`.
+
+        Raises:
+            WorkersLostError: see the module docstring.
+        """
+        if self._group is None:
+            return []
+        from parl_lite.remote.group import ActorGroupError
+
+        try:
+            new = self._group.take_new()
+        except ActorGroupError as error:
+            raise WorkersLostError(str(error)) from error
+        self.workers += new
+        return new
+
+    def wait_for_workers(self) -> set[concurrent.futures.Future]:
+        """Wait up to :data:`LOOK_EVERY` seconds for a new worker (:meth:`take_new` takes it) or
+        the group's failure; no future finished meanwhile (none ran), hence an empty set."""
+        if self._group is not None:
+            self._group.wait_for_change(LOOK_EVERY)
+        return set()
+
+    def drain_events(self) -> tuple[list[str], Losses]:
+        """What happened to the workers since the last call: lines for the log (oldest first), and
+        the losses counted."""
+        events, self._events = self._events, []
+        if self._group is not None:
+            events += self._group.drain_events()
+        losses, self.losses = self.losses, Losses()
+        losses.workers_now = len(self.workers)
+        return events, losses
 
     def close(self) -> None:
         """Close every sampler at once: a remote actor ends after the calls already sent (their
         results are not waited for), an in-process sampler releases its environment."""
-        for worker in self.workers:
-            if self.backend == "remote":
-                worker.close()
-            else:
+        if self._group is not None:
+            self._group.close()
+        else:
+            for worker in self.workers:
                 worker.release()
         self.workers = []
+
+
+def _where(error: BaseException) -> str:
+    """Where a lost worker was, as its error says: ``node HOST:PORT`` (a cluster's node that is
+    gone), else its process (``pid N ...``)."""
+    node = re.search(r"its node (\S+) is gone", str(error))
+    process = re.search(r"\((?:worker )?(pid [^)]*)\)", str(error))
+    return f"node {node.group(1)}" if node else (process.group(1) if process else "unknown")
+
+
+def _rows(chunks: list[Sequence[int]], results: dict[int, dict]) -> dict[int, dict]:
+    """Candidate index -> its row, from the ``results`` of some ``chunks`` (by chunk index)."""
+    return {candidate: {key: value[k:k + 1] for key, value in result.items()}
+            for index, result in results.items() for k, candidate in enumerate(chunks[index])}

@@ -7,7 +7,7 @@ import numpy as np
 
 from evokit_py.config import ESConfig
 
-__all__ = ["episode_seed", "candidate_seeds", "candidate_episode_seeds", "evaluation_seeds"]
+__all__ = ["episode_seed", "candidate_seeds", "candidate_episode_seeds", "evaluation_seeds", "confirmation_seeds"]
 
 _EVALUATION_INDEX = 1 << 30  # candidate-index namespace of the solution's evaluation episodes
 
@@ -36,3 +36,11 @@ def evaluation_seeds(config: ESConfig, generation: int) -> list[list[int]]:
     ``generation``, one episode each (none shared with a candidate)."""
     return [[episode_seed(config.seed, generation, _EVALUATION_INDEX + j, 0)]
             for j in range(config.train.eval_episodes)]
+
+
+def confirmation_seeds(config: ESConfig, generation: int) -> list[list[int]]:
+    """The reset seeds of the ``train.confirm_episodes`` episodes that confirm an evaluation of the
+    solution after ``generation`` at the target, one episode each (after the evaluation's own in its
+    namespace: none shared with the evaluation or a candidate)."""
+    first = _EVALUATION_INDEX + config.train.eval_episodes
+    return [[episode_seed(config.seed, generation, first + j, 0)] for j in range(config.train.confirm_episodes)]

@@ -6,7 +6,8 @@ sync``, results as they come in ``async``) delivers a batch of ``population_size
 candidates, already told to the solver and fed to the observation statistics; every ``eval_every``
 generations the current solution is evaluated on ``eval_episodes`` episodes
 (:mod:`evokit_py.training.evaluations`), and training stops when their mean reaches
-``target_return`` (or when the solver says it is done: a CMA-ES termination criterion). In async
+``target_return`` (confirmed first on ``confirm_episodes`` fresh episodes when that is set), or when
+the solver says it is done (a CMA-ES termination criterion). In async
 mode that evaluation runs between the candidates and its result arrives during a later generation
 (:mod:`evokit_py.training.progress_log` writes a row of the CSV once its evaluation is known). In
 sync mode every random draw depends only on (seed, generation, index), so a run resumed from a
@@ -15,7 +16,8 @@ solution with the observation statistics it was evaluated with. A checkpoint als
 rows still held for their evaluation and the solutions those evaluations are of, so that a run
 resumed after a kill or a Ctrl-C in async mode writes every row and runs the evaluations that were lost.
 
-The first Ctrl-C finishes the current generation, writes a checkpoint and stops; a second one
+The first Ctrl-C (or SIGTERM: a time limit's ``timeout``, a batch system) finishes the current
+generation, writes a checkpoint, exports the best policy evaluated so far and stops; a second one
 interrupts at once.
 
 Before the first generation the log and checkpoint folders are created, test-written and locked
@@ -31,37 +33,54 @@ import signal
 import stat
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from evokit_py.checkpoint import check_trainer_extra, read_checkpoint
 from evokit_py.config import ESConfig
 from evokit_py.limits import check_population
-from evokit_py.pool import EvaluationPool
+from evokit_py.pool import EvaluationPool, Losses, WorkersLostError
 from evokit_py.training.evaluations import Evaluations
 from evokit_py.training.progress_log import ProgressLog
 from evokit_py.training.run_lock import lock_run_folders
 from evokit_py.training.saving import export_policy, restore_checkpoint, save_checkpoint
-from evokit_py.training.schedule import async_batches, sync_batches
+from evokit_py.training.schedule import Batch, async_batches, sync_batches
 from evokit_py.training.setup import Run, setup_run
 from evokit_py.training.totals import Totals
+from evokit_py.training.unfinished import UnfinishedGeneration
 from parl_lite.io.paths import describe_file_type
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
 
-__all__ = ["TrainError", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
+__all__ = ["TrainError", "TrainStopped", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
 
 CHECKPOINT_NAME = "solver.h5"
 CSV_NAME = "progress.csv"
 ONNX_NAME = "policy.onnx"
+_RATE_WINDOW = 10  # generations the log line's rate and ETA are taken over (episodes lengthen as training goes)
 
 
 class TrainError(ValueError):
     """A run cannot start or continue; the message names the folder, file or key at fault."""
+
+
+class TrainStopped(TrainError):
+    """The run stopped because it lost its workers (none left and none made for
+    ``train.capacity_wait`` seconds, or the cluster's master is gone); the checkpoint was written
+    and the policy exported first, and the message says how to resume.
+
+    Attributes:
+        result: the :class:`TrainResult` of the run so far.
+    """
+
+    def __init__(self, message: str, result: "TrainResult") -> None:
+        super().__init__(message)
+        self.result = result
 
 
 @dataclass
@@ -76,12 +95,17 @@ class TrainResult:
         total_seconds: wall-clock of the whole call, start-up and evaluations included.
         startup_seconds: the part of it before the first generation (the run's parts, the pool and its workers).
         episodes, steps: training episodes and environment steps (evaluations excluded).
-        interrupted: stopped by Ctrl-C (a checkpoint was written).
+        interrupted: stopped by Ctrl-C or SIGTERM (a checkpoint was written, the policy exported).
         params: the best parameters (the exported ones).
         checkpoint_error: why the last checkpoint write failed (``None``: it succeeded).
         summary: the run in the schema every parl_lite training script prints (``algo`` is the
-            solver type, ``updates`` the generations; ``train_cpu_seconds`` counts this call only,
-            also after a resume).
+            solver type, ``updates`` the generations; like the steps, ``train_seconds`` and
+            ``train_cpu_seconds`` count the whole run since generation 0, and the CPU-seconds are
+            the trainer's and its sampling workers').
+        cpu_seconds: that CPU time (over ``train_seconds``: evaluations excluded).
+        confirmed_return: the mean return on ``train.confirm_episodes`` fresh episodes of the last
+            evaluation that reached the target (``None``: none did, or confirmation is off).
+        stop_signal: the signal that interrupted the run (``signal.SIGINT`` or ``signal.SIGTERM``).
     """
     generations: int
     solved: bool
@@ -98,6 +122,9 @@ class TrainResult:
     checkpoint_error: str | None = None
     summary: RunSummary | None = None
     startup_seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    confirmed_return: float | None = None
+    stop_signal: int | None = None
 
 
 def train(config: ESConfig, resume: bool = False, backend: str = "remote",
@@ -148,36 +175,90 @@ def _train(config: ESConfig, paths: "_Paths", resume: bool, backend: str, echo: 
         evaluations.restore(start.pending)
         log.hold(start.held_rows, evaluations.awaits)
         batches = stack.enter_context(closing(async_batches(run, pool, evaluations.queue) if evaluations.queue
-                                              else sync_batches(run, pool)))
+                                              else sync_batches(run, pool, start.unfinished)))
         reporter = stack.enter_context(closing(Reporter(config.solver.type, hp.generations, solver.generation,
-                                                        progress_bar, unit="generation", echo=echo)))
+                                                        progress_bar, unit="generation", echo=echo,
+                                                        window=_RATE_WINDOW)))
+        outcome.start_generation, loop_started = solver.generation, time.perf_counter()
         while solver.generation < hp.generations and not outcome.solved and outcome.stop_reason is None:
-            cpu_tick = time.process_time()
-            batch = next(batches)  # the run is updated with it already
-            if batch is None:  # async: an evaluation reached the target before the next update
-                outcome.take(evaluations.finished(wait=False), totals, log, hp.target_return)
+            try:
+                row = _generation(run, pool, batches, totals, log, evaluations, outcome, echo)
+            except WorkersLostError as error:  # the state of the last whole generation is kept
+                outcome.workers_lost = str(error)
+                break
+            if row is None:
                 continue
-            outcome.cpu_seconds += time.process_time() - cpu_tick
-            outcome.stop_reason = solver.stop_reason()
-            totals.add(batch, config.env.episodes_per_candidate)
-            if (batch.generation + 1) % hp.eval_every == 0 or batch.generation + 1 == hp.generations:
-                evaluations.request(batch.generation)
-            row = log.add(batch, totals, config.env.episodes_per_candidate, evaluations.awaits(batch.generation))
-            last = solver.generation >= hp.generations or outcome.stop_reason is not None
-            if last:
-                batches.close()  # async: no new candidates; the evaluations still due are finished next
-            outcome.take(evaluations.finished(wait=last), totals, log, hp.target_return)
-            _report(reporter, solver.generation, totals.train_seconds - seconds_before, row, outcome.last_eval,
-                    solver.dropped_samples)
+            _report(reporter, solver.generation, time.perf_counter() - loop_started, row, outcome.last_eval,
+                    solver.dropped_samples, outcome.losses, hp.mode)
             if solver.generation % hp.checkpoint_every == 0:
                 outcome.checkpoint_error = _save_checkpoint(run, paths.checkpoint, totals, log, evaluations, echo)
-            if stop.requested:
-                outcome.interrupted = True
+            if stop.signal is not None:
+                outcome.interrupted, outcome.stop_signal = True, stop.signal
                 break
-        outcome.checkpoint_error = _save_checkpoint(run, paths.checkpoint, totals, log, evaluations, echo)
-    if not outcome.interrupted:
-        export_policy(run, paths.onnx, totals.best_params, totals.best_obs_stats)
-    return _finish(run, backend, paths, totals, outcome, time.perf_counter() - started, echo)
+        outcome.checkpoint_error = _save_checkpoint(run, paths.checkpoint, totals, log, evaluations, echo,
+                                                    start.unfinished)
+        _echo_worker_events(pool, outcome, echo)
+    # the best evaluated solution with the statistics it was evaluated with; the current one if none was
+    export_policy(run, paths.onnx, *((totals.best_params, totals.best_obs_stats) if totals.evaluated else (None, None)))
+    result = _finish(run, backend, paths, totals, outcome, seconds_before, time.perf_counter() - started, echo)
+    if outcome.workers_lost is not None:
+        raise TrainStopped(_stopped_message(run, paths, outcome, len(start.unfinished.rows)), result)
+    return result
+
+
+def _generation(run: Run, pool: EvaluationPool, batches: Generator[Batch | None, None, None], totals: Totals,
+                log: ProgressLog, evaluations: Evaluations, outcome: "_Outcome",
+                echo: Callable[[str], None]) -> dict | None:
+    """Take the next batch (the run is updated with it already), request its evaluation, log its row
+    and return it; None when, in async mode, an evaluation reached the target before the next update.
+
+    Raises:
+        WorkersLostError: the pool has no worker left and could make none in time, or its backend is gone.
+    """
+    config, hp, solver = run.config, run.config.train, run.solver
+    cpu_tick = time.process_time()
+    batch = next(batches)
+    if batch is None:
+        outcome.take(evaluations.finished(wait=False), totals, log, evaluations, echo)
+        _echo_worker_events(pool, outcome, echo)
+        return None
+    workers_cpu = batch.result["cpu_seconds"] if pool.backend == "remote" else 0.0  # else counted here
+    outcome.stop_reason = solver.stop_reason()
+    totals.add(batch, config.env.episodes_per_candidate, time.process_time() - cpu_tick + workers_cpu)
+    due = (batch.generation + 1) % hp.eval_every == 0 or batch.generation + 1 == hp.generations
+    # the row first: if the evaluation (played at once in sync mode) loses the workers, the checkpoint
+    # holds the row, waiting for that evaluation, which a resumed run plays
+    row = log.add(batch, totals, config.env.episodes_per_candidate, due)
+    if due:
+        evaluations.request(batch.generation)
+    last = solver.generation >= hp.generations or outcome.stop_reason is not None
+    if last:
+        batches.close()  # async: no new candidates; the evaluations still due are finished next
+    outcome.take(evaluations.finished(wait=last), totals, log, evaluations, echo)
+    _echo_worker_events(pool, outcome, echo)
+    return row
+
+
+def _echo_worker_events(pool: EvaluationPool, outcome: "_Outcome", echo: Callable[[str], None]) -> None:
+    """Say what happened to the workers since the last call (lost, made), and keep the losses for
+    the next progress line."""
+    events, losses = pool.drain_events()
+    for event in events:
+        echo(f"es-train: {event}")
+    outcome.losses = losses
+
+
+def _stopped_message(run: Run, paths: "_Paths", outcome: "_Outcome", unfinished: int) -> str:
+    """The one line a run that lost its workers ends with: why, where its state is (with ``unfinished``
+    candidates of the next generation evaluated), how to resume."""
+    generation = run.solver.generation
+    if outcome.checkpoint_error is None:
+        next_ones = f" and {unfinished} evaluated candidate(s) of the next" if unfinished else ""
+        kept = (f"the checkpoint {paths.checkpoint} holds generation {generation}{next_ones}: resume with the same "
+                f"command and --resume once workers can run again (parl-lite connect adds a node to a cluster)")
+    else:
+        kept = f"no checkpoint could be written ({outcome.checkpoint_error})"
+    return f"es-train stopped at generation {generation}: {outcome.workers_lost}; {kept}"
 
 
 @dataclass(frozen=True)
@@ -198,11 +279,13 @@ class _Paths:
 @dataclass
 class _Start:
     """Where training starts: the totals, the CSV rows written before, the rows a checkpoint held
-    for their evaluation and the evaluations it had pending (nothing, for a new run)."""
+    for their evaluation, the evaluations it had pending and the candidates of its generation
+    evaluated before it stopped (nothing, for a new run)."""
     totals: Totals
     rows: list[dict] = field(default_factory=list)
     held_rows: list[dict] = field(default_factory=list)
     pending: dict[int, tuple[np.ndarray, dict]] = field(default_factory=dict)
+    unfinished: UnfinishedGeneration = field(default_factory=UnfinishedGeneration)
 
 
 def _resume(run: Run, paths: _Paths, echo: Callable[[str], None]) -> _Start:
@@ -212,57 +295,77 @@ def _resume(run: Run, paths: _Paths, echo: Callable[[str], None]) -> _Start:
     held = {row["generation"] for row in held_rows}
     rows = [row for row in _read_rows(paths.csv, run.solver.generation) if int(row["generation"]) not in held]
     echo(f"resumed from {paths.checkpoint} at generation {run.solver.generation}")
-    return _Start(Totals.from_extra(extra, run.obs_stats), rows, held_rows, Evaluations.pending_from_extra(extra))
+    return _Start(Totals.from_extra(extra, run.obs_stats), rows, held_rows, Evaluations.pending_from_extra(extra),
+                  UnfinishedGeneration.from_extra(extra, run.solver.generation))
 
 
 @dataclass
 class _Outcome:
     """What the loop decides on and the result reports, besides the totals."""
     startup_seconds: float = 0.0
-    cpu_seconds: float = 0.0
-    last_eval: float = math.nan
+    start_generation: int = 0
+    last_eval: tuple[int, float] | None = None  # (generation, mean return) of the last evaluation
     solved: bool = False
     solved_at: int | None = None  # environment steps when the target was first reached
+    confirmed_return: float | None = None  # the last confirmation's mean return
     stop_reason: str | None = None  # the solver's termination criterion
+    workers_lost: str | None = None  # why the pool could not go on (WorkersLostError)
+    losses: Losses = field(default_factory=Losses)  # workers lost since the last progress line
     interrupted: bool = False
+    stop_signal: int | None = None
     checkpoint_error: str | None = None
 
     def take(self, finished: list[tuple[int, float, np.ndarray, dict]], totals: Totals, log: ProgressLog,
-             target: float | None) -> None:
-        """Record finished evaluations: the best solution kept, the rows held for them filled in,
-        solved once one reaches ``target``."""
+             evaluations: Evaluations, echo: Callable[[str], None]) -> None:
+        """Record finished evaluations: the rows held for them filled in, the best solution kept,
+        solved once one reaches ``train.target_return`` and, with ``train.confirm_episodes``, its
+        confirmation does too (a confirmed solution is recorded with its confirmation's mean)."""
+        hp = evaluations.run.config.train
         for generation, value, params, obs_stats in finished:
-            totals.record(value, params, obs_stats)
             log.evaluated(generation + 1, value)
-            self.last_eval = value
-            if target is not None and value >= target and not self.solved:
+            self.last_eval = generation + 1, value
+            target = hp.target_return
+            reached = target is not None and value >= target and not self.solved
+            if target is not None and reached and hp.confirm_episodes:
+                value = self.confirmed_return = evaluations.confirm(generation, params, obs_stats)
+                reached = value >= target
+                echo(f"es-train: the evaluation after generation {generation + 1} reached the target "
+                     f"{target:g}; {'confirmed' if reached else 'not confirmed'}: {value:.2f} on "
+                     f"{hp.confirm_episodes} fresh episodes" + ("" if reached else ", training goes on"))
+            totals.record(value, params, obs_stats)
+            if reached:
                 self.solved, self.solved_at = True, totals.steps
 
 
 class _StopFlag:
-    """First SIGINT sets the flag; the second raises KeyboardInterrupt."""
+    """The first SIGINT or SIGTERM sets :attr:`signal`; the second raises KeyboardInterrupt."""
+
+    _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self):
-        self.requested = False
-        self._previous = None
+        self.signal: int | None = None  # the signal that asked to stop
+        self._previous: dict[int, Any] = {}  # signal -> the handler before
 
     def __enter__(self):
         try:
-            self._previous = signal.signal(signal.SIGINT, self._handle)
+            self._previous = {signum: signal.signal(signum, self._handle) for signum in self._SIGNALS}
         except ValueError:  # not the main thread: no signal handling
-            self._previous = None
+            self._previous = {}
         return self
 
     def _handle(self, signum, frame):
-        if self.requested:
+        if self.signal is not None:
             raise KeyboardInterrupt
-        self.requested = True
+        self.signal = signum
         # os.write, not print: a handler that prints while the main thread prints raises
-        os.write(2, b"es-train: stopping after this generation (Ctrl-C again to stop at once)\n")
+        name = signal.Signals(signum).name
+        again = "Ctrl-C" if signum == signal.SIGINT else name
+        os.write(2, f"es-train: {name}: stopping after this generation, then writing the checkpoint and the "
+                    f"policy ({again} again to stop at once)\n".encode())
 
     def __exit__(self, *exc):
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
 
 
 def _start_line(run: Run, backend: str, startup: float) -> str:
@@ -274,39 +377,65 @@ def _start_line(run: Run, backend: str, startup: float) -> str:
             f"{noise}, start-up {startup:.2f}s")
 
 
-def _report(reporter: Reporter, generation: int, seconds: float, row: dict, last_eval: float,
-            dropped_samples: int) -> None:
-    """One generation's figures: the bar's postfix on a terminal (with the last evaluation), else a
-    log line (with this generation's evaluation, nan when there was none)."""
-    details = (f"mean {row['mean_return']:9.2f}  best {row['max_return']:9.2f}  eval {row['eval_return']:9.2f}  "
+def _report(reporter: Reporter, generation: int, seconds: float, row: dict, last_eval: tuple[int, float] | None,
+            dropped_samples: int, losses: Losses, mode: str) -> None:
+    """One generation's figures, with the last evaluation and the generation it was of: the bar's
+    postfix on a terminal, else a log line (its rate and ETA from the wall-clock ``seconds`` of this
+    call's loop, evaluations included, over the last :data:`_RATE_WINDOW` generations)."""
+    evaluation = "eval         -" if last_eval is None else f"eval {last_eval[1]:9.2f} (gen {last_eval[0]})"
+    details = (f"mean {row['mean_return']:9.2f}  best {row['max_return']:9.2f}  {evaluation}  "
                f"{row['episodes_per_second']:7.1f} episodes/s  train {row['train_seconds']:6.2f}s"
-               + (f"  ({dropped_samples} stale samples dropped)" if dropped_samples else ""))
+               + (f"  ({dropped_samples} stale samples dropped)" if dropped_samples else "")
+               + (f"  ({_losses_text(losses, mode)})" if losses.workers else ""))
     postfix = {"mean": f"{row['mean_return']:.1f}", "best": f"{row['max_return']:.1f}",
-               "eval": f"{last_eval:.1f}", "episodes/s": f"{row['episodes_per_second']:.0f}"}
+               "eval": "-" if last_eval is None else f"{last_eval[1]:.1f} (gen {last_eval[0]})",
+               "episodes/s": f"{row['episodes_per_second']:.0f}"}
+    if losses.workers:
+        postfix["lost"] = _losses_text(losses, mode)
     reporter.progress(generation, seconds, details, postfix)
 
 
-def _finish(run: Run, backend: str, paths: _Paths, totals: Totals, outcome: _Outcome, total: float,
-            echo: Callable[[str], None]) -> TrainResult:
+def _losses_text(losses: Losses, mode: str) -> str:
+    """``1 worker(s) lost (node 127.0.0.1:4101), 2 candidate(s) re-queued, 1 worker(s) left, 2 now``."""
+    fate = "re-queued" if mode == "sync" else "re-drawn"
+    return (f"{losses.workers} worker(s) lost ({', '.join(sorted(set(losses.where)))}), {losses.candidates} "
+            f"candidate(s) {fate}, {losses.workers_left} worker(s) left, {losses.workers_now} now")
+
+
+def _finish(run: Run, backend: str, paths: _Paths, totals: Totals, outcome: _Outcome, seconds_before: float,
+            total: float, echo: Callable[[str], None]) -> TrainResult:
     """Say how the run ended and return its result."""
     config, generations = run.config, run.solver.generation
-    onnx_path = None if outcome.interrupted else paths.onnx
-    status = "interrupted (checkpoint written)" if outcome.interrupted else ("solved" if outcome.solved else (
-        f"solver stopped ({outcome.stop_reason})" if outcome.stop_reason else "generation budget spent"))
+    confirmation = "" if outcome.confirmed_return is None else \
+        f" (confirmed: {outcome.confirmed_return:.2f} on {config.train.confirm_episodes} fresh episodes)"
+    if outcome.interrupted:
+        status = (f"interrupted by {signal.Signals(outcome.stop_signal or signal.SIGINT).name} (checkpoint and "
+                  f"policy written)")
+    elif outcome.workers_lost:
+        status = "stopped, its workers lost (checkpoint and policy written)"
+    else:
+        status = f"solved{confirmation}" if outcome.solved else (
+            f"solver stopped ({outcome.stop_reason})" if outcome.stop_reason else "generation budget spent")
+    train_line = f"train {totals.train_seconds:.2f}s, {totals.cpu_seconds:.2f} CPU-s (trainer and workers)"
+    if outcome.start_generation:
+        train_line += (f" since generation 0, {totals.train_seconds - seconds_before:.2f}s of them after the resume at "
+                       f"generation {outcome.start_generation}")
     echo(f"es-train {status}: generation {generations}, best evaluation return {totals.best_return:.2f}, "
-         f"train {totals.train_seconds:.2f}s, total {total:.2f}s, {totals.episodes} episodes, {totals.steps} steps; "
-         f"checkpoint {paths.checkpoint}, log {paths.csv}" + (f", policy {onnx_path}" if onnx_path else ""))
+         f"{totals.episodes} episodes, {totals.steps} steps; {train_line}; this call {total:.2f}s with start-up and "
+         f"evaluations; checkpoint {paths.checkpoint}, log {paths.csv}, policy {paths.onnx}")
     summary = RunSummary(algo=config.solver.type, env=config.env.id, seed=config.seed, steps=totals.steps,
-                         solved_at=outcome.solved_at, eval_return=outcome.last_eval,
-                         train_seconds=totals.train_seconds, train_cpu_seconds=outcome.cpu_seconds,
+                         solved_at=outcome.solved_at,
+                         eval_return=math.nan if outcome.last_eval is None else outcome.last_eval[1],
+                         train_seconds=totals.train_seconds, train_cpu_seconds=totals.cpu_seconds,
                          updates=generations,
                          updates_per_second=generations / totals.train_seconds if totals.train_seconds else 0.0,
                          actors=config.train.workers if backend == "remote" else None,
                          checkpoint=None if outcome.checkpoint_error else str(paths.checkpoint),
                          interrupted=outcome.interrupted)
     return TrainResult(generations, outcome.solved, totals.best_return, totals.train_seconds, total, totals.episodes,
-                       totals.steps, outcome.interrupted, onnx_path, paths.csv, paths.checkpoint,
-                       np.asarray(totals.best_params), outcome.checkpoint_error, summary, outcome.startup_seconds)
+                       totals.steps, outcome.interrupted, paths.onnx, paths.csv, paths.checkpoint,
+                       np.asarray(totals.best_params), outcome.checkpoint_error, summary, outcome.startup_seconds,
+                       totals.cpu_seconds, outcome.confirmed_return, outcome.stop_signal)
 
 
 def _make_folders(paths: _Paths) -> None:
@@ -347,11 +476,14 @@ def _check_before_training(config: ESConfig, paths: _Paths, resume: bool) -> Non
 
 
 def _save_checkpoint(run: Run, path: Path, totals: Totals, log: ProgressLog, evaluations: Evaluations,
-                     echo: Callable[[str], None]) -> str | None:
-    """Write a checkpoint (with the rows held for their evaluation and the solutions still to be
-    evaluated); on failure say so and return why (training goes on: the policy is kept)."""
+                     echo: Callable[[str], None], unfinished: UnfinishedGeneration | None = None) -> str | None:
+    """Write a checkpoint (with the rows held for their evaluation, the solutions still to be
+    evaluated and the candidates of the generation under way evaluated before the workers were
+    lost); on failure say so and return why (training goes on: the policy is kept)."""
+    extra = {**totals.to_extra(), **log.to_extra(), **evaluations.to_extra(),
+             **(unfinished.to_extra() if unfinished is not None else {})}
     try:
-        save_checkpoint(run, path, extra={**totals.to_extra(), **log.to_extra(), **evaluations.to_extra()})
+        save_checkpoint(run, path, extra=extra)
     except OSError as error:
         reason = f"cannot write checkpoint {path}: {error}"
         echo(f"es-train: warning: {reason}; training goes on")

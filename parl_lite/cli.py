@@ -129,8 +129,8 @@ def es_train(config_path, resume, overrides, in_process, address) -> None:
     if result.checkpoint_error is not None:
         raise click.ClickException(f"{result.checkpoint_error} (the trained policy was exported to "
                                    f"{result.onnx_path})" if result.onnx_path else result.checkpoint_error)
-    if result.interrupted:
-        raise SystemExit(130)
+    if result.interrupted:  # 130 after a Ctrl-C, 143 after a SIGTERM
+        raise SystemExit(128 + (result.stop_signal or 2))
 
 
 @main.command()

@@ -176,15 +176,18 @@ def test_a_checkpoint_missing_solver_state_is_a_clear_error(tmp_path, agent):
         agent.load_solver(path)
 
 
-def test_predict_plays_bit_for_bit_the_episode_a_sampling_worker_plays():
-    """One normalisation (float32 throughout) for the workers and predict: a continuous action
-    feeds any difference in the last bit back into the trajectory, so equal returns mean equal inputs."""
+@pytest.mark.parametrize("mlp", [{"hidden": [8], "init_std": 0.5},
+                                 {"hidden": [], "output_activation": "none", "bias": False, "init_std": 0.5}])
+def test_predict_plays_bit_for_bit_the_episode_a_sampling_worker_plays(mlp):
+    """One normalisation (float32 throughout) for the workers and predict, and a linear policy that
+    the workers run in numpy gives onnxruntime's bits: a continuous action feeds any difference in
+    the last bit back into the trajectory, so equal returns mean equal inputs."""
     import gymnasium as gym
 
     from evokit_py.obs_stats import normalisation
     from evokit_py.sampler import Sampler
 
-    config = parse_config({"env": {"id": "Pendulum-v1"}, "policy": {"mlp": {"hidden": [8], "init_std": 0.5}}})
+    config = parse_config({"env": {"id": "Pendulum-v1"}, "policy": {"mlp": mlp}})
     agent = ESAgent(config)
     agent.obs_stats.add(np.array([7.0, -14.0, 21.0]), np.array([35.0, 63.0, 210.0]), 7.0)
     sampler = Sampler(config, agent.policy_bytes(), agent.noise_spec())

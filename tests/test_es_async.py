@@ -321,11 +321,11 @@ def test_an_evaluation_cut_short_plays_only_its_missing_episodes(tmp_path):
     try:
         queue = EvaluationQueue()
         queue.request(0, Basis(run.solver.solution()[None], 0.0).to_dict(), None, None, [[11], [12], [13]])
-        future, episode = queue.submit_next(pool, 0)
+        future, episode = queue.submit_next(pool, pool.workers[0])
         queue.record(episode, future.result())
         [(generation, (_, _, _, seeds), played)] = queue.outstanding()
         assert generation == 0 and seeds == [[12], [13]] and played == [float(future.result()["returns"][0])]
-        assert queue.outstanding() == [] and queue.submit_next(pool, 0) is None
+        assert queue.outstanding() == [] and queue.submit_next(pool, pool.workers[0]) is None
     finally:
         pool.close()
         run.close()

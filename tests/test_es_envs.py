@@ -38,3 +38,18 @@ def test_an_env_whose_spaces_evokit_cannot_take_is_refused_naming_env_id_and_spa
         return
     with pytest.raises(ValueError, match="^env.id: EvokitSpaces-v0 " + message):
         make_env(config)
+
+
+@pytest.mark.parametrize("env_id, max_steps", [("CartPole-v1", 3), ("Pendulum-v1", 250)])
+def test_env_max_steps_is_the_horizon_shorter_or_longer_than_the_envs_own_limit(env_id, max_steps):
+    env = make_env(EnvConfig(id=env_id, max_steps=max_steps))
+    try:
+        env.reset(seed=0)
+        steps, ended = 0, False
+        while not ended:
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample() * 0)
+            steps += 1
+            ended = terminated or truncated
+        assert steps == max_steps and truncated and not terminated
+    finally:
+        env.close()

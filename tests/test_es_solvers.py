@@ -90,7 +90,7 @@ def test_ga_keeps_the_elite_and_improves():
     assert -best[-1] < 0.05 * sphere(np.full(4, 3.0))
 
 
-@pytest.mark.parametrize("kind", ["BASIC_ES", "CMA_ES", "GA"])
+@pytest.mark.parametrize("kind", ["BASIC_ES", "CMA_ES", "GA", "ARS"])
 def test_state_dict_round_trip_continues_identically(kind):
     cfg = {"type": kind, "population_size": 8, "sampling": {"gaussian_sampling": {"std": 0.3, "cached": False}}}
     a, b = _solver(cfg, np.ones(6)), _solver(cfg, np.ones(6))

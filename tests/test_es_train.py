@@ -3,6 +3,7 @@ import csv
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +13,9 @@ import onnxruntime as ort
 import pytest
 
 import parl_lite
-from evokit_py.checkpoint import read_checkpoint
+from evokit_py.checkpoint import SolverCheckpointError, read_checkpoint, write_checkpoint
 from evokit_py.config import resolve_config
-from evokit_py.train import train
+from evokit_py.train import TrainError, train
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
@@ -118,7 +119,12 @@ def test_online_sampling_offline_update_cycle_matches_the_trainer(tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_ctrl_c_writes_a_checkpoint_and_resume_finishes_the_run(tmp_path):
+@pytest.mark.parametrize("signal_name, status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_ctrl_c_or_sigterm_writes_the_checkpoint_and_the_policy_and_resume_finishes_the_run(tmp_path, signal_name,
+                                                                                             status):
+    """The first Ctrl-C, or a time limit's SIGTERM, finishes the generation and writes the checkpoint
+    and the best policy evaluated so far (no policy.onnx was written: a long run stopped by hand or
+    by a batch system's time limit left nothing to deploy)."""
     import signal
     args = [sys.executable, "-m", "parl_lite.cli", "es-train", "--set", f"train.log_dir={tmp_path}/run",
             "--set", f"train.checkpoint_dir={tmp_path}/run/ck", "--set", "train.generations=200",
@@ -127,29 +133,44 @@ def test_ctrl_c_writes_a_checkpoint_and_resume_finishes_the_run(tmp_path):
     try:
         for line in process.stdout:
             if re.match(r"\S+ generations +2/", line):
-                process.send_signal(signal.SIGINT)
+                process.send_signal(getattr(signal, signal_name))
                 break
         rest, stderr = process.communicate(timeout=60)
     finally:
         process.kill()
-    assert process.returncode == 130, stderr
-    assert "interrupted (checkpoint written)" in rest
-    attrs, _ = read_checkpoint(tmp_path / "run" / "ck" / "solver.h5")
+    assert process.returncode == status, stderr
+    assert f"interrupted by {signal_name} (checkpoint and policy written)" in rest
+    assert f"es-train: {signal_name}: stopping after this generation" in stderr
+    attrs, groups = read_checkpoint(tmp_path / "run" / "ck" / "solver.h5")
     stopped_at = int(attrs["generation"])
     assert 2 <= stopped_at < 200
+    policy = tmp_path / "run" / "policy.onnx"
+    ort.InferenceSession(str(policy), providers=["CPUExecutionProvider"])
+    assert np.array_equal(_linear_weights(policy), groups["extra"]["best_params"].astype(np.float32))
     resumed = subprocess.run(args[:-1] + ["--set", f"train.generations={stopped_at + 1}", "--resume", "--in-process"],
                              env=ENV, capture_output=True, text=True, timeout=60)
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed from" in resumed.stdout
+    assert f"after the resume at generation {stopped_at}" in resumed.stdout.splitlines()[-2]
     summary = json.loads(resumed.stdout.splitlines()[-1])
     assert summary["updates"] == stopped_at + 1 and not summary["interrupted"]
+
+
+def _linear_weights(path):
+    """The weights an exported linear policy holds (its initializers w0, b0, flattened in order)."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    weights = {tensor.name: numpy_helper.to_array(tensor) for tensor in model.graph.initializer}
+    return np.concatenate([weights["w0"].ravel(), weights["b0"].ravel()])
 
 
 NO_PADDLE = """
 import sys
 import parl_lite
 from evokit_py.config import resolve_config
-from evokit_py.train import train
+from evokit_py.train import TrainError, train
 
 @parl_lite.remote_class
 class Probe:
@@ -181,8 +202,12 @@ def test_sampling_never_imports_paddle_nor_the_trainer_s_modules(tmp_path):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("name", ["es_cartpole.yaml", "es_pendulum.yaml"])
-def test_shipped_configs_run(tmp_path, name):
+@pytest.mark.parametrize("name", ["es_cartpole.yaml", "es_pendulum.yaml", "es_swimmer.yaml", "es_hopper.yaml",
+                                  "es_halfcheetah.yaml", "es_walker2d.yaml"])
+def test_shipped_configs_run(tmp_path, name, monkeypatch):
+    if name not in ("es_cartpole.yaml", "es_pendulum.yaml"):
+        pytest.importorskip("mujoco")
+        monkeypatch.chdir(tmp_path)  # MuJoCo 4 writes its warnings about gymnasium's models to MUJOCO_LOG.TXT here
     config = resolve_config(ROOT / "scripts" / "examples" / name, [f"train.log_dir={tmp_path}", f"train.checkpoint_dir={tmp_path}",
                                                       "train.generations=1", "env.max_steps=20", "train.eval_episodes=1"])
     result = train(config, backend="inprocess", echo=lambda line: None)
@@ -213,3 +238,83 @@ def test_progress_goes_through_the_reporter_and_the_result_carries_the_run_summa
     bar = capsys.readouterr().err
     assert "BASIC_ES" in bar and "generation" in bar and again.generations == result.generations
     assert not any(re.match(r"BASIC_ES generations", line) for line in lines)  # the bar replaces the lines
+
+
+def _rewrite_with_extra(path: Path, extra: dict) -> None:
+    """Write the checkpoint at ``path`` again with ``extra`` datasets added to its own."""
+    attrs, groups = read_checkpoint(path)
+    write_checkpoint(path, solver_type=str(attrs["solver_type"]), config_yaml=str(attrs["config"]),
+                     noise_seed=int(attrs["noise_seed"]), params=groups["params"]["params"],
+                     solver_state=groups["solver"], obs_stats=groups["obs_stats"], extra={**groups["extra"], **extra})
+
+
+def _candidate_rows(returns: list[float], steps: int = 7) -> dict[str, np.ndarray]:
+    """``extra/unfinished/*`` of candidates 0, 1, ... with these returns (CartPole's 4 observations)."""
+    count = len(returns)
+    return {"unfinished/indices": np.arange(count), "unfinished/returns": np.array(returns, dtype=np.float64),
+            "unfinished/steps": np.full(count, steps), "unfinished/obs_sum": np.zeros((count, 4)),
+            "unfinished/obs_sumsq": np.zeros((count, 4)), "unfinished/cpu_seconds": np.zeros(count)}
+
+
+@pytest.mark.timeout(120)
+def test_a_resumed_run_takes_the_candidates_its_checkpoint_kept_of_an_unfinished_generation(tmp_path):
+    overrides = ["solver.population_size=8", "observation_normalization=false"]
+    first = train(_config(tmp_path, "train.generations=2", *overrides), backend="inprocess", echo=lambda line: None)
+    whole = train(_config(tmp_path / "whole", "train.generations=3", *overrides), backend="inprocess",
+                  echo=lambda line: None)
+    kept = [1000.0, 2000.0, 3000.0]  # what no CartPole episode of 100 steps returns: seen if taken
+    _rewrite_with_extra(first.checkpoint_path, _candidate_rows(kept, steps=0))
+    rest = train(_config(tmp_path, "train.generations=3", *overrides), resume=True, backend="inprocess",
+                 echo=lambda line: None)
+    rows, whole_rows = list(csv.DictReader(open(rest.csv_path))), list(csv.DictReader(open(whole.csv_path)))
+    assert rest.generations == 3 and float(rows[2]["max_return"]) == 3000.0  # generation 3 took the kept ones
+    # and played only the other five: the steps of the three kept (0 here) are missing from its count
+    assert 0 < int(rows[2]["steps"]) - int(rows[1]["steps"]) < int(whole_rows[2]["steps"]) - int(whole_rows[1]["steps"])
+    _, state = read_checkpoint(rest.checkpoint_path)
+    assert not any(key.startswith("unfinished/") for key in state["extra"])  # used once, then forgotten
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"unfinished/indices": np.array([0, 0, 1])}, "extra/unfinished/indices: a candidate is there twice"),
+    ({"unfinished/indices": np.array([0, -1, 1])}, "extra/unfinished/indices: holds values that are not whole"),
+    ({"unfinished/steps": np.array([1.5, 2, 3])}, "extra/unfinished/steps: holds values that are not whole"),
+    ({"unfinished/returns": np.zeros(4)}, "extra/unfinished/returns: shape (4,), expected (3,)"),
+])
+def test_a_checkpoint_with_unsound_unfinished_candidates_is_refused_naming_the_dataset(tmp_path, change, message):
+    first = train(_config(tmp_path, "train.generations=1", "solver.population_size=8"), backend="inprocess",
+                  echo=lambda line: None)
+    rows = _candidate_rows([1.0, 2.0, 3.0])
+    _rewrite_with_extra(first.checkpoint_path, {**rows, **change})
+    with pytest.raises((SolverCheckpointError, TrainError), match=re.escape(message)):
+        train(_config(tmp_path, "train.generations=2", "solver.population_size=8"), resume=True, backend="inprocess",
+              echo=lambda line: None)
+
+
+@pytest.mark.timeout(120)
+def test_a_sampler_killed_on_the_local_pool_is_replaced_and_the_result_stays_the_same(tmp_path):
+    lines, killed = [], []
+
+    def kill_a_sampler_then_stop_once_replaced(line: str) -> None:
+        lines.append(line)
+        if not killed and re.match(r"BASIC_ES generations +2/", line):
+            sampler = next(worker for worker in parl_lite.connect().status()["workers"] if worker["actor"] == "Sampler")
+            os.kill(sampler["pid"], signal.SIGKILL)
+            killed.append(sampler["pid"])
+        if "sampler 2 made (a replacement): 2 of at most 2" in line:
+            os.kill(os.getpid(), signal.SIGINT)  # as a Ctrl-C: the run stops after the generation under way
+
+    try:
+        pooled = train(_config(tmp_path / "pool", "train.generations=1000", "train.workers=2"),
+                       echo=kill_a_sampler_then_stop_once_replaced, progress_bar=False)
+    finally:
+        parl_lite.shutdown()
+    assert killed and pooled.interrupted, "\n".join(lines)
+    alone = train(_config(tmp_path / "alone", f"train.generations={pooled.generations}"), backend="inprocess",
+                  echo=lambda line: None)
+    _, pooled_state = read_checkpoint(pooled.checkpoint_path)
+    _, alone_state = read_checkpoint(alone.checkpoint_path)  # the solution (the best evaluated one may differ:
+    assert np.array_equal(pooled_state["params"]["params"], alone_state["params"]["params"])  # a last evaluation)
+    assert np.array_equal(pooled_state["obs_stats"]["sumsq"], alone_state["obs_stats"]["sumsq"])
+    assert any(re.search(rf"sampler \d lost: .*pid {killed[0]}", line) for line in lines), lines
+    assert any(re.search(rf"1 worker\(s\) lost \(pid {killed[0]}\), \d+ candidate\(s\) re-queued", line)
+               for line in lines), lines

@@ -129,7 +129,7 @@ class Solver:
         """What candidates drawn around preview ``preview`` are built from."""
         raise NotImplementedError(f"{type(self).__name__} cannot preview its next version")
 
-    def _checked_fitness(self, infos: Sequence[SamplingInfo], fitness: Sequence[float]) -> np.ndarray:
+    def _checked_fitness(self, infos: Sequence[SamplingInfo], fitness: "Sequence[float] | np.ndarray") -> np.ndarray:
         values = np.asarray(fitness, dtype=np.float64)
         if values.shape != (len(infos),):
             raise ValueError(f"tell: {len(infos)} sampling infos but fitness of shape {values.shape}")
@@ -154,7 +154,7 @@ class Solver:
         return np.array([info.version >= oldest and (not info.preview or info.preview in self.previews)
                          for info in infos], dtype=bool)
 
-    def tell(self, infos: Sequence[SamplingInfo], fitness: Sequence[float],
+    def tell(self, infos: Sequence[SamplingInfo], fitness: "Sequence[float] | np.ndarray",
              stale: Literal["refuse", "drop"] = "refuse") -> int:
         """Update from the evaluated candidates (higher fitness is better) and move to the next version.
 

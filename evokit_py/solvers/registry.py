@@ -15,6 +15,7 @@ import numpy as np
 from evokit_py.config import ConfigError, OptimizerConfig, SolverConfig
 from evokit_py.noise import NoiseSource
 from evokit_py.optimizers import SGD, Adam, Momentum, Optimizer
+from evokit_py.solvers.ars import ARS
 from evokit_py.solvers.base import Solver
 from evokit_py.solvers.basic_es import BasicES
 from evokit_py.solvers.cma import CMAES, SepCMAES
@@ -22,7 +23,8 @@ from evokit_py.solvers.ga import GA
 
 __all__ = ["make_solver", "make_optimizer", "solver_types", "solver_class"]
 
-_SOLVERS: dict[str, type[Solver]] = {"BASIC_ES": BasicES, "CMA_ES": CMAES, "SEP_CMA_ES": SepCMAES, "GA": GA}
+_SOLVERS: dict[str, type[Solver]] = {"BASIC_ES": BasicES, "CMA_ES": CMAES, "SEP_CMA_ES": SepCMAES, "GA": GA,
+                                     "ARS": ARS}
 
 
 def solver_types() -> list[str]:
@@ -85,13 +87,18 @@ def _ga(cls: type, config: SolverConfig, x0: np.ndarray, noise: NoiseSource) -> 
     return cls(x0, noise, elite_count=config.ga.elite_count, truncation=config.ga.truncation, **_common(config))
 
 
+def _ars(cls: type, config: SolverConfig, x0: np.ndarray, noise: NoiseSource) -> Solver:
+    return cls(x0, noise, directions=config.population_size // 2, top_directions=config.ars.top_directions,
+               step_size=config.optimizer.base_lr, sigma=config.sampling.gaussian_sampling.std)
+
+
 def _solver(cls: type, config: SolverConfig, x0: np.ndarray, noise: NoiseSource) -> Solver:
     return cls(x0, noise, **_common(config))
 
 
 # how each built-in class (and so each plugin class derived from it) is built from the config
 _BUILDERS: dict[type, Callable[[type, SolverConfig, np.ndarray, NoiseSource], Solver]] = {
-    BasicES: _basic_es, CMAES: _cma_es, GA: _ga, Solver: _solver}
+    ARS: _ars, BasicES: _basic_es, CMAES: _cma_es, GA: _ga, Solver: _solver}
 
 
 def make_solver(config: SolverConfig, x0: np.ndarray, noise: NoiseSource) -> Solver:

@@ -7,10 +7,15 @@ In sync mode an evaluation runs at once, on the whole pool. In async mode it goe
 workers ahead of any candidate, and its mean return comes back during a later update. An
 evaluation done in between would be a barrier: both workers would finish their candidates, play
 the evaluation episodes and wait for each other after every update.
+
+An evaluation that reaches ``train.target_return`` is confirmed (:meth:`Evaluations.confirm`) on
+``train.confirm_episodes`` fresh episodes, played at once in both modes: it happens once or a few
+times in a run.
 """
 import concurrent.futures
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +23,7 @@ from evokit_py.basis import Basis
 from evokit_py.noise import SamplingInfo
 from evokit_py.obs_stats import ObsStats
 from evokit_py.pool import EvaluationPool
-from evokit_py.seeds import evaluation_seeds
+from evokit_py.seeds import confirmation_seeds, evaluation_seeds
 from evokit_py.training.setup import Run
 
 __all__ = ["EVALUATION_INFO", "EvaluationRequest", "EvaluationQueue", "Evaluations"]
@@ -56,7 +61,7 @@ class EvaluationQueue:
         self._waiting.extend((generation, index) for index in range(len(seeds)))
 
     def submit_next(self, pool: EvaluationPool,
-                    worker: int) -> tuple[concurrent.futures.Future, tuple[int, int]] | None:
+                    worker: Any) -> tuple[concurrent.futures.Future, tuple[int, int]] | None:
         """Start the next waiting episode on ``worker``; ``None`` when none waits."""
         if not self._waiting:
             return None
@@ -65,6 +70,10 @@ class EvaluationQueue:
         future = pool.submit(worker, evaluation.basis, evaluation.obs_mean, evaluation.obs_std, [EVALUATION_INFO],
                              [evaluation.seeds[index]])
         return future, (generation, index)
+
+    def requeue(self, episode: tuple[int, int]) -> None:
+        """Hand out again, first, an episode :meth:`submit_next` started whose worker was lost."""
+        self._waiting.appendleft(episode)
 
     def record(self, episode: tuple[int, int], result: dict) -> None:
         """Take the result of an episode :meth:`submit_next` started."""
@@ -123,6 +132,13 @@ class Evaluations:
             self._done.append((generation, _evaluate(self.pool, *request)))
         else:
             self.queue.request(generation, *request)
+
+    def confirm(self, generation: int, solution: np.ndarray, obs_stats: dict) -> float:
+        """The mean return of ``solution`` (the one after ``generation``, with the statistics
+        ``obs_stats`` it was evaluated with) on ``train.confirm_episodes`` fresh episodes, played now
+        (in async mode, on each worker after the candidate it is running)."""
+        basis, mean, std, _ = _evaluation(self.run, generation, solution, obs_stats)
+        return _evaluate(self.pool, basis, mean, std, confirmation_seeds(self.run.config, generation))
 
     def to_extra(self) -> dict[str, np.ndarray]:
         """The evaluations requested and not finished, for a checkpoint: generation, solution and

@@ -7,7 +7,9 @@ around what its own update left. The trainer only reads them (the generation, th
 
 - ``sync`` (:func:`sync_batches`): the solver asks a whole generation, the pool evaluates it (chunks
   to whichever worker is free), the batch is that generation. Every draw depends only on (seed,
-  generation, index): a resumed run ends exactly where an uninterrupted one does.
+  generation, index): a resumed run ends exactly where an uninterrupted one does. If the pool loses
+  its workers mid-generation, the candidates evaluated by then go into the checkpoint
+  (:mod:`evokit_py.training.unfinished`) and the resumed run evaluates only the others.
 - ``async`` (:func:`async_batches`): every worker gets the next candidate around the *current*
   parameters as soon as it is free (a mirrored pair goes to one worker in one call, so that both
   halves land in the same batch; past the generation's ``population_size`` candidates, further
@@ -37,17 +39,23 @@ import time
 from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from evokit_py.noise import SamplingInfo
-from evokit_py.pool import EvaluationPool
+from parl_lite.remote.errors import ActorDiedError
+from evokit_py.pool import LOOK_EVERY, EvaluationPool, WorkersLostError
 from evokit_py.sampler import aggregate
 from evokit_py.seeds import candidate_episode_seeds, candidate_seeds
 from evokit_py.training.evaluations import EvaluationQueue
 from evokit_py.training.setup import Run
+from evokit_py.training.unfinished import UnfinishedGeneration
 
 __all__ = ["Batch", "sync_batches", "async_batches"]
+
+_CLOSE_WAIT = 30.0  # seconds closing the async schedule waits for the evaluation episodes running (a lost
+# node's never end)
 
 
 @dataclass
@@ -77,9 +85,13 @@ class _Completions:
     def watch(self, future: concurrent.futures.Future) -> None:
         future.add_done_callback(self._finished.put)
 
-    def next_done(self) -> set[concurrent.futures.Future]:
-        """Wait for the next future to finish; it and any others finished by then."""
-        done = {self._finished.get()}
+    def next_done(self, timeout: float) -> set[concurrent.futures.Future]:
+        """Wait up to ``timeout`` seconds for the next future to finish; it and any others finished
+        by then (none if none did)."""
+        try:
+            done = {self._finished.get(timeout=timeout)}
+        except queue.Empty:
+            return set()
         while not self._finished.empty():
             done.add(self._finished.get())
         return done
@@ -102,15 +114,24 @@ def _around_preview(run: Run, arrived: list[tuple[SamplingInfo, dict]], infos: l
     return moved, (solver.preview_basis(preview).to_dict(), *run.normalisation(stats))
 
 
-def sync_batches(run: Run, pool: EvaluationPool) -> Generator[Batch, None, None]:
-    """One batch per generation, evaluated whole, the run updated with it (see the module docstring)."""
+def sync_batches(run: Run, pool: EvaluationPool,
+                 unfinished: UnfinishedGeneration | None = None) -> Generator[Batch, None, None]:
+    """One batch per generation, evaluated whole, the run updated with it (see the module docstring).
+    The candidates of ``unfinished`` (a resumed run's) are not evaluated again; if the pool loses its
+    workers, those evaluated by then are kept there (:class:`WorkersLostError` goes on up)."""
     solver, config = run.solver, run.config
+    unfinished = unfinished if unfinished is not None else UnfinishedGeneration()
     while True:
         tick = time.perf_counter()
         mean, std = run.normalisation()
         infos = solver.ask()
         seeds = candidate_seeds(config, solver.generation, len(infos))
-        result = pool.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds)
+        try:
+            result = pool.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos], seeds,
+                                   unfinished.take(solver.generation, len(infos)))
+        except WorkersLostError as error:
+            unfinished.keep(solver.generation, error.finished)
+            raise
         yield _updated(run, infos, result, tick)
 
 
@@ -137,9 +158,9 @@ def async_batches(run: Run, pool: EvaluationPool,
     basis: dict = {}
     extra_round = 0
     evaluations = evaluations if evaluations is not None else EvaluationQueue()
-    running: dict[concurrent.futures.Future, tuple[int, list[SamplingInfo]]] = {}  # future -> (worker, infos)
-    evaluating: dict[concurrent.futures.Future, tuple[int, tuple[int, int]]] = {}  # future -> (worker, episode)
-    idle = list(range(pool.size))
+    running: dict[concurrent.futures.Future, tuple[Any, list[SamplingInfo]]] = {}  # future -> (worker, infos)
+    evaluating: dict[concurrent.futures.Future, tuple[Any, tuple[int, int]]] = {}  # future -> (worker, episode)
+    idle = list(pool.workers)
     completions = _Completions()
     arrived: list[tuple[SamplingInfo, dict]] = []  # (info, its row of the result)
     normalised: tuple[int, float] | None = None  # (version, observations counted) ``mean`` and ``std`` are of
@@ -174,19 +195,25 @@ def async_batches(run: Run, pool: EvaluationPool,
                 future = pool.submit(worker, *around, [info.to_list() for info in infos], seeds)
                 running[future] = (worker, infos)
                 completions.watch(future)
-            done = completions.next_done()
+            done = completions.next_done(LOOK_EVERY) if running or evaluating else pool.wait_for_workers()
             for future in [future for future in evaluating if future in done]:
                 worker, episode = evaluating.pop(future)
-                idle.append(worker)
-                evaluations.record(episode, future.result())
+                result = _result(pool, future, worker, 0)
+                if result is None:
+                    evaluations.requeue(episode)
+                else:
+                    idle.append(worker)
+                    evaluations.record(episode, result)
             if evaluations.reached_target():
                 yield None
             for future in [future for future in running if future in done]:  # in the order handed out
                 worker, infos = running.pop(future)
-                idle.append(worker)
-                result = future.result()
-                arrived += [(info, {key: value[k:k + 1] for key, value in result.items()})
-                            for k, info in enumerate(infos)]
+                result = _result(pool, future, worker, len(infos))  # None: lost, further candidates are drawn
+                if result is not None:
+                    idle.append(worker)
+                    arrived += [(info, {key: value[k:k + 1] for key, value in result.items()})
+                                for k, info in enumerate(infos)]
+            idle += pool.take_new()
             size = solver.population_size
             while len(arrived) >= size:
                 batch, arrived = arrived[:size], arrived[size:]
@@ -194,7 +221,24 @@ def async_batches(run: Run, pool: EvaluationPool,
                 yield _updated(run, [info for info, _ in batch], result, tick)
                 tick = time.perf_counter()
     finally:
-        concurrent.futures.wait(evaluating)
-        for future, (_, episode) in evaluating.items():
-            if future.exception() is None:
-                evaluations.record(episode, future.result())
+        _record_finishing(evaluating, evaluations)
+
+
+def _record_finishing(evaluating: dict[concurrent.futures.Future, tuple[Any, tuple[int, int]]],
+                      evaluations: EvaluationQueue) -> None:
+    """Wait (a while: a lost node's never end) for the evaluation episodes still running and record
+    those that ended well."""
+    concurrent.futures.wait(evaluating, timeout=_CLOSE_WAIT)
+    for future, (_, episode) in evaluating.items():
+        if future.done() and future.exception() is None:
+            evaluations.record(episode, future.result())
+
+
+def _result(pool: EvaluationPool, future: concurrent.futures.Future, worker: Any, candidates: int) -> dict | None:
+    """The result of ``worker`` 's call ``future``; None if the worker was lost meanwhile (told to
+    the pool with the number of ``candidates`` the call evaluated)."""
+    try:
+        return future.result()
+    except ActorDiedError as error:
+        pool.lost(worker, error, candidates)
+        return None

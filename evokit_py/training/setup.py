@@ -55,9 +55,17 @@ class Run:
         for ``stats`` (default: the run's own), ``None, None`` when the config turns normalisation off."""
         return normalisation(self.obs_stats if stats is None else stats, self.config.observation_normalization)
 
+    def fitness(self, result: dict) -> np.ndarray:
+        """What the solver maximises for candidates of ``result`` (:func:`evokit_py.sampler.aggregate`
+        totals): their mean episode return, less ``env.reward_shift`` per step."""
+        env = self.config.env
+        if not env.reward_shift:
+            return result["returns"]
+        return result["returns"] - env.reward_shift * result["candidate_steps"] / env.episodes_per_candidate
+
     def update(self, infos: Sequence[SamplingInfo], result: dict,
                stale: Literal["refuse", "drop"] = "drop") -> int:
-        """One update from evaluated candidates: the solver is told their returns, and the
+        """One update from evaluated candidates: the solver is told their :meth:`fitness`, and the
         statistics take in their observations when normalisation is on.
 
         Args:
@@ -67,7 +75,7 @@ class Run:
         Returns:
             The number of samples dropped as too old.
         """
-        dropped = self.solver.tell(list(infos), result["returns"], stale)
+        dropped = self.solver.tell(list(infos), self.fitness(result), stale)
         if self.config.observation_normalization:
             self.obs_stats.add(result["obs_sum"], result["obs_sumsq"], result["obs_count"])
         return dropped

@@ -100,7 +100,10 @@ def parse_args(cls: type[ArgsT], description: str | None = None, argv: Sequence[
         description: the ``--help`` text (usually the script's docstring).
         argv: arguments (default: ``sys.argv[1:]``).
         env_defaults: other defaults per value of the ``env`` field (RL-Zoo's values differ per
-            environment); options given on the command line win.
+            environment); options given on the command line win. For an ``env`` other than the
+            field's default that this table does not set a ``target`` for, ``target`` defaults to
+            gymnasium's ``reward_threshold`` of that environment (none if it has none): the default
+            environment's target means nothing for another task.
     """
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     hints = get_type_hints(cls)
@@ -120,10 +123,25 @@ def parse_args(cls: type[ArgsT], description: str | None = None, argv: Sequence[
         shown = "" if field.default is None else f" (default: {field.default})"
         parser.add_argument(option, dest=field.name, type=kind, default=field.default,
                             choices=metadata.get("choices"), help=help_text + shown)
-    if env_defaults:
+    fields = {field.name: field for field in dataclasses.fields(cls)}
+    if "env" in fields:
         known, _ = parser.parse_known_args(argv)
-        parser.set_defaults(**env_defaults.get(known.env, {}))
+        defaults = dict((env_defaults or {}).get(known.env, {}))
+        if "target" in fields and "target" not in defaults and known.env != fields["env"].default:
+            defaults["target"] = _reward_threshold(known.env)
+        parser.set_defaults(**defaults)
     return cls(**vars(parser.parse_args(argv)))
+
+
+def _reward_threshold(env_id: str) -> float | None:
+    """gymnasium's ``reward_threshold`` of ``env_id`` (``None``: it has none, or the id is not
+    registered; making the environment says so later)."""
+    import gymnasium
+
+    try:
+        return gymnasium.spec(env_id).reward_threshold
+    except gymnasium.error.Error:
+        return None
 
 
 def _metadata(cls: type, name: str) -> Mapping[str, Any]:

@@ -9,6 +9,7 @@ generations.
 import math
 import sys
 import time
+from collections import deque
 from collections.abc import Callable
 
 from parl_lite.utils.summary import SummaryWriter
@@ -27,11 +28,17 @@ class Reporter:
         logdir: folder of the TensorBoard events and ``scalars.csv``; None: no files.
         unit: what is counted (``step``, ``generation``), singular.
         echo: where the log lines go (default: ``print`` to stdout, flushed).
+        window: the log line's rate and ETA over the last ``window`` reports (``None``: over the
+            whole run); for a rate that changes as training goes (an ES generation takes longer as
+            episodes get longer).
     """
 
     def __init__(self, name: str, total_steps: int, start_steps: int = 0, progress_bar: bool | None = None,
-                 logdir: str | None = None, unit: str = "step", echo: Callable[[str], None] | None = None) -> None:
+                 logdir: str | None = None, unit: str = "step", echo: Callable[[str], None] | None = None,
+                 window: int | None = None) -> None:
         self.name, self.total_steps, self.start_steps, self.unit = name, total_steps, start_steps, unit
+        # (steps, seconds) of the reports the rate is taken over, the oldest first
+        self._since: deque[tuple[int, float]] = deque([(start_steps, 0.0)], maxlen=window + 1 if window else None)
         self._echo = echo if echo is not None else _print
         self.writer = SummaryWriter(logdir) if logdir else None
         if progress_bar is None:
@@ -64,13 +71,17 @@ class Reporter:
 
     def progress(self, steps: int, train_seconds: float, details: str, postfix: dict[str, str]) -> None:
         """Move to ``steps``: on a bar, show ``postfix`` beside it; otherwise log one line with the
-        position, the rate and the ETA (from ``train_seconds`` of this run), then ``details``."""
+        position, the rate and the ETA (from ``train_seconds`` of this run, over the ``window``), then
+        ``details``."""
         if self._bar is not None:
             self._bar.set_postfix(postfix, refresh=False)
             self.advance(steps)
             return
-        done = steps - self.start_steps
-        rate = done / train_seconds if train_seconds > 0 else float("nan")
+        if self._since.maxlen:  # a window: the rate since the report ``window`` reports ago
+            self._since.append((steps, train_seconds))
+        first_steps, first_seconds = self._since[0]
+        seconds = train_seconds - first_seconds
+        rate = (steps - first_steps) / seconds if seconds > 0 else float("nan")
         eta = max(self.total_steps - steps, 0) / rate if rate > 0 else float("nan")
         self._echo(f"{self.name} {self.unit}s {steps:7d}/{self.total_steps}  {_rate(rate)} {self.unit}s/s  "
                    f"ETA {_duration(eta)}  {details}")

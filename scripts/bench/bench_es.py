@@ -196,7 +196,7 @@ def async_vs_sync(generations: int, throughput_seeds: int, seeds: int, runs_475:
         workdir = Path(folder)
         policy = _balancing_policy(workdir)
         varied = [f"policy.onnx={policy}", "observation_normalization=false", "solver.population_size=8",
-                  "env.kwargs={max_episode_steps: 5000}", "solver.sampling.gaussian_sampling.std=0.2",
+                  "env.max_steps=5000", "solver.sampling.gaussian_sampling.std=0.2",
                   "solver.optimizer.base_lr=0.0001", "solver.max_staleness=16",
                   "train.target_return=null", f"train.generations={generations}", f"train.eval_every={generations}",
                   "train.eval_episodes=1"]

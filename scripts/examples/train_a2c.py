@@ -5,6 +5,8 @@
 Hyperparameters are RL-Zoo's A2C CartPole-v1 (SB3 defaults: RMSprop, n-step returns). Every
 ``--eval-every`` env steps the greedy policy plays 10 episodes; training stops when their mean
 reaches ``--target`` or after ``--total-steps``. The last line is the run's JSON summary.
+``--env`` takes any Gymnasium id: another environment keeps these values and takes gymnasium's
+reward threshold for it as its target.
 """
 import dataclasses
 

@@ -10,6 +10,8 @@ timing, so unlike the single-process scripts a seed does not repeat a run exactl
 
 Every ``--eval-every`` env steps the greedy policy plays 10 episodes; training stops when their
 mean reaches ``--target`` or after ``--total-steps``. The last line is the run's JSON summary.
+``--env`` takes any Gymnasium id: another environment keeps these values and takes gymnasium's
+reward threshold for it as its target.
 """
 import dataclasses
 

@@ -1,12 +1,15 @@
-"""DQN / Double DQN on CartPole-v1.
+"""DQN / Double DQN on any Gymnasium environment with discrete actions (CartPole-v1 by default).
 
     python scripts/examples/train_dqn.py --seed 1            # Double DQN (default)
     python scripts/examples/train_dqn.py --seed 1 --no-double
+    python scripts/examples/train_dqn.py --env Acrobot-v1 --seed 1    # RL-Zoo's Acrobot values: see RL_ZOO
 
 Hyperparameters follow RL-Zoo's DQN CartPole-v1 except ``gradient_steps``: every ``train_every``
 (256) env steps the agent takes ``gradient_steps`` Adam steps on minibatches from the replay memory
 (64 here, RL-Zoo 128: the same 3 of 3 seeds solve in about as many env steps at half the compute),
-and the target network is copied every ``target_every`` env steps. Epsilon decays linearly. Every
+and the target network is copied every ``target_every`` env steps. Epsilon decays linearly. The
+tasks of ``RL_ZOO`` take RL-Zoo's values for every option left at its default; another environment
+takes CartPole-v1's values and, as its target, gymnasium's reward threshold for it. Every
 ``--eval-every`` env steps the greedy policy plays 10 episodes; training stops when their mean
 reaches ``--target`` or after ``--total-steps``. The last line is the run's JSON summary.
 """
@@ -58,5 +61,16 @@ def main(args: Args) -> train.RunSummary:
     return trainer.run(args.total_steps, progress_bar=args.progress_bar)
 
 
+# RL-Zoo's DQN values; its gradient_steps -1 (as many as the env steps of a round) is train_every, its
+# exploration_fraction times n_timesteps is epsilon_steps; the targets are gymnasium's reward thresholds
+ACROBOT = dict(lr=6.3e-4, batch_size=128, memory_size=50_000, learning_starts=0, gamma=0.99, target_every=250,
+               train_every=4, gradient_steps=4, epsilon_steps=12_000, epsilon_end=0.1, total_steps=100_000,
+               target=-100.0)
+RL_ZOO = {"Acrobot-v1": ACROBOT, "LunarLander-v3": {**ACROBOT, "target": 200.0},
+          "MountainCar-v0": dict(lr=4e-3, batch_size=128, memory_size=10_000, learning_starts=1_000, gamma=0.98,
+                                 target_every=600, train_every=16, gradient_steps=8, epsilon_steps=24_000,
+                                 epsilon_end=0.07, total_steps=120_000, target=-110.0)}
+
+
 if __name__ == "__main__":
-    main(train.parse_args(Args, __doc__))
+    main(train.parse_args(Args, __doc__, env_defaults=RL_ZOO))

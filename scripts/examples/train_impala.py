@@ -10,6 +10,8 @@ next request. Update order depends on timing, so a seed does not repeat a run ex
 
 Every ``--eval-every`` env steps the greedy policy plays 10 episodes; training stops when their
 mean reaches ``--target`` or after ``--total-steps``. The last line is the run's JSON summary.
+``--env`` takes any Gymnasium id: another environment keeps these values and takes gymnasium's
+reward threshold for it as its target.
 """
 import dataclasses
 

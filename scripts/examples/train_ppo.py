@@ -1,11 +1,14 @@
-"""PPO on a Gymnasium environment (CartPole-v1: discrete; Pendulum-v1: diagonal Gaussian).
+"""PPO on any Gymnasium environment (discrete actions: categorical; continuous: diagonal Gaussian).
 
     python scripts/examples/train_ppo.py --env CartPole-v1 --seed 1
-    python scripts/examples/train_ppo.py --env Pendulum-v1 --seed 1    # RL-Zoo's Pendulum values: see PENDULUM
+    python scripts/examples/train_ppo.py --env Pendulum-v1 --seed 1       # RL-Zoo's Pendulum values: see PENDULUM
+    python scripts/examples/train_ppo.py --env LunarLander-v3 --seed 1    # needs gymnasium[box2d]
 
-Hyperparameters are RL-Zoo's (CartPole-v1 below; ``--env Pendulum-v1`` switches to PENDULUM's).
-Every ``--eval-every`` env steps the greedy policy plays 10 episodes; training stops when their mean
-reaches ``--target`` or after ``--total-steps``. The last line is the run's JSON summary.
+Hyperparameters are RL-Zoo's: CartPole-v1's below, and those of the tasks in ``RL_ZOO`` for every
+option left at its default; another environment takes CartPole-v1's values and, as its target,
+gymnasium's reward threshold for it. Every ``--eval-every`` env steps the greedy policy plays 10
+episodes; training stops when their mean reaches ``--target`` or after ``--total-steps``. The last
+line is the run's JSON summary.
 """
 import dataclasses
 
@@ -19,7 +22,7 @@ from parl_lite.utils.models import MLPActorCritic
 
 @dataclasses.dataclass
 class Args(train.TrainArgs):
-    env: str = arg("CartPole-v1", "gymnasium id", choices=["CartPole-v1", "Pendulum-v1"])
+    env: str = arg("CartPole-v1", "gymnasium id")
     num_envs: int = arg(8, "environments stepped together")
     rollout_steps: int = arg(32, "steps per environment between updates")
     minibatch_size: int = arg(256, "rows per PPO step")
@@ -43,6 +46,12 @@ class Args(train.TrainArgs):
 # RL-Zoo's Pendulum-v1 values, used with --env Pendulum-v1 for every option left at its default
 PENDULUM = dict(num_envs=4, rollout_steps=1024, minibatch_size=64, epochs=10, gamma=0.9, gae_lambda=0.95, anneal=False,
                 total_steps=300_000, target=-300.0, eval_every=20_480)
+# RL-Zoo's LunarLander-v3 values (also its LunarLanderContinuous-v3's): SB3's learning rate and clip
+# range, constant; the target is gymnasium's reward threshold
+LUNAR_LANDER = dict(num_envs=16, rollout_steps=1024, minibatch_size=64, epochs=4, gamma=0.999, gae_lambda=0.98,
+                    entropy_coef=0.01, initial_lr=3e-4, anneal=False, total_steps=1_000_000, target=200.0,
+                    eval_every=16_384)
+RL_ZOO = {"Pendulum-v1": PENDULUM, "LunarLander-v3": LUNAR_LANDER, "LunarLanderContinuous-v3": LUNAR_LANDER}
 
 
 def main(args: Args) -> train.RunSummary:
@@ -59,4 +68,4 @@ def main(args: Args) -> train.RunSummary:
 
 
 if __name__ == "__main__":
-    main(train.parse_args(Args, __doc__, env_defaults={"Pendulum-v1": PENDULUM}))
+    main(train.parse_args(Args, __doc__, env_defaults=RL_ZOO))
