@@ -214,9 +214,14 @@ def test_with_every_node_lost_the_run_stops_with_its_checkpoint_and_resumes_to_t
     settings = ("train.generations=6", "train.eval_every=3", "train.capacity_wait=2")
     run, lines = nodes.es_train(tmp_path / "disturbed", *settings), []
     _progress(run, lines, 1)
-    assert _wait_until(lambda: len(_sampler_nodes(nodes)) == 2, 30)  # on the master's own node and node-b
-    for address in list(_sampler_nodes(nodes)):
-        _kill_node(nodes, address)
+    # held still while its nodes go: on a quiet machine it would otherwise finish its 6 generations first
+    run.send_signal(signal.SIGSTOP)
+    try:
+        assert _wait_until(lambda: len(_sampler_nodes(nodes)) == 2, 30)  # on the master's own node and node-b
+        for address in list(_sampler_nodes(nodes)):
+            _kill_node(nodes, address)
+    finally:
+        run.send_signal(signal.SIGCONT)
     generation, checkpoint = _stopped(run, lines, r"no sampler left, and none could be made for 2 s")
     assert checkpoint == tmp_path / "disturbed" / "ck" / "solver.h5"
     assert [int(row) for row in _column(tmp_path / "disturbed", "generation")] == list(range(1, generation + 1))
