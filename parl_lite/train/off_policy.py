@@ -110,17 +110,17 @@ class OffPolicyTrainer(Trainer):
         with checkpoint.open_checkpoint(Path(path)) as file:
             if REPLAY_GROUP not in file:
                 return
-            stored = file[REPLAY_GROUP].attrs.get("max_size")
-            size = file[REPLAY_GROUP].attrs.get("size")
-        if not (isinstance(stored, numbers.Integral) and isinstance(size, numbers.Integral)
-                and 0 <= int(size) <= int(stored)):
-            raise checkpoint.CheckpointError(f"{path}: its replay memory's max_size {stored!r} and size {size!r} "
-                                             "are not a capacity and a count of transitions")
-        try:  # allocated before the file's arrays are read, and checked against them by load()
-            self.memory = ReplayMemory(int(stored), self.obs_dim, self.act_dim if self.continuous else 0,
+            capacity = file[REPLAY_GROUP].attrs.get("max_size")
+        # load() checks the stored transitions against the capacity; the capacity itself is checked
+        # here, where it is allocated
+        if isinstance(capacity, bool) or not isinstance(capacity, numbers.Integral) or capacity <= 0:
+            raise checkpoint.CheckpointError(f"{path}: its replay memory's max_size {capacity!r} is not a positive "
+                                             "integer")
+        try:
+            self.memory = ReplayMemory(int(capacity), self.obs_dim, self.act_dim if self.continuous else 0,
                                        seed=self.seed)
         except (MemoryError, ValueError):  # numpy: ValueError past the address space
-            raise checkpoint.CheckpointError(f"{path}: its replay memory's max_size {stored} transitions do not fit "
+            raise checkpoint.CheckpointError(f"{path}: its replay memory's max_size {capacity} transitions do not fit "
                                              "in this machine's memory") from None
         try:
             self.memory.load(path)
