@@ -23,17 +23,20 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from evokit_py.checkpoint_checks import MAX_GENERATION, check_layout, check_values
+from evokit_py.checkpoint_checks import MAX_GENERATION, SAMPLING_INFO_FIELDS, check_layout, check_values
 from evokit_py.config import ConfigError, ESConfig, config_from_yaml_text
 from parl_lite.io.atomic import write_hdf5_atomically
 from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_range, dataset_names, open_hdf5,
                                    read_dataset, write_dataset)
 
-__all__ = ["UNFINISHED_DATASETS", "SolverCheckpointError", "write_checkpoint", "read_checkpoint", "check_resume",
+__all__ = ["UNFINISHED_RESULTS", "SolverCheckpointError", "write_checkpoint", "read_checkpoint", "check_resume",
            "check_trainer_extra", "RESUME_FIXED_KEYS"]
 
-# an unfinished generation's candidates (extra/unfinished/*): their indices, then a Sampler's result per candidate
-UNFINISHED_DATASETS = ("indices", "returns", "steps", "obs_sum", "obs_sumsq", "cpu_seconds")
+# the evaluated candidates of an unfinished update (extra/unfinished/*): a Sampler's result per candidate, beside
+# either their indices in the generation (sync) or their sampling infos (async; with the previews they were drawn
+# around: previews/ids, previews/versions, previews/params)
+UNFINISHED_RESULTS = ("returns", "steps", "obs_sum", "obs_sumsq", "cpu_seconds")
+_PREVIEWS = ("previews/ids", "previews/versions", "previews/params")
 
 FORMAT = "evokit_py.solver"
 FORMAT_VERSION = 2
@@ -136,13 +139,14 @@ def _lookup(values: dict, dotted: str):
     return values
 
 
-def check_trainer_extra(groups: dict[str, dict[str, np.ndarray]], path: "str | os.PathLike") -> None:
+def check_trainer_extra(groups: dict[str, dict[str, np.ndarray]], path: "str | os.PathLike", attrs: dict) -> None:
     """Refuse a checkpoint whose trainer datasets (``extra/*`` of ``es-train``) are missing or out
     of range: all finite, counts ``>= 0``, the best return not NaN (``-inf`` until the first
-    evaluation); their shapes were checked by :func:`read_checkpoint`.
+    evaluation), the candidates of an unfinished update sound; their shapes were checked by
+    :func:`read_checkpoint`.
 
     Args:
-        groups: what :func:`read_checkpoint` returned.
+        groups, attrs: what :func:`read_checkpoint` returned.
         path: the checkpoint (for messages).
     """
     extra = groups["extra"]
@@ -158,14 +162,18 @@ def check_trainer_extra(groups: dict[str, dict[str, np.ndarray]], path: "str | o
             raise DatasetError(f"extra/best_return: {float(extra['best_return'])} is out of range")
         for key in ("episodes", "steps"):
             check_integer_range(f"extra/{key}", extra[key], (0, None))
-        _check_unfinished(extra)
+        sampling = config_from_yaml_text(str(attrs["config"])).solver.sampling.gaussian_sampling
+        _check_unfinished(extra, int(groups["solver"]["generation"]),
+                          sampling.cache_size - len(groups["params"]["params"]) if sampling.cached else None)
     except DatasetError as error:
         raise SolverCheckpointError(f"solver checkpoint {path}: {error}") from error
 
 
-def _check_unfinished(extra: dict[str, np.ndarray]) -> None:
-    """The candidates of an unfinished generation (``extra/unfinished/*``, their lengths equal by
-    their layout): all their datasets or none, distinct candidate indices, whole step counts, from 0.
+def _check_unfinished(extra: dict[str, np.ndarray], generation: int, last_offset: int | None) -> None:
+    """The evaluated candidates of an unfinished update (``extra/unfinished/*``, their lengths equal
+    by their layout) of a checkpoint at ``generation``: all their datasets or none, identified by
+    distinct candidate indices or by sampling infos a solver at ``generation`` can take (noise
+    offsets up to ``last_offset``, None: uncached noise), whole step counts from 0.
 
     Raises:
         DatasetError: naming the dataset.
@@ -173,12 +181,63 @@ def _check_unfinished(extra: dict[str, np.ndarray]) -> None:
     names = {key for key in extra if key.startswith("unfinished/")}
     if not names:
         return
-    missing = sorted({f"unfinished/{key}" for key in UNFINISHED_DATASETS} - names)
+    identity = "infos" if "unfinished/infos" in names else "indices"
+    if identity == "infos" and "unfinished/indices" in names:
+        raise DatasetError("extra/unfinished/infos: beside extra/unfinished/indices (a checkpoint holds one or the "
+                           "other)")
+    needed = {f"unfinished/{key}" for key in (identity, *UNFINISHED_RESULTS)}
+    if names & {f"unfinished/{key}" for key in _PREVIEWS}:
+        needed |= {f"unfinished/{key}" for key in _PREVIEWS}
+    missing = sorted(needed - names)
     if missing:
         raise DatasetError(f"extra/{missing[0]}: missing (the other extra/unfinished/* datasets are there)")
+    for key in ("indices", "steps", "infos"):
+        values = extra.get(f"unfinished/{key}")
+        if values is not None and values.size and not np.all(np.mod(values, 1) == 0):
+            raise DatasetError(f"extra/unfinished/{key}: holds values that are not whole numbers")
     for key in ("indices", "steps"):
-        values = extra[f"unfinished/{key}"]
-        if values.size and (values.min() < 0 or not np.all(np.mod(values, 1) == 0)):
+        values = extra.get(f"unfinished/{key}")
+        if values is not None and values.size and values.min() < 0:
             raise DatasetError(f"extra/unfinished/{key}: holds values that are not whole numbers from 0")
-    if len(np.unique(extra["unfinished/indices"])) != len(extra["unfinished/indices"]):
+    if identity == "indices" and len(np.unique(extra["unfinished/indices"])) != len(extra["unfinished/indices"]):
         raise DatasetError("extra/unfinished/indices: a candidate is there twice")
+    if identity == "infos":
+        _check_held_infos(extra, generation, last_offset)
+
+
+def _check_held_infos(extra: dict[str, np.ndarray], generation: int, last_offset: int | None) -> None:
+    """The sampling infos of an async run's held results (``extra/unfinished/infos``, whole numbers)
+    and the previews they were drawn around: what :meth:`evokit_py.solvers.Solver.tell` at
+    ``generation`` takes (or drops as stale) without an error."""
+    infos = extra["unfinished/infos"].astype(np.int64)
+    name = "extra/unfinished/infos"
+    if infos.shape[1] != SAMPLING_INFO_FIELDS:
+        raise DatasetError(f"{name}: shape {infos.shape}, expected ({len(infos)}, {SAMPLING_INFO_FIELDS}) (seed, "
+                           f"offset, sign, parent, version, preview)")
+    seed, offset, sign, parent, version, preview = infos.T
+    bounds = {"seed": (seed, 0, None), "offset": (offset, 0, last_offset), "sign": (sign, -1, 1),
+              "parent": (parent, 0, None), "version": (version, 0, generation + 1), "preview": (preview, 0, None)}
+    for field_name, (values, low, high) in bounds.items():
+        bad = values[(values < low) | (values > high)] if high is not None else values[values < low]
+        if bad.size:
+            raise DatasetError(f"{name}: {field_name} {bad[0]} is out of range [{low}, "
+                               f"{'inf' if high is None else high}]")
+    if np.any((version > generation) & (preview == 0)):
+        raise DatasetError(f"{name}: a version {generation + 1} (the checkpoint is at generation {generation}) "
+                           f"without a preview")
+    if "unfinished/previews/ids" not in extra:
+        return
+    ids, versions = extra["unfinished/previews/ids"], extra["unfinished/previews/versions"]
+    for key, values, (low, high) in (("ids", ids, (1, None)), ("versions", versions, (0, generation + 1))):
+        if values.size and (not np.all(np.mod(values, 1) == 0) or values.min() < low
+                            or (high is not None and values.max() > high)):
+            raise DatasetError(f"extra/unfinished/previews/{key}: holds values that are not whole numbers in "
+                               f"[{low}, {'inf' if high is None else high}]")
+    if len(np.unique(ids)) != len(ids):
+        raise DatasetError("extra/unfinished/previews/ids: a preview is there twice")
+    preview_versions = dict(zip(ids.astype(np.int64).tolist(), versions.astype(np.int64).tolist(), strict=True))
+    for info_version, info_preview in zip(version.tolist(), preview.tolist(), strict=True):
+        if preview_versions.get(info_preview, info_version) != info_version:
+            raise DatasetError(f"{name}: a candidate of version {info_version} drawn around preview {info_preview}, "
+                               f"which extra/unfinished/previews/versions says is of version "
+                               f"{preview_versions[info_preview]}")

@@ -9,7 +9,9 @@ The layouts are those of the built-in solvers' state (``solver/*``), of the obse
 - ``o``, the observation size (at most ``n``): ``obs_stats/sum`` is ``(o,)``;
 - row counts bounded by the stored config: at most ``solver.max_staleness`` kept versions, a GA's
   parents at most ``solver.population_size``, the trainer's held rows and pending evaluations at
-  most one per generation, the candidates of an unfinished generation at most ``MAX_CANDIDATES``.
+  most one per generation, the evaluated candidates of an unfinished update (``extra/unfinished/*``)
+  and the previews they were drawn around at most ``MAX_CANDIDATES``, a sampling info ``i <= 6``
+  values (all 6 are checked with the values).
 
 Datasets of other names (a plugin solver's state, a caller's extras) are bounded only by the file's
 size (:func:`parl_lite.io.datasets.open_hdf5`).
@@ -24,10 +26,11 @@ from evokit_py.config import SolverConfig
 from evokit_py.solvers.cma_stop import CRITERIA, default_tolstagnation
 from parl_lite.io.datasets import DatasetError, check_finite, check_integer_range
 
-__all__ = ["check_layout", "check_values", "MAX_GENERATION"]
+__all__ = ["check_layout", "check_values", "MAX_GENERATION", "SAMPLING_INFO_FIELDS"]
 
 MAX_GENERATION = 2**31 - 1
 MAX_CANDIDATES = 2**24  # of a generation (CMA-ES's restarts grow it past solver.population_size)
+SAMPLING_INFO_FIELDS = 6  # SamplingInfo.to_list(): seed, offset, sign, parent, version, preview
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 # a layout is a comma-separated list of size letters ("" is a scalar): "n" is the parameter count;
@@ -48,16 +51,20 @@ _TRAINER_EXTRA = {"best_return": "", "best_params": "n", "best_obs_stats/count":
                   "best_obs_stats/sumsq": "o", "train_seconds": "", "episodes": "", "steps": "",
                   "log/held_rows": "r,f", "log/held_evals": "r", "log/pending_generations": "p",
                   "log/pending_solutions": "p,n", "log/pending_obs_count": "p", "log/pending_obs_sum": "p,o",
-                  "log/pending_obs_sumsq": "p,o", "unfinished/indices": "c", "unfinished/returns": "c",
+                  "log/pending_obs_sumsq": "p,o", "unfinished/indices": "c", "unfinished/infos": "c,i",
+                  "unfinished/returns": "c",
                   "unfinished/steps": "c", "unfinished/obs_sum": "c,o", "unfinished/obs_sumsq": "c,o",
-                  "unfinished/cpu_seconds": "c"}
+                  "unfinished/cpu_seconds": "c", "unfinished/previews/ids": "v", "unfinished/previews/versions": "v",
+                  "unfinished/previews/params": "v,n"}
 # parameter vectors, run by the float32 policy
 _PARAMETERS = {"params/params", "solver/theta", "solver/history/thetas", "solver/mean", "solver/best_x",
-               "solver/parents", "extra/best_params", "extra/log/pending_solutions"}
+               "solver/parents", "extra/best_params", "extra/log/pending_solutions",
+               "extra/unfinished/previews/params"}
 _WHAT = {"n": "the parameter count (the length of params)", "o": "the observation size of obs_stats",
          "h": "solver.max_staleness", "q": "solver.population_size", "r": "one per generation",
          "p": "one per generation", "f": "the progress log's columns", "b": "CMA-ES's tolfun history",
-         "s": "CMA-ES's tolstagnation window", "c": "the candidates of a generation"}
+         "s": "CMA-ES's tolstagnation window", "c": "the candidates of a generation",
+         "i": "a sampling info's fields", "v": "the previews of held candidates"}
 
 
 def _layouts(solver_type: str, config: SolverConfig) -> dict[str, dict[str, str]]:
@@ -71,7 +78,8 @@ def _limits(config: SolverConfig, parameter_count: int, generation: int) -> dict
     """The largest value of each size letter (``n`` is exact)."""
     population = config.population_size
     return {"n": parameter_count, "o": parameter_count, "h": config.max_staleness, "q": population,
-            "r": generation + 1, "p": generation + 1, "f": 64, "c": MAX_CANDIDATES,
+            "r": generation + 1, "p": generation + 1, "f": 64, "c": MAX_CANDIDATES, "i": SAMPLING_INFO_FIELDS,
+            "v": MAX_CANDIDATES,
             "b": 10 + math.ceil(30 * parameter_count / population),
             "s": max(1, default_tolstagnation(parameter_count, population) if config.cma_es.tolstagnation is None
                      else config.cma_es.tolstagnation)}

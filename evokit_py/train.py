@@ -14,7 +14,9 @@ sync mode every random draw depends only on (seed, generation, index), so a run 
 checkpoint ends exactly where the uninterrupted run does. The exported policy is the best evaluated
 solution with the observation statistics it was evaluated with. A checkpoint also carries the CSV
 rows still held for their evaluation and the solutions those evaluations are of, so that a run
-resumed after a kill or a Ctrl-C in async mode writes every row and runs the evaluations that were lost.
+resumed after a kill or a Ctrl-C in async mode writes every row and runs the evaluations that were lost,
+and the evaluated candidates of the update under way (:mod:`evokit_py.training.unfinished`: in sync
+mode those evaluated before the workers were lost, in async mode the results not yet in an update).
 
 The first Ctrl-C (or SIGTERM: a time limit's ``timeout``, a batch system) finishes the current
 generation, writes a checkpoint, exports the best policy evaluated so far and stops; a second one
@@ -174,8 +176,8 @@ def _train(config: ESConfig, paths: "_Paths", resume: bool, backend: str, echo: 
         evaluations = Evaluations(run, pool)
         evaluations.restore(start.pending)
         log.hold(start.held_rows, evaluations.awaits)
-        batches = stack.enter_context(closing(async_batches(run, pool, evaluations.queue) if evaluations.queue
-                                              else sync_batches(run, pool, start.unfinished)))
+        batches = stack.enter_context(closing(async_batches(run, pool, evaluations.queue, start.unfinished)
+                                              if evaluations.queue else sync_batches(run, pool, start.unfinished)))
         reporter = stack.enter_context(closing(Reporter(config.solver.type, hp.generations, solver.generation,
                                                         progress_bar, unit="generation", echo=echo,
                                                         window=_RATE_WINDOW)))
@@ -191,7 +193,8 @@ def _train(config: ESConfig, paths: "_Paths", resume: bool, backend: str, echo: 
             _report(reporter, solver.generation, time.perf_counter() - loop_started, row, outcome.last_eval,
                     solver.dropped_samples, outcome.losses, hp.mode)
             if solver.generation % hp.checkpoint_every == 0:
-                outcome.checkpoint_error = _save_checkpoint(run, paths.checkpoint, totals, log, evaluations, echo)
+                outcome.checkpoint_error = _save_checkpoint(run, paths.checkpoint, totals, log, evaluations, echo,
+                                                            start.unfinished)
             if stop.signal is not None:
                 outcome.interrupted, outcome.stop_signal = True, stop.signal
                 break
@@ -202,7 +205,7 @@ def _train(config: ESConfig, paths: "_Paths", resume: bool, backend: str, echo: 
     export_policy(run, paths.onnx, *((totals.best_params, totals.best_obs_stats) if totals.evaluated else (None, None)))
     result = _finish(run, backend, paths, totals, outcome, seconds_before, time.perf_counter() - started, echo)
     if outcome.workers_lost is not None:
-        raise TrainStopped(_stopped_message(run, paths, outcome, len(start.unfinished.rows)), result)
+        raise TrainStopped(_stopped_message(run, paths, outcome, len(start.unfinished)), result)
     return result
 
 
@@ -250,7 +253,7 @@ def _echo_worker_events(pool: EvaluationPool, outcome: "_Outcome", echo: Callabl
 
 def _stopped_message(run: Run, paths: "_Paths", outcome: "_Outcome", unfinished: int) -> str:
     """The one line a run that lost its workers ends with: why, where its state is (with ``unfinished``
-    candidates of the next generation evaluated), how to resume."""
+    candidates of the next generation or update evaluated), how to resume."""
     generation = run.solver.generation
     if outcome.checkpoint_error is None:
         next_ones = f" and {unfinished} evaluated candidate(s) of the next" if unfinished else ""
@@ -279,8 +282,9 @@ class _Paths:
 @dataclass
 class _Start:
     """Where training starts: the totals, the CSV rows written before, the rows a checkpoint held
-    for their evaluation, the evaluations it had pending and the candidates of its generation
-    evaluated before it stopped (nothing, for a new run)."""
+    for their evaluation, the evaluations it had pending and the candidates of its generation or
+    update evaluated before it stopped (nothing, for a new run); the last are the run's own from
+    then on (what the schedule holds when a checkpoint is written)."""
     totals: Totals
     rows: list[dict] = field(default_factory=list)
     held_rows: list[dict] = field(default_factory=list)
@@ -294,9 +298,14 @@ def _resume(run: Run, paths: _Paths, echo: Callable[[str], None]) -> _Start:
     held_rows = ProgressLog.held_from_extra(extra)
     held = {row["generation"] for row in held_rows}
     rows = [row for row in _read_rows(paths.csv, run.solver.generation) if int(row["generation"]) not in held]
-    echo(f"resumed from {paths.checkpoint} at generation {run.solver.generation}")
+    unfinished = UnfinishedGeneration.from_extra(extra, run.solver.generation)
+    kept = f", with {len(unfinished)} evaluated candidate(s) of the next" if len(unfinished) else ""
+    echo(f"resumed from {paths.checkpoint} at generation {run.solver.generation}{kept}")
+    if unfinished.arrived and run.config.train.mode == "sync":
+        echo(f"es-train: the {len(unfinished.arrived)} result(s) the async run held are not used in sync mode "
+             f"(it plays whole generations)")
     return _Start(Totals.from_extra(extra, run.obs_stats), rows, held_rows, Evaluations.pending_from_extra(extra),
-                  UnfinishedGeneration.from_extra(extra, run.solver.generation))
+                  unfinished)
 
 
 @dataclass
@@ -471,17 +480,17 @@ def _check_before_training(config: ESConfig, paths: _Paths, resume: bool) -> Non
             raise TrainError(f"{key}: {path} is {describe_file_type(mode)}, not a file; move it away")
     check_population(config.solver.population_size)
     if resume and paths.checkpoint.is_file():
-        _, groups = read_checkpoint(paths.checkpoint)
-        check_trainer_extra(groups, paths.checkpoint)
+        attrs, groups = read_checkpoint(paths.checkpoint)
+        check_trainer_extra(groups, paths.checkpoint, attrs)
 
 
 def _save_checkpoint(run: Run, path: Path, totals: Totals, log: ProgressLog, evaluations: Evaluations,
-                     echo: Callable[[str], None], unfinished: UnfinishedGeneration | None = None) -> str | None:
+                     echo: Callable[[str], None], unfinished: UnfinishedGeneration) -> str | None:
     """Write a checkpoint (with the rows held for their evaluation, the solutions still to be
-    evaluated and the candidates of the generation under way evaluated before the workers were
-    lost); on failure say so and return why (training goes on: the policy is kept)."""
-    extra = {**totals.to_extra(), **log.to_extra(), **evaluations.to_extra(),
-             **(unfinished.to_extra() if unfinished is not None else {})}
+    evaluated and the evaluated candidates of the update under way: in sync mode those evaluated
+    before the workers were lost, in async mode the results not yet in an update); on failure say
+    so and return why (training goes on: the policy is kept)."""
+    extra = {**totals.to_extra(), **log.to_extra(), **evaluations.to_extra(), **unfinished.to_extra(run.solver)}
     try:
         save_checkpoint(run, path, extra=extra)
     except OSError as error:

@@ -22,6 +22,7 @@ from evokit_py.pool import EvaluationPool
 from evokit_py.training.evaluations import EvaluationQueue
 from evokit_py.training.schedule import _around_preview, async_batches
 from evokit_py.training.setup import setup_run
+from evokit_py.training.unfinished import UnfinishedGeneration
 from evokit_py.basis import Basis
 from evokit_py.solvers import StaleSampleError, make_solver
 from evokit_py.train import train
@@ -145,6 +146,30 @@ def test_previews_age_with_their_version_and_are_not_checkpointed():
     with pytest.raises(StaleSampleError, match=r"of version 1; the solver keeps versions 2\.\.3"):
         solver.tell([ahead], [1.0])
     assert solver.preview([ahead], [1.0]) == 0  # nothing recent enough: no preview
+
+
+def test_held_results_drawn_around_a_preview_are_corrected_after_a_resume_as_before():
+    """An async run stopped after an update holds a pair drawn around the preview of that update:
+    its checkpoint keeps the pair with the preview, and the resumed solver's next update, with the
+    pair first, is the one the run would have made."""
+    solver = _basic_es(max_staleness=1)
+    infos = solver.ask()
+    preview = solver.preview(infos[:2], [1.0, 0.0])
+    ahead = [dataclasses.replace(info, version=1, preview=preview) for info in solver.ask(extra_round=1)[:2]]
+    solver.tell(infos, [1.0, 0.0, 0.5, 0.2])
+    row = {"returns": np.array([3.0]), "steps": np.array([9]), "obs_sum": np.zeros((1, 4)),
+           "obs_sumsq": np.zeros((1, 4)), "cpu_seconds": np.zeros(1)}
+    extra = UnfinishedGeneration(arrived=[(info, row) for info in ahead]).to_extra(solver)
+    assert list(extra["unfinished/previews/ids"]) == [preview] and list(extra["unfinished/previews/versions"]) == [1]
+    twin = _basic_es(max_staleness=1)
+    twin.load_state_dict({key: np.array(value) for key, value in solver.state_dict().items()})
+    held = UnfinishedGeneration.from_extra(extra, 1).hold(twin)
+    assert [info for info, _ in held] == ahead
+    more = solver.ask()[:2]
+    solver.tell([*ahead, *more], [3.0, 3.0, 1.0, 0.0])
+    twin.tell([info for info, _ in held] + more, [3.0, 3.0, 1.0, 0.0])
+    assert np.array_equal(twin.solution(), solver.solution()) and twin.dropped_samples == 0
+    assert twin.preview(more, [1.0, 0.0]) == preview + 1  # new previews get other ids
 
 
 def test_solvers_that_do_not_correct_stale_samples_cannot_preview():

@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ import pytest
 import parl_lite
 from evokit_py.checkpoint import SolverCheckpointError, read_checkpoint, write_checkpoint
 from evokit_py.config import resolve_config
-from evokit_py.train import TrainError, train
+from evokit_py.train import TrainError, TrainStopped, train
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
@@ -170,7 +171,7 @@ NO_PADDLE = """
 import sys
 import parl_lite
 from evokit_py.config import resolve_config
-from evokit_py.train import TrainError, train
+from evokit_py.train import TrainError, TrainStopped, train
 
 @parl_lite.remote_class
 class Probe:
@@ -287,6 +288,102 @@ def test_a_checkpoint_with_unsound_unfinished_candidates_is_refused_naming_the_d
     _rewrite_with_extra(first.checkpoint_path, {**rows, **change})
     with pytest.raises((SolverCheckpointError, TrainError), match=re.escape(message)):
         train(_config(tmp_path, "train.generations=2", "solver.population_size=8"), resume=True, backend="inprocess",
+              echo=lambda line: None)
+
+
+def _held_rows(infos: list[list[int]], returns: list[float]) -> dict[str, np.ndarray]:
+    """``extra/unfinished/*`` of an async run's held results: these sampling infos, these returns."""
+    rows = _candidate_rows(returns)
+    del rows["unfinished/indices"]
+    return {"unfinished/infos": np.array(infos, dtype=np.int64), **rows}
+
+
+def _lose_the_sampler_once_it_stalls(gate: Path) -> threading.Thread:
+    """A thread that waits for the sampler of a ``StallingCartPole`` run to stall at its gate, then
+    lets no other be made and kills it."""
+    def lose() -> None:
+        with open(gate, "wb"):  # returns once the sampler waits at the gate
+            (gate.parent / f"{gate.name}.shut").touch()
+            os.kill(int((gate.parent / f"{gate.name}.pid").read_text()), signal.SIGKILL)
+
+    thread = threading.Thread(target=lose, daemon=True)
+    thread.start()
+    return thread
+
+
+_ASYNC = ("train.mode=async", "solver.population_size=4", "env.episodes_per_candidate=1", "train.eval_every=1000")
+
+
+@pytest.mark.timeout(120)
+def test_an_async_run_that_loses_its_workers_keeps_the_results_not_yet_in_an_update(tmp_path):
+    """Async, population 4, one sampler: it evaluates three mirrored pairs (generation 0's batch,
+    then a pair around generation 1), stalls at its fourth and is killed, and no other can be made.
+    The run stops after train.capacity_wait with that pair in its checkpoint, and the resumed run's
+    first update takes it (its returns set to values no CartPole episode of 100 steps returns)."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    stall, lines = _lose_the_sampler_once_it_stalls(gate), []
+    try:
+        with pytest.raises(TrainStopped) as stopped:
+            train(_config(tmp_path, *_ASYNC, "train.generations=1000", "train.workers=1", "train.capacity_wait=1",
+                          "env.id=gated_env:StallingCartPole-v0", f"env.kwargs={{gate: {gate}, resets: 6}}"),
+                  echo=lines.append, progress_bar=False)
+    finally:
+        parl_lite.shutdown()
+        if stall.is_alive():  # the sampler never stalled: let the thread's open return
+            os.close(os.open(gate, os.O_RDONLY | os.O_NONBLOCK))
+        stall.join(timeout=10)
+    checkpoint = stopped.value.result.checkpoint_path
+    assert re.search(r"stopped at generation 1: no sampler left, and none could be made for 1 s; the checkpoint "
+                     r"\S+ holds generation 1 and 2 evaluated candidate\(s\) of the next", str(stopped.value)), lines
+    attrs, state = read_checkpoint(checkpoint)
+    held = state["extra"]["unfinished/infos"]
+    assert int(attrs["generation"]) == 1 and "unfinished/indices" not in state["extra"]
+    assert held.shape == (2, 6) and sorted(held[:, 2]) == [-1, 1]  # a mirrored pair
+    assert list(held[:, 4]) == [1, 1] and list(held[:, 5]) == [0, 0]  # drawn around version 1, no preview
+    assert np.all(state["extra"]["unfinished/returns"] > 0)
+    _rewrite_with_extra(checkpoint, {"unfinished/returns": np.array([1000.0, 2000.0])})
+    lines.clear()
+    resumed = train(_config(tmp_path, *_ASYNC, "train.generations=2", "env.id=gated_env:StallingCartPole-v0",
+                            f"env.kwargs={{gate: {tmp_path / 'open'}, resets: 1000000}}"), resume=True,
+                    backend="inprocess", echo=lines.append, progress_bar=False)
+    assert lines[0] == f"resumed from {checkpoint} at generation 1, with 2 evaluated candidate(s) of the next"
+    rows = list(csv.DictReader(open(resumed.csv_path)))
+    assert [row["generation"] for row in rows] == ["1", "2"] and float(rows[1]["max_return"]) == 2000.0
+    _, state = read_checkpoint(resumed.checkpoint_path)
+    assert int(state["solver"]["dropped_samples"]) == 0  # taken, not dropped
+    assert not any(key.startswith("unfinished/") for key in state["extra"])  # used once, then forgotten
+
+
+_PAIR = [[0, 8, 1, 0, 1, 0], [0, 8, -1, 0, 1, 0]]  # held results drawn around version 1 (the checkpoint's)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"unfinished/infos": np.zeros((2, 7))}, "extra/unfinished/infos: shape (2, 7), expected (2, i) (i <= 6"),
+    ({"unfinished/returns": np.zeros(3)}, "extra/unfinished/returns: shape (3,), expected (2,)"),
+    ({"unfinished/infos": [_PAIR[0], [0, 8, -1, 0, 3, 0]]}, "extra/unfinished/infos: version 3 is out of range [0, 2]"),
+    ({"unfinished/infos": [_PAIR[0], [0, 8, 2, 0, 1, 0]]}, "extra/unfinished/infos: sign 2 is out of range [-1, 1]"),
+    ({"unfinished/infos": [_PAIR[0], [0, 10**9, 1, 0, 1, 0]]}, "extra/unfinished/infos: offset 1000000000 is out of "
+                                                               "range [0, 999990]"),
+    ({"unfinished/infos": [_PAIR[0], [0, 8, 1, 0, 2, 0]]}, "extra/unfinished/infos: a version 2 (the checkpoint is "
+                                                          "at generation 1) without a preview"),
+    ({"unfinished/infos": [_PAIR[0], [0, 8.5, 1, 0, 1, 0]]}, "extra/unfinished/infos: holds values that are not whole"),
+    ({"unfinished/indices": np.arange(2)}, "extra/unfinished/infos: beside extra/unfinished/indices"),
+    ({"unfinished/previews/ids": np.array([1])}, "extra/unfinished/previews/params: missing"),
+    ({"unfinished/infos": [_PAIR[0], [0, 8, 1, 0, 2, 1]], "unfinished/previews/ids": np.array([1]),
+      "unfinished/previews/versions": np.array([1]), "unfinished/previews/params": np.zeros((1, 10))},
+     "extra/unfinished/infos: a candidate of version 2 drawn around preview 1, which extra/unfinished/previews/"
+     "versions says is of version 1"),
+    ({"unfinished/infos": [_PAIR[0], [0, 8, 1, 0, 2, 1]], "unfinished/previews/ids": np.array([1]),
+      "unfinished/previews/versions": np.array([2]), "unfinished/previews/params": np.zeros((1, 11))},
+     "extra/unfinished/previews/params: shape (1, 11), expected (1, 10)"),
+])
+def test_a_checkpoint_with_unsound_held_async_results_is_refused_naming_the_dataset(tmp_path, change, message):
+    first = train(_config(tmp_path, *_ASYNC, "train.generations=1"), backend="inprocess", echo=lambda line: None)
+    _rewrite_with_extra(first.checkpoint_path, {**_held_rows(_PAIR, [1.0, 2.0]),
+                                                **{key: np.asarray(value) for key, value in change.items()}})
+    with pytest.raises((SolverCheckpointError, TrainError), match=re.escape(message)):
+        train(_config(tmp_path, *_ASYNC, "train.generations=2"), resume=True, backend="inprocess",
               echo=lambda line: None)
 
 

@@ -18,7 +18,8 @@ the parameters that update would reach from the results in so far, without chang
 Candidates drawn around it (``preview_basis(id)``, infos tagged ``version=generation + 1`` and
 ``preview=id``) are corrected at the update by the difference between the preview and the
 parameters reached, like stale samples; a preview lives as long as its version is kept and is not
-part of a checkpoint.
+part of the solver's state (``state_dict``): a caller that keeps candidates drawn around previews
+across a checkpoint keeps those previews with them and gives them back (``restore_previews``).
 """
 import dataclasses
 from collections.abc import Sequence
@@ -129,6 +130,15 @@ class Solver:
         """What candidates drawn around preview ``preview`` are built from."""
         raise NotImplementedError(f"{type(self).__name__} cannot preview its next version")
 
+    def restore_previews(self, previews: dict[int, tuple[int, Any]]) -> None:
+        """Hold again previews this solver made before a checkpoint (id -> (version, what
+        :meth:`preview` made; BASIC_ES: the parameters)), so that candidates drawn around them are
+        corrected when told; those of versions no longer kept are left out, and new previews get
+        other ids."""
+        oldest = self._oldest_kept()
+        self.previews.update({key: value for key, value in previews.items() if value[0] >= oldest})
+        self._last_preview_id = max([self._last_preview_id, *previews])
+
     def _checked_fitness(self, infos: Sequence[SamplingInfo], fitness: "Sequence[float] | np.ndarray") -> np.ndarray:
         values = np.asarray(fitness, dtype=np.float64)
         if values.shape != (len(infos),):
@@ -193,7 +203,7 @@ class Solver:
         unknown = [info.preview for info in refused if info.version >= oldest]
         if unknown:
             return (f"tell: {len(refused)} sampling info(s) drawn around preview {unknown[0]}, which this solver "
-                    f"does not hold (previews are not checkpointed)")
+                    f"does not hold (previews are not part of its state)")
         return (f"tell: {len(refused)} sampling info(s) of version {min(info.version for info in refused)}; "
                 f"the solver keeps {kept} ({why})")
 

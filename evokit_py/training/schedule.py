@@ -25,7 +25,9 @@ around what its own update left. The trainer only reads them (the generation, th
   corrected by the small difference between the preview and the parameters reached, where a
   candidate around the old parameters would be corrected by a whole step. No worker waits for a
   generation's slowest episode; the order in which results arrive depends on timing, so runs are not
-  reproducible.
+  reproducible. The results arrived since the last update are held in an
+  :class:`~evokit_py.training.unfinished.UnfinishedGeneration` (its list), so that the checkpoint of
+  a run stopped for any reason keeps them, and a resumed run's first update takes them first.
   One call per worker at a time: a second one waiting in each worker's queue gave no more
   evaluations/s but twice the candidates in flight at each update, hence more stale samples and
   more updates to a target (measured in docs/evokit.md).
@@ -143,12 +145,13 @@ def _updated(run: Run, infos: list[SamplingInfo], result: dict, tick: float) -> 
     return Batch(generation, infos, result, time.perf_counter() - tick)
 
 
-def async_batches(run: Run, pool: EvaluationPool,
-                  evaluations: EvaluationQueue | None = None) -> Generator[Batch | None, None, None]:
+def async_batches(run: Run, pool: EvaluationPool, evaluations: EvaluationQueue | None = None,
+                  unfinished: UnfinishedGeneration | None = None) -> Generator[Batch | None, None, None]:
     """A batch whenever ``population_size`` results arrived, the run updated with it, workers never
     idle between updates (see the module docstring); the episodes of ``evaluations`` go first, and
     ``None`` comes as soon as one of them reached its target (the trainer can stop without waiting
-    for the next batch).
+    for the next batch). The results arrived and not yet in an update are ``unfinished`` 's (those
+    a resumed run's checkpoint held go first), whenever the generator is suspended or ended.
     Closing the generator waits for the evaluation episodes still running and records them; the
     candidates still running are left to finish on their own (no update would take their results)."""
     solver, config = run.solver, run.config
@@ -158,11 +161,12 @@ def async_batches(run: Run, pool: EvaluationPool,
     basis: dict = {}
     extra_round = 0
     evaluations = evaluations if evaluations is not None else EvaluationQueue()
+    # (info, its row of the result), kept in ``unfinished`` as they arrive
+    arrived = (unfinished if unfinished is not None else UnfinishedGeneration()).hold(solver)
     running: dict[concurrent.futures.Future, tuple[Any, list[SamplingInfo]]] = {}  # future -> (worker, infos)
     evaluating: dict[concurrent.futures.Future, tuple[Any, tuple[int, int]]] = {}  # future -> (worker, episode)
     idle = list(pool.workers)
     completions = _Completions()
-    arrived: list[tuple[SamplingInfo, dict]] = []  # (info, its row of the result)
     normalised: tuple[int, float] | None = None  # (version, observations counted) ``mean`` and ``std`` are of
     mean = std = None
     try:
@@ -216,7 +220,8 @@ def async_batches(run: Run, pool: EvaluationPool,
             idle += pool.take_new()
             size = solver.population_size
             while len(arrived) >= size:
-                batch, arrived = arrived[:size], arrived[size:]
+                batch = arrived[:size]
+                del arrived[:size]
                 result = aggregate({key: np.concatenate([r[key] for _, r in batch]) for key in batch[0][1]})
                 yield _updated(run, [info for info, _ in batch], result, tick)
                 tick = time.perf_counter()
