@@ -216,6 +216,68 @@ def test_a_killed_pool_is_not_listed_and_leaves_nothing(tmp_path, kill_zygote_to
         process.stdin.close()
 
 
+def _spawn_with_pid(pid: int, command: list[str]) -> subprocess.Popen | None:
+    """``command`` started as process ``pid`` (free), through the kernel's ``ns_last_pid``, as CRIU
+    does; None if another process took the pid first 20 times."""
+    for _ in range(20):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as last_pid:
+            last_pid.write(str(pid - 1))
+        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        if process.pid == pid:
+            return process
+        process.kill()
+        process.wait()
+    return None
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK), reason="needs a writable ns_last_pid")
+def test_a_dead_pools_zygote_leaves_alone_the_segments_of_the_process_that_reuses_its_pid(tmp_path):
+    """The zygote of a pool whose process died sweeps that process's other segments (its noise
+    table) by pid. With many processes started, the pid can name a new process by then: its live
+    segments (another run's noise table) must not be swept (they were: that run died)."""
+    script = tmp_path / "pool_script.py"
+    script.write_text(POOL_SCRIPT)
+    # not a session leader: a child of it that outlives it (its resource tracker) would hold its pid as
+    # a session id where nothing reaps orphans
+    process = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True, cwd=tmp_path)
+    reuser = info = None
+    try:
+        info = json.loads(process.stdout.readline())
+        os.kill(info["zygote"], signal.SIGSTOP)  # the sweep waits until the pid is taken again
+        process.kill()
+        process.wait(timeout=10)
+        reuser = _spawn_with_pid(process.pid, [sys.executable, "-c", textwrap.dedent("""
+            import os, sys
+            path = f"/dev/shm/parl_lite_{os.getpid()}_noise_reused"
+            open(path, "w").close()
+            print(path, flush=True)
+            sys.stdin.readline()
+            os.unlink(path)
+        """)])
+        if reuser is None:
+            pytest.skip(f"pid {process.pid} was taken by another process each time")
+        segment = reuser.stdout.readline().strip()
+        os.kill(info["zygote"], signal.SIGCONT)
+        assert wait_for_exit(info["zygote"], timeout=20)
+        assert os.path.exists(segment), "the zygote swept the segment of the process now holding its pool's pid"
+        reuser.communicate("\n", timeout=10)
+        assert not os.path.exists(segment)
+        find_pools()  # parl-lite status sweeps what a dead pid left (the dead pool's noise table)
+        assert _entries_of(process.pid) == []
+    finally:
+        for running in (process, reuser):
+            if running is not None and running.poll() is None:
+                running.kill()
+                running.wait()
+        if info is not None and not wait_for_exit(info["zygote"], timeout=0):
+            os.kill(info["zygote"], signal.SIGCONT)  # it ends with its pool
+            assert wait_for_exit(info["zygote"], timeout=20)
+        process.stdout.close()
+        process.stdin.close()
+
+
 def test_status_skips_bad_entries_and_never_hangs(pool, tmp_path):
     fake_pid = 999_999_000 + os.getpid() % 1000  # beyond pid_max: never a live process
     names = []

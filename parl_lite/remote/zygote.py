@@ -105,9 +105,12 @@ def main() -> None:
             except ChildProcessError:
                 pass
         from parl_lite.remote.shm import PROCESS_SEGMENT, remove_session_segments
+        from parl_lite.remote.status import process_start_time
 
         remove_session_segments(segment_prefix)
-        if os.getppid() != owner:  # the pool's process died: sweep what else it owned (a noise table)
+        # the pool's process died: sweep what else it owned (a noise table), unless its pid already names
+        # another process, whose segments those names now are (they are swept once that pid is free)
+        if os.getppid() != owner and process_start_time(owner) is None:
             remove_session_segments(PROCESS_SEGMENT.format(pid=owner))
         try:
             os.unlink(status_path)
