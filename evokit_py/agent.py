@@ -133,7 +133,7 @@ class ESAgent:
     def predict(self, obs: np.ndarray):
         """The action for one observation, normalised as the workers normalise it (with the shared
         statistics, when configured)."""
-        output = self._refresh()(normalise(obs, *self._run.normalisation()))
+        output = self._refresh()(normalise(obs, *self._run.normalisation(), self._run.config.observation_stats.clip))
         return self._run.action_map(output[0])
 
     def update(self, sampling_infos: Sequence[SamplingInfo], rewards: Sequence[float],

@@ -45,7 +45,8 @@ _FIRST_CHECKSUMMED_VERSION = 2
 # config keys a resumed run must share with the checkpoint: they decide the parameters, the noise,
 # every random draw and the layout of the solver state, so a change would silently continue another
 # experiment (ESAgent.load_solver checks solver.type, solver.population_size and the noise seed too)
-RESUME_FIXED_KEYS = ("seed", "env.id", "observation_normalization", "solver.mirrored_sampling",
+RESUME_FIXED_KEYS = ("seed", "env.id", "observation_normalization", "observation_stats.std_floor",
+                     "observation_stats.clip", "solver.mirrored_sampling",
                      "solver.optimizer.type", "solver.sampling.gaussian_sampling.cached",
                      "solver.sampling.gaussian_sampling.cache_size")
 

@@ -217,6 +217,15 @@ class TrainConfig:
 
 
 @dataclass
+class ObservationStatsConfig:
+    """How ``observation_normalization`` scales an observation: ``(obs - mean) / max(std, std_floor)``,
+    clipped to ``[-clip, clip]``. The defaults are OpenAI ES's; ARS's filter is ``std_floor: 1.0e-4``
+    (only a guard against a zero std) and ``clip: null``."""
+    std_floor: float = field(default=0.1, metadata=_POSITIVE)
+    clip: float | None = field(default=5.0, metadata=_POSITIVE)  # null: not clipped
+
+
+@dataclass
 class ESConfig:
     """The whole configuration (see the module docstring)."""
     seed: int = field(default=0, metadata=_NON_NEGATIVE)  # environment seeds and initial weights
@@ -224,6 +233,7 @@ class ESConfig:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     solver: SolverConfig = field(default_factory=SolverConfig)
     observation_normalization: bool = True
+    observation_stats: ObservationStatsConfig = field(default_factory=ObservationStatsConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def __post_init__(self) -> None:

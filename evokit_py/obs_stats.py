@@ -2,15 +2,15 @@
 observation for the policy.
 
 Workers, :meth:`evokit_py.ESAgent.predict` and the offline sampler all feed the policy
-``normalise(obs, *normalisation(stats, enabled))``: float32 arithmetic throughout, so that a
-prediction sees bit for bit the input the candidates were trained on (the exported ONNX model runs
-the same three float32 operations in its graph).
+``normalise(obs, *normalisation(stats, enabled, std_floor), clip)``: float32 arithmetic throughout, so
+that a prediction sees bit for bit the input the candidates were trained on (the exported ONNX model
+runs the same float32 operations in its graph). The floor and the clip are the config's
+``observation_stats``: OpenAI ES's (std at least 0.1, clipped to ±5) by default, ARS's (no floor but
+a guard against a zero std, no clip) with ``std_floor: 1.0e-4`` and ``clip: null``.
 """
 import numpy as np
 
-__all__ = ["OBS_CLIP", "ObsStats", "normalisation", "normalise"]
-
-OBS_CLIP = 5.0  # normalised observations are clipped to [-OBS_CLIP, OBS_CLIP]
+__all__ = ["ObsStats", "normalisation", "normalise"]
 
 
 class ObsStats:
@@ -29,10 +29,11 @@ class ObsStats:
     def mean(self) -> np.ndarray:
         return self.total / self.count if self.count else np.zeros_like(self.total)
 
-    def std(self) -> np.ndarray:
+    def std(self, floor: float) -> np.ndarray:
+        """The (population) standard deviation, at least ``floor``; ones before two observations."""
         if self.count < 2:
             return np.ones_like(self.total)
-        return np.sqrt(np.maximum(self.total_sq / self.count - self.mean() ** 2, 1e-2))
+        return np.sqrt(np.maximum(self.total_sq / self.count - self.mean() ** 2, floor * floor))
 
     def state_dict(self) -> dict[str, np.ndarray]:
         return {"count": np.asarray(self.count), "sum": self.total.copy(), "sumsq": self.total_sq.copy()}
@@ -53,23 +54,25 @@ class ObsStats:
         self.total_sq = np.array(state["sumsq"], dtype=np.float64)
 
 
-def normalisation(stats: ObsStats, enabled: bool = True) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """The float32 mean and std of ``stats`` that :func:`normalise` takes (``None, None`` when not
-    ``enabled``: the config's ``observation_normalization`` is off)."""
+def normalisation(stats: ObsStats, enabled: bool, std_floor: float) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The float32 mean and std (at least ``std_floor``) of ``stats`` that :func:`normalise` takes
+    (``None, None`` when not ``enabled``: the config's ``observation_normalization`` is off)."""
     if not enabled:
         return None, None
-    return stats.mean().astype(np.float32), stats.std().astype(np.float32)
+    return stats.mean().astype(np.float32), stats.std(std_floor).astype(np.float32)
 
 
-def normalise(obs: np.ndarray, mean: np.ndarray | None, std: np.ndarray | None) -> np.ndarray:
+def normalise(obs: np.ndarray, mean: np.ndarray | None, std: np.ndarray | None, clip: float | None) -> np.ndarray:
     """One observation as the policy takes it: a float32 row ``[1, dim]``, normalised with the
-    :func:`normalisation` ``mean`` and ``std`` and clipped to ``[-OBS_CLIP, OBS_CLIP]`` (as it is
-    when ``mean`` is ``None``)."""
+    :func:`normalisation` ``mean`` and ``std`` and clipped to ``[-clip, clip]`` (not clipped when ``clip``
+    is None; as it is when ``mean`` is ``None``)."""
     x = np.asarray(obs, dtype=np.float32)[None]
     if mean is None or std is None:
         return x
     # np.clip's bits in four ufunc calls, in place: this runs once per environment step
     x = np.subtract(x, mean)
     np.divide(x, std, out=x)
-    np.maximum(x, -OBS_CLIP, out=x)
-    return np.minimum(x, OBS_CLIP, out=x)
+    if clip is None:
+        return x
+    np.maximum(x, -clip, out=x)
+    return np.minimum(x, clip, out=x)

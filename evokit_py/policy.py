@@ -25,7 +25,6 @@ import onnxruntime as ort
 
 from evokit_py.config import PolicyConfig
 from evokit_py.envs import action_size, mlp_output_activation, observation_size
-from evokit_py.obs_stats import OBS_CLIP
 from parl_lite.io.paths import describe_file_type
 
 if TYPE_CHECKING:
@@ -210,9 +209,10 @@ class OnnxPolicy:
         return self.session.run([self.output_name], self._feed)[0]
 
     def to_onnx(self, params: np.ndarray, obs_mean: np.ndarray | None = None,
-                obs_std: np.ndarray | None = None) -> "onnx.ModelProto":
+                obs_std: np.ndarray | None = None, obs_clip: float | None = None) -> "onnx.ModelProto":
         """A standalone model: weights = ``params`` as initializers; with ``obs_mean``/``obs_std`` the
-        input is normalised and clipped to ``[-OBS_CLIP, OBS_CLIP]`` first, as during training."""
+        input is normalised first and, with ``obs_clip``, clipped to ``[-obs_clip, obs_clip]``, as
+        :func:`evokit_py.obs_stats.normalise` does during training."""
         import onnx
         from onnx import helper, numpy_helper
 
@@ -232,12 +232,15 @@ class OnnxPolicy:
                 node.input[:] = [internal if name == raw else name for name in node.input]
             graph.initializer.extend([
                 numpy_helper.from_array(np.asarray(obs_mean, np.float32), "obs_mean"),
-                numpy_helper.from_array(np.asarray(obs_std, np.float32), "obs_std"),
-                numpy_helper.from_array(np.asarray(-OBS_CLIP, np.float32), "clip_low"),
-                numpy_helper.from_array(np.asarray(OBS_CLIP, np.float32), "clip_high")])
-            prefix = [helper.make_node("Sub", [raw, "obs_mean"], ["obs__centred"]),
-                      helper.make_node("Div", ["obs__centred", "obs_std"], ["obs__scaled"]),
-                      helper.make_node("Clip", ["obs__scaled", "clip_low", "clip_high"], [internal])]
+                numpy_helper.from_array(np.asarray(obs_std, np.float32), "obs_std")])
+            prefix = [helper.make_node("Sub", [raw, "obs_mean"], ["obs__centred"])]
+            if obs_clip is None:
+                prefix.append(helper.make_node("Div", ["obs__centred", "obs_std"], [internal]))
+            else:
+                graph.initializer.extend([numpy_helper.from_array(np.asarray(-obs_clip, np.float32), "clip_low"),
+                                          numpy_helper.from_array(np.asarray(obs_clip, np.float32), "clip_high")])
+                prefix += [helper.make_node("Div", ["obs__centred", "obs_std"], ["obs__scaled"]),
+                           helper.make_node("Clip", ["obs__scaled", "clip_low", "clip_high"], [internal])]
             nodes = prefix + list(graph.node)
             del graph.node[:]
             graph.node.extend(nodes)

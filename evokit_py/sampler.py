@@ -85,9 +85,11 @@ class Sampler:
         observations: list[np.ndarray] = []
         total = 0.0
         policy, action_map, step, normalise_obs = self.policy, self.action_map, self.env.step, normalise
+        clip = self.config.observation_stats.clip
         while True:  # the env's time limit (``env.max_steps``, see make_env) ends an episode too
             observations.append(obs)
-            obs, reward, terminated, truncated, _ = step(action_map(policy(normalise_obs(obs, obs_mean, obs_std))[0]))
+            action = action_map(policy(normalise_obs(obs, obs_mean, obs_std, clip))[0])
+            obs, reward, terminated, truncated, _ = step(action)
             total += float(reward)
             if terminated or truncated:
                 break

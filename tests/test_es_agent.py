@@ -176,9 +176,10 @@ def test_a_checkpoint_missing_solver_state_is_a_clear_error(tmp_path, agent):
         agent.load_solver(path)
 
 
+@pytest.mark.parametrize("stats", [{}, {"std_floor": 1e-4, "clip": None}])  # OpenAI ES's filter, ARS's
 @pytest.mark.parametrize("mlp", [{"hidden": [8], "init_std": 0.5},
                                  {"hidden": [], "output_activation": "none", "bias": False, "init_std": 0.5}])
-def test_predict_plays_bit_for_bit_the_episode_a_sampling_worker_plays(mlp):
+def test_predict_plays_bit_for_bit_the_episode_a_sampling_worker_plays(mlp, stats):
     """One normalisation (float32 throughout) for the workers and predict, and a linear policy that
     the workers run in numpy gives onnxruntime's bits: a continuous action feeds any difference in
     the last bit back into the trajectory, so equal returns mean equal inputs."""
@@ -187,15 +188,16 @@ def test_predict_plays_bit_for_bit_the_episode_a_sampling_worker_plays(mlp):
     from evokit_py.obs_stats import normalisation
     from evokit_py.sampler import Sampler
 
-    config = parse_config({"env": {"id": "Pendulum-v1"}, "policy": {"mlp": mlp}})
+    config = parse_config({"env": {"id": "Pendulum-v1"}, "policy": {"mlp": mlp}, "observation_stats": stats})
     agent = ESAgent(config)
-    agent.obs_stats.add(np.array([7.0, -14.0, 21.0]), np.array([35.0, 63.0, 210.0]), 7.0)
+    agent.obs_stats.add(np.array([7.0, -14.0, 21.0]), np.array([35.0, 63.0, 63.1]), 7.0)  # std 1e-2 in the third
     sampler = Sampler(config, agent.policy_bytes(), agent.noise_spec())
     env = gym.make("Pendulum-v1")
     try:
         sampler.policy.set_parameters(agent.parameters())
         for seed in range(3):
-            worker_return, observations = sampler.run_episode(seed, *normalisation(agent.obs_stats))
+            normalised = normalisation(agent.obs_stats, True, config.observation_stats.std_floor)
+            worker_return, observations = sampler.run_episode(seed, *normalised)
             obs, _ = env.reset(seed=seed)
             seen, total, done = [], 0.0, False
             while not done:
@@ -207,3 +209,19 @@ def test_predict_plays_bit_for_bit_the_episode_a_sampling_worker_plays(mlp):
         env.close()
         sampler.release()
         agent.close()
+
+
+def test_the_observation_stats_floor_the_std_and_clip_the_normalised_observation_as_configured():
+    """OpenAI ES's filter (std at least 0.1, clipped to +-5) by default; ARS's (a std of 1e-3 kept,
+    nothing clipped) with ``observation_stats: {std_floor: 1.0e-4, clip: null}``."""
+    from evokit_py.obs_stats import ObsStats, normalisation, normalise
+
+    stats = ObsStats(2)
+    stats.add(np.array([0.0, 10.0]), np.array([1e-6 * 10, 1010.0]), 10.0)  # std 1e-3 and 10
+    obs = np.array([0.01, 0.0])
+    assert np.allclose(normalisation(stats, True, 0.1)[1], [0.1, 10.0])
+    assert np.allclose(normalise(obs, *normalisation(stats, True, 0.1), 5.0), [[0.1, -0.1]])
+    assert np.allclose(normalisation(stats, True, 1e-4)[1], [1e-3, 10.0])
+    assert np.allclose(normalise(obs, *normalisation(stats, True, 1e-4), None), [[10.0, -0.1]])
+    assert np.allclose(normalise(obs, *normalisation(stats, True, 1e-4), 5.0), [[5.0, -0.1]])
+    assert normalisation(stats, False, 0.1) == (None, None)

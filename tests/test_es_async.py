@@ -332,7 +332,7 @@ def test_candidates_around_a_preview_are_normalised_with_the_results_so_far():
         stats = run.obs_stats.copy()
         for _ in rows:
             stats.add(np.full(4, 6.0), np.full(4, 20.0), 3)
-        assert stats.count == 8 and np.allclose(mean, stats.mean()) and np.allclose(std, stats.std())
+        assert stats.count == 8 and np.allclose(mean, stats.mean()) and np.allclose(std, stats.std(run.config.observation_stats.std_floor))
     finally:
         run.close()
 

@@ -32,6 +32,9 @@ def test_defaults_and_round_trip_through_yaml(tmp_path):
     ({"env": {"kwargs": [1]}}, "env.kwargs"),
     ({"evn": {}}, "evn"),
     ({"env": 3}, "env"),
+    ({"observation_stats": {"std_floor": 0}}, "observation_stats.std_floor"),
+    ({"observation_stats": {"clip": -1}}, "observation_stats.clip"),
+    ({"observation_stats": {"clip": "none"}}, "observation_stats.clip"),
 ])
 def test_bad_values_name_the_key(data, key):
     with pytest.raises(ConfigError) as error:

@@ -67,23 +67,26 @@ def test_user_onnx_file_float_initializers_become_parameters(tmp_path):
         OnnxPolicy.from_file(tmp_path / "junk.onnx")
 
 
-def test_export_folds_weights_and_normalisation_into_a_standalone_model(tmp_path):
+@pytest.mark.parametrize("clip", [5.0, None])
+def test_export_folds_weights_and_normalisation_into_a_standalone_model(tmp_path, clip):
     policy = OnnxPolicy(build_mlp(3, 2, [4]))
     params = np.random.default_rng(2).standard_normal(policy.param_size).astype(np.float32)
     mean, std = np.array([1.0, -1.0, 0.5]), np.array([2.0, 0.5, 1.0])
     path = tmp_path / "policy.onnx"
-    onnx.save(policy.to_onnx(params, mean, std), str(path))
+    onnx.save(policy.to_onnx(params, mean, std, clip), str(path))
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     assert [i.name for i in session.get_inputs()] == ["obs"]
     obs = np.array([[3.0, 0.0, 40.0]], np.float32)
     policy.set_parameters(params)
-    expected = policy(np.clip((obs - mean) / std, -5, 5).astype(np.float32))
+    scaled = (obs - mean) / std  # the third input is 39.5 std above its mean
+    expected = policy((scaled if clip is None else np.clip(scaled, -clip, clip)).astype(np.float32))
     assert np.allclose(session.run(None, {"obs": obs})[0], expected, atol=1e-5)
 
 
+@pytest.mark.parametrize("clip", [5.0, None])
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("obs_dim, act_dim", [(8, 2), (11, 3), (17, 6), (376, 17)])
-def test_the_numpy_linear_policy_gives_the_bits_of_the_graph_and_of_the_exported_file(obs_dim, act_dim, bias):
+def test_the_numpy_linear_policy_gives_the_bits_of_the_graph_and_of_the_exported_file(obs_dim, act_dim, bias, clip):
     """Workers run a linear policy in numpy; ESAgent.predict and the exported file run the graph in
     onnxruntime: every output must be the same float32, or replaying a policy would not give the
     return reported for it (MuJoCo feeds the last bit back into the trajectory)."""
@@ -99,11 +102,11 @@ def test_the_numpy_linear_policy_gives_the_bits_of_the_graph_and_of_the_exported
     fast.set_parameters(params)
     mean = rng.standard_normal(obs_dim).astype(np.float32)
     std = rng.uniform(0.1, 3.0, obs_dim).astype(np.float32)
-    exported = ort.InferenceSession(graph.to_onnx(params, mean, std).SerializeToString(),
+    exported = ort.InferenceSession(graph.to_onnx(params, mean, std, clip).SerializeToString(),
                                     providers=["CPUExecutionProvider"])
     observations = rng.standard_normal((500, obs_dim)) * 4.0
     for obs in observations:
-        x = normalise(obs, mean, std)
+        x = normalise(obs, mean, std, clip)
         expected = fast(x)
         assert expected.dtype == np.float32 and expected.shape == (1, act_dim)
         assert np.array_equal(graph(x), expected)

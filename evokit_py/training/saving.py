@@ -67,4 +67,5 @@ def export_policy(run: Run, path: "str | os.PathLike", params: np.ndarray | None
     """
     params = run.solver.solution() if params is None else params
     stats = None if obs_stats is None else ObsStats.from_state_dict(obs_stats)
-    write_bytes_atomically(path, run.policy.to_onnx(params, *run.normalisation(stats)).SerializeToString())
+    write_bytes_atomically(path, run.policy.to_onnx(params, *run.normalisation(stats),
+                                                         run.config.observation_stats.clip).SerializeToString())

@@ -53,7 +53,8 @@ class Run:
     def normalisation(self, stats: ObsStats | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The observation mean and std the policy sees through (:func:`evokit_py.obs_stats.normalisation`)
         for ``stats`` (default: the run's own), ``None, None`` when the config turns normalisation off."""
-        return normalisation(self.obs_stats if stats is None else stats, self.config.observation_normalization)
+        return normalisation(self.obs_stats if stats is None else stats, self.config.observation_normalization,
+                             self.config.observation_stats.std_floor)
 
     def fitness(self, result: dict) -> np.ndarray:
         """What the solver maximises for candidates of ``result`` (:func:`evokit_py.sampler.aggregate`

@@ -364,6 +364,7 @@ def profile(repeats: int = 3) -> dict:
         rng = np.random.default_rng(0)
         dim = sampler.env.observation_space.shape[0]
         mean, std = rng.standard_normal(dim).astype(np.float32), rng.uniform(0.5, 2, dim).astype(np.float32)
+        clip = config.observation_stats.clip
         infos = [info.to_list() for info in run.solver.ask()]
         basis = run.solver.basis().to_dict()
         seeds = candidate_seeds(config, 0, len(infos))
@@ -378,14 +379,14 @@ def profile(repeats: int = 3) -> dict:
             obs, _ = sampler.env.reset(seed=int(seeds[0][0]))
             while True:
                 observations.append(obs)
-                outputs.append(sampler.policy(normalise(obs, mean, std))[0])
+                outputs.append(sampler.policy(normalise(obs, mean, std, clip))[0])
                 actions.append(sampler.action_map(outputs[-1]))
                 obs, _, terminated, truncated, _ = sampler.env.step(actions[-1])
                 if terminated or truncated:
                     break
-            inputs = [normalise(o, mean, std) for o in observations]
+            inputs = [normalise(o, mean, std, clip) for o in observations]
             parts = {"env": (sampler.env.step, actions),
-                     "normalise": (lambda o: normalise(o, mean, std), observations),
+                     "normalise": (lambda o: normalise(o, mean, std, clip), observations),
                      "action_map": (sampler.action_map, outputs),
                      "policy_numpy": (sampler.policy, inputs),
                      "policy_onnxruntime": (onnx_policy, inputs)}
