@@ -15,6 +15,7 @@ import threading
 from multiprocessing.connection import Connection
 from typing import Any
 
+import cloudpickle
 import numpy as np
 
 from parl_lite.remote import protocol
@@ -120,12 +121,14 @@ class _ForwardedBytes(io.BufferedIOBase):
 def serve(connection: Connection, segment_prefix: str, warm_up_when_idle: bool = False) -> None:
     """Serve one actor over ``connection`` until STOP or until the caller goes away; with
     ``warm_up_when_idle``, take the large-message path once (:func:`_warm_up`) after a reply when
-    no request waits (a worker forked for an actor that was waiting for it)."""
+    no request waits (a worker forked for an actor that was waiting for it). Segments to PREFETCH
+    are mapped when no request waits too: a request that came after them is served first."""
     channel = _Channel(connection, SegmentPool(f"{segment_prefix}w{os.getpid()}_"))
     sys.stdout = _ForwardedStream(channel, "stdout")
     sys.stderr = _ForwardedStream(channel, "stderr")
     actor: Any | None = None
     value: Any = None
+    to_prefetch: list[str] = []
     while True:
         channel.send_releases()
         try:
@@ -139,7 +142,10 @@ def serve(connection: Connection, segment_prefix: str, warm_up_when_idle: bool =
             channel.segments.release(message[1])
             continue
         if kind == protocol.PREFETCH:
-            _prefetch(channel.borrowed, message[1])
+            to_prefetch += message[1]
+            if not connection.poll(0):
+                _prefetch(channel.borrowed, to_prefetch)
+                to_prefetch = []
             continue
         call_id = message[1]
         try:
@@ -153,9 +159,12 @@ def serve(connection: Connection, segment_prefix: str, warm_up_when_idle: bool =
         frame = channel.reply(reply)
         del reply  # now only the actor itself may still view the caller's segments
         channel.send_frame(protocol.settle(frame, channel.borrowed, channel.segments))
-        if warm_up_when_idle and not connection.poll(0):
-            _warm_up(segment_prefix)
-            warm_up_when_idle = False
+        if (warm_up_when_idle or to_prefetch) and not connection.poll(0):
+            if warm_up_when_idle:
+                _warm_up(segment_prefix)
+                warm_up_when_idle = False
+            _prefetch(channel.borrowed, to_prefetch)
+            to_prefetch = []
 
 
 def _run(actor: Any | None, message: tuple[Any, ...]) -> tuple[Any, Any]:
@@ -188,8 +197,10 @@ def _prefetch(borrowed: Borrowed, names: list[str]) -> None:
 
 
 def _warm_up(segment_prefix: str) -> None:
-    """Take the large-message path once, in a worker that waits for its actor: a forked process pays
-    copy-on-write faults and first-use costs on its first large message otherwise."""
+    """Take the large-message path once, and rebuild a class sent by value as an actor's is, in a
+    worker that waits for its actor: a forked process pays copy-on-write faults and first-use costs
+    on its first large message and its first class otherwise."""
+    pickle.loads(_CLASS_BY_VALUE)()
     segments = SegmentPool(f"{segment_prefix}w{os.getpid()}_")
     borrowed = Borrowed()
     frame, _ = protocol.encode((protocol.OK, 0, np.zeros(protocol.INLINE_LIMIT, np.uint8)), segments)
@@ -198,6 +209,22 @@ def _warm_up(segment_prefix: str) -> None:
     del message
     protocol.settle(reply, borrowed, segments)
     segments.close()
+
+
+def _class_sent_by_value() -> bytes:
+    """A class pickled as an actor's class defined in a script is (by value, with its methods)."""
+
+    class Actor:  # local, so that cloudpickle cannot refer to it by name
+        def __init__(self) -> None:
+            self.value = None
+
+        def call(self, value: Any) -> Any:
+            return value
+
+    return cloudpickle.dumps(Actor, protocol=5)
+
+
+_CLASS_BY_VALUE = _class_sent_by_value()  # made once, in the zygote
 
 
 def run_forked_worker(fd: int, segment_prefix: str, warm_up_first: bool = True) -> None:
