@@ -49,11 +49,14 @@ _HOUSEKEEPING_PERIOD = 0.1  # seconds between memory checks, while an actor has 
 # seconds between status updates, and between looks at idle connections (an idle actor's output, its
 # end) when no memory is checked: a node of a cluster keeps a pool per machine, idle most of the time
 _STATUS_PERIOD = 0.5
+# idle workers are forked once no actor was created for this long (a burst's actors would wait for
+# the CPU the forks and warm-ups take), or at the latest after a housekeeping period
+_BURST_GAP = 0.02
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 # pre-faulted shared memory the caller keeps for its next large argument, even when idle
 SHM_RESERVE_BYTES = 64 * 2**20
 # seconds during which a creation counts towards the idle reserve (see the module's docstring)
-RESERVE_WINDOW = 30.0
+RESERVE_WINDOW = 60.0
 IDLE_WORKERS_PER_WORKER = 4  # the default max_idle_workers, per idle worker kept at least
 _ENDED_KEPT = 32  # ended actors still listed in the status (and their logs kept)
 _log = logging.getLogger("parl_lite.remote")
@@ -490,6 +493,7 @@ class LocalPool(Backend):
 
     def _size_idle_workers(self) -> None:
         """Fork idle workers up to :meth:`_idle_target`, or stop those beyond it (the newest)."""
+        paused = False
         while not self._closed:
             target = self._idle_target()
             with self._lock:
@@ -499,6 +503,9 @@ class LocalPool(Backend):
                 worker.stop()
             if missing <= 0:
                 return
+            if not paused:
+                self._wait_for_a_pause_in_creations()
+                paused = True
             try:
                 worker = self._fork_worker()
             except RuntimeError:
@@ -508,6 +515,19 @@ class LocalPool(Backend):
             worker.prefetch(self.segments.free_names())  # the reserve, mapped while the worker is idle
             with self._lock:
                 self._idle.append(worker)
+
+    def _wait_for_a_pause_in_creations(self) -> None:
+        """Sleep until no actor was created for :data:`_BURST_GAP` seconds, for at most
+        :data:`_HOUSEKEEPING_PERIOD` (the other chores wait meanwhile)."""
+        deadline = time.monotonic() + _HOUSEKEEPING_PERIOD
+        while True:
+            with self._lock:
+                last = self._creations[-1] if self._creations else 0.0
+            now = time.monotonic()
+            pause = _BURST_GAP - (now - last)
+            if pause <= 0 or now >= deadline or self._closed:
+                return
+            time.sleep(min(pause, deadline - now))
 
     def _enforce_memory_limits(self) -> None:
         with self._lock:

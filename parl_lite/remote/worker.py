@@ -200,7 +200,7 @@ def _warm_up(segment_prefix: str) -> None:
     """Take the large-message path once, and rebuild a class sent by value as an actor's is, in a
     worker that waits for its actor: a forked process pays copy-on-write faults and first-use costs
     on its first large message and its first class otherwise."""
-    pickle.loads(_CLASS_BY_VALUE)()
+    rebuild_a_class()
     segments = SegmentPool(f"{segment_prefix}w{os.getpid()}_")
     borrowed = Borrowed()
     frame, _ = protocol.encode((protocol.OK, 0, np.zeros(protocol.INLINE_LIMIT, np.uint8)), segments)
@@ -225,6 +225,13 @@ def _class_sent_by_value() -> bytes:
 
 
 _CLASS_BY_VALUE = _class_sent_by_value()  # made once, in the zygote
+
+
+def rebuild_a_class() -> None:
+    """Unpickle a class sent by value and build an instance, as CREATE does: the zygote does it
+    once (first-use costs, paid once for all workers), a worker once more while it waits (the pages
+    it touches are then its own)."""
+    pickle.loads(_CLASS_BY_VALUE)()
 
 
 def run_forked_worker(fd: int, segment_prefix: str, warm_up_first: bool = True) -> None:

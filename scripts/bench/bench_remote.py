@@ -16,7 +16,7 @@ Prints one JSON line:
 - creating 8 actors on a warm pool (ms per actor): once after the calls above, then in
   ``--creation-rounds`` rounds (each after the pool refilled its idle workers, so the first of a
   round takes an idle worker: ``create_actor_idle_worker_ms_median``; the pool keeps one per CPU,
-  and one per actor created in the last 30 s up to 4 per CPU, so after the first round every actor
+  and one per actor created in the last 60 s up to 4 per CPU, so after the first round every actor
   of a round takes an idle worker, while the later ones of the first round wait for a fork from the
   zygote) beside two plain baselines
   measured in the same rounds: a process forked from the bench that answers over a pipe, and a warm
