@@ -224,7 +224,7 @@ def _class_sent_by_value() -> bytes:
     return cloudpickle.dumps(Actor, protocol=5)
 
 
-_CLASS_BY_VALUE = _class_sent_by_value()  # made once, in the zygote
+_CLASS_BY_VALUE = _class_sent_by_value()  # made once, at import: in the zygote before it forks
 
 
 def rebuild_a_class() -> None:
