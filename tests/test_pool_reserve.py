@@ -1,5 +1,5 @@
 """The local pool's idle workers: the reserve that grows after a burst of creations and shrinks back,
-and the reserve of shared memory a worker forked for a waiting actor maps once it is idle."""
+and the reserve of shared memory a worker forked for a waiting actor maps too."""
 import time
 from collections.abc import Callable
 
@@ -99,7 +99,7 @@ def test_an_actor_that_fails_to_start_counts_and_leaves_the_reserve_working(conn
     assert [RemoteCounter(1).add(1) for _ in range(3)] == [2, 2, 2]
 
 
-def test_a_worker_forked_for_a_waiting_actor_maps_the_shared_memory_reserve_once_idle(connect):
+def test_a_worker_forked_for_a_waiting_actor_maps_the_shared_memory_reserve(connect):
     pool = connect(num_workers=0)  # every actor waits for a fork
     reserve = pool.segments.free_names()
     assert reserve

@@ -300,10 +300,7 @@ class LocalPool(Backend):
         if self._closed:
             raise RuntimeError("the parl_lite pool is shut down")
         blob = self._class_blobs.blob(cls)
-        worker = self._take_idle_worker()
-        forked = worker is None
-        if worker is None:
-            worker = self._fork_worker(for_actor=True)
+        worker = self._take_idle_worker() or self._fork_worker(for_actor=True)
         worker.max_memory = options.max_memory
         with self._lock:
             self._actors[worker.pid] = worker
@@ -315,8 +312,6 @@ class LocalPool(Backend):
             raise
         finally:
             self._chores.put(None)  # refill the idle workers, once they no longer compete with this one
-        if forked:  # the reserve, mapped once the actor is idle (not ahead of its __init__)
-            worker.prefetch(self.segments.free_names())
         return worker
 
     def status(self) -> dict[str, Any]:
@@ -403,7 +398,11 @@ class LocalPool(Backend):
             raise RuntimeError(f"the pool's zygote process (pid {self._zygote.pid}) is gone: {exc}") from exc
         finally:
             theirs.close()
-        return WorkerProcess(pid, Connection(ours.detach()), self)
+        worker = WorkerProcess(pid, Connection(ours.detach()), self)
+        # the reserve, mapped before the actor's first call: a forked process's first mapping of it
+        # would cost that call several milliseconds
+        worker.prefetch(self.segments.free_names())
+        return worker
 
     def _worker_exited(self, worker: WorkerProcess) -> None:
         with self._lock:
@@ -512,7 +511,6 @@ class LocalPool(Backend):
                 if self._closed:  # shutting down meanwhile
                     return
                 raise
-            worker.prefetch(self.segments.free_names())  # the reserve, mapped while the worker is idle
             with self._lock:
                 self._idle.append(worker)
 

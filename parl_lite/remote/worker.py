@@ -121,14 +121,12 @@ class _ForwardedBytes(io.BufferedIOBase):
 def serve(connection: Connection, segment_prefix: str, warm_up_when_idle: bool = False) -> None:
     """Serve one actor over ``connection`` until STOP or until the caller goes away; with
     ``warm_up_when_idle``, take the large-message path once (:func:`_warm_up`) after a reply when
-    no request waits (a worker forked for an actor that was waiting for it). Segments to PREFETCH
-    are mapped when no request waits too: a request that came after them is served first."""
+    no request waits (a worker forked for an actor that was waiting for it)."""
     channel = _Channel(connection, SegmentPool(f"{segment_prefix}w{os.getpid()}_"))
     sys.stdout = _ForwardedStream(channel, "stdout")
     sys.stderr = _ForwardedStream(channel, "stderr")
     actor: Any | None = None
     value: Any = None
-    to_prefetch: list[str] = []
     while True:
         channel.send_releases()
         try:
@@ -142,10 +140,7 @@ def serve(connection: Connection, segment_prefix: str, warm_up_when_idle: bool =
             channel.segments.release(message[1])
             continue
         if kind == protocol.PREFETCH:
-            to_prefetch += message[1]
-            if not connection.poll(0):
-                _prefetch(channel.borrowed, to_prefetch)
-                to_prefetch = []
+            _prefetch(channel.borrowed, message[1])
             continue
         call_id = message[1]
         try:
@@ -159,12 +154,9 @@ def serve(connection: Connection, segment_prefix: str, warm_up_when_idle: bool =
         frame = channel.reply(reply)
         del reply  # now only the actor itself may still view the caller's segments
         channel.send_frame(protocol.settle(frame, channel.borrowed, channel.segments))
-        if (warm_up_when_idle or to_prefetch) and not connection.poll(0):
-            if warm_up_when_idle:
-                _warm_up(segment_prefix)
-                warm_up_when_idle = False
-            _prefetch(channel.borrowed, to_prefetch)
-            to_prefetch = []
+        if warm_up_when_idle and not connection.poll(0):
+            _warm_up(segment_prefix)
+            warm_up_when_idle = False
 
 
 def _run(actor: Any | None, message: tuple[Any, ...]) -> tuple[Any, Any]:
