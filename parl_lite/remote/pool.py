@@ -3,9 +3,13 @@
 Placement is simple on purpose: every actor gets a process of its own, so actors never share a GIL.
 ``num_workers`` processes are kept started and idle ahead of need (a warm pool), so creating an actor
 does not wait for a process to start; the pool may host any number of actors beyond that, each
-further process being forked from the zygote in a few milliseconds. A housekeeping thread refills the
-idle workers, returns the workers of released actors, enforces memory limits and publishes status;
-it survives its own errors (each is logged once) so that limits stay enforced whatever happens.
+further process being forked from the zygote in a few milliseconds. After a burst of creations the
+pool keeps more idle workers, as many as actors were created in the last ``reserve_window`` seconds
+(at most ``max_idle_workers``): the next burst is likely as large, and taking an idle worker costs a
+fraction of a fork. Once the burst is that old, the reserve shrinks back to ``num_workers``. A
+housekeeping thread forks and stops the idle workers, returns the workers of released actors,
+enforces memory limits and publishes status; it survives its own errors (each is logged once) so
+that limits stay enforced whatever happens.
 
 A worker's death is seen by its pid (a pidfd), not only by its socket: a child the actor forked may
 hold the socket open long after the worker is gone. Each worker leads its own process group, and
@@ -45,9 +49,15 @@ _HOUSEKEEPING_PERIOD = 0.1  # seconds between memory checks, while an actor has 
 # seconds between status updates, and between looks at idle connections (an idle actor's output, its
 # end) when no memory is checked: a node of a cluster keeps a pool per machine, idle most of the time
 _STATUS_PERIOD = 0.5
+# idle workers are forked once no actor was created for this long (a burst's actors would wait for
+# the CPU the forks and warm-ups take), or at the latest after a housekeeping period
+_BURST_GAP = 0.02
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 # pre-faulted shared memory the caller keeps for its next large argument, even when idle
 SHM_RESERVE_BYTES = 64 * 2**20
+# seconds during which a creation counts towards the idle reserve (see the module's docstring)
+RESERVE_WINDOW = 60.0
+IDLE_WORKERS_PER_WORKER = 4  # the default max_idle_workers, per idle worker kept at least
 _ENDED_KEPT = 32  # ended actors still listed in the status (and their logs kept)
 _log = logging.getLogger("parl_lite.remote")
 
@@ -223,6 +233,11 @@ class LocalPool(Backend):
 
     Args:
         num_workers: idle worker processes kept ready (default: the number of usable CPUs).
+        max_idle_workers: the most idle workers kept after a burst of creations (default: 4 ×
+            ``num_workers``; ``num_workers`` keeps the reserve fixed).
+        reserve_window: seconds during which a creation counts towards the idle reserve: the pool
+            keeps one idle worker per actor created in that time, within ``num_workers`` and
+            ``max_idle_workers``.
         threads_per_worker: value of OMP/MKL/OpenBLAS thread counts in the workers.
         on_output: called as ``on_output(worker, stream_name, text)`` with each chunk of actor output
             (whole lines) instead of printing it as ``(<Class> pid=N) line``.
@@ -232,14 +247,24 @@ class LocalPool(Backend):
 
     def __init__(self, num_workers: int | None = None, threads_per_worker: int = 1,
                  on_output: Callable[["WorkerProcess", str, str], None] | None = None,
-                 shm_reserve_bytes: int = SHM_RESERVE_BYTES) -> None:
+                 shm_reserve_bytes: int = SHM_RESERVE_BYTES, max_idle_workers: int | None = None,
+                 reserve_window: float = RESERVE_WINDOW) -> None:
         if num_workers is None:
             num_workers = len(os.sched_getaffinity(0))
         if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(f"num_workers must be a non-negative integer, got {num_workers!r}")
+        if max_idle_workers is None:
+            max_idle_workers = IDLE_WORKERS_PER_WORKER * num_workers
+        if not isinstance(max_idle_workers, int) or max_idle_workers < num_workers:
+            raise ValueError(f"max_idle_workers must be an integer of at least num_workers ({num_workers}), "
+                             f"got {max_idle_workers!r}")
+        if not isinstance(reserve_window, (int, float)) or not reserve_window >= 0:
+            raise ValueError(f"reserve_window must be a non-negative number of seconds, got {reserve_window!r}")
         if not isinstance(threads_per_worker, int) or threads_per_worker < 1:
             raise ValueError(f"threads_per_worker must be a positive integer, got {threads_per_worker!r}")
         self.num_workers = num_workers
+        self.max_idle_workers = max_idle_workers
+        self.reserve_window = float(reserve_window)
         self.threads_per_worker = threads_per_worker
         self.on_output = on_output
         self.session_prefix = f"parl_lite_{os.getpid()}_{uuid.uuid4().hex[:8]}_"
@@ -247,7 +272,9 @@ class LocalPool(Backend):
         self.started_at = time.time()
         self._lock = threading.Lock()
         self._control_lock = threading.Lock()
-        self._idle: list[WorkerProcess] = []
+        self._idle: list[WorkerProcess] = []  # oldest first: the first to be ready
+        # when the latest actors were created (as many as can count towards the idle reserve)
+        self._creations: collections.deque[float] = collections.deque(maxlen=max_idle_workers)
         self._actors: dict[int, WorkerProcess] = {}  # pid -> worker hosting an actor
         self._class_blobs = protocol.ClassBlobs("worker")
         self._ended: collections.deque[WorkerProcess] = collections.deque()  # actors that stopped, newest last
@@ -277,12 +304,14 @@ class LocalPool(Backend):
         worker.max_memory = options.max_memory
         with self._lock:
             self._actors[worker.pid] = worker
-        self._chores.put(None)  # refill the idle workers
+            self._creations.append(time.monotonic())
         try:
             worker.create(blob, cls.__qualname__, args, kwargs)
         except BaseException:
             self.release(worker)
             raise
+        finally:
+            self._chores.put(None)  # refill the idle workers, once they no longer compete with this one
         return worker
 
     def status(self) -> dict[str, Any]:
@@ -298,7 +327,7 @@ class LocalPool(Backend):
             "started_at": self.started_at,
             "generated_at": time.time(),
             "zygote_pid": self._zygote.pid,
-            "idle_target": self.num_workers,
+            "idle_target": self._idle_target(),
             "workers": [worker.describe() for worker in workers],
             "ended": [worker.describe() for worker in ended],
         }
@@ -350,7 +379,7 @@ class LocalPool(Backend):
             with self._lock:
                 if not self._idle:
                     return None
-                worker = self._idle.pop()
+                worker = self._idle.pop(0)
             worker.read_available()  # an idle worker's death is only seen when its connection is read
             if worker.alive:
                 return worker
@@ -370,7 +399,9 @@ class LocalPool(Backend):
         finally:
             theirs.close()
         worker = WorkerProcess(pid, Connection(ours.detach()), self)
-        worker.prefetch(self.segments.free_names())  # the reserve, mapped while the worker is idle
+        # the reserve, mapped before the actor's first call: a forked process's first mapping of it
+        # would cost that call several milliseconds
+        worker.prefetch(self.segments.free_names())
         return worker
 
     def _worker_exited(self, worker: WorkerProcess) -> None:
@@ -424,7 +455,7 @@ class LocalPool(Backend):
                 chore = None
             if chore is not None:
                 self._chore("closing an actor", chore.stop)
-            self._chore("starting idle workers", self._refill_idle_workers)
+            self._chore("starting and stopping idle workers", self._size_idle_workers)
             self._chore("enforcing max_memory", self._enforce_memory_limits)
             self._chore("reading idle connections", self._check_workers)
             self._chore("trimming free shared memory", self.segments.trim)
@@ -451,12 +482,29 @@ class LocalPool(Backend):
             worker.flush_releases()
             worker.borrowed.trim()
 
-    def _refill_idle_workers(self) -> None:
+    def _idle_target(self) -> int:
+        """How many idle workers to keep: one per actor created in the last ``reserve_window``
+        seconds, within ``num_workers`` and ``max_idle_workers``."""
+        since = time.monotonic() - self.reserve_window
+        with self._lock:
+            recent = sum(1 for created in self._creations if created >= since)
+        return max(self.num_workers, recent)
+
+    def _size_idle_workers(self) -> None:
+        """Fork idle workers up to :meth:`_idle_target`, or stop those beyond it (the newest)."""
+        paused = False
         while not self._closed:
+            target = self._idle_target()
             with self._lock:
-                missing = self.num_workers - len(self._idle)
+                missing = target - len(self._idle)
+                surplus = [self._idle.pop() for _ in range(-missing)]
+            for worker in surplus:
+                worker.stop()
             if missing <= 0:
                 return
+            if not paused:
+                self._wait_for_a_pause_in_creations()
+                paused = True
             try:
                 worker = self._fork_worker()
             except RuntimeError:
@@ -465,6 +513,19 @@ class LocalPool(Backend):
                 raise
             with self._lock:
                 self._idle.append(worker)
+
+    def _wait_for_a_pause_in_creations(self) -> None:
+        """Sleep until no actor was created for :data:`_BURST_GAP` seconds, for at most
+        :data:`_HOUSEKEEPING_PERIOD` (the other chores wait meanwhile)."""
+        deadline = time.monotonic() + _HOUSEKEEPING_PERIOD
+        while True:
+            with self._lock:
+                last = self._creations[-1] if self._creations else 0.0
+            now = time.monotonic()
+            pause = _BURST_GAP - (now - last)
+            if pause <= 0 or now >= deadline or self._closed:
+                return
+            time.sleep(min(pause, deadline - now))
 
     def _enforce_memory_limits(self) -> None:
         with self._lock:

@@ -15,6 +15,7 @@ import threading
 from multiprocessing.connection import Connection
 from typing import Any
 
+import cloudpickle
 import numpy as np
 
 from parl_lite.remote import protocol
@@ -188,8 +189,10 @@ def _prefetch(borrowed: Borrowed, names: list[str]) -> None:
 
 
 def _warm_up(segment_prefix: str) -> None:
-    """Take the large-message path once, in a worker that waits for its actor: a forked process pays
-    copy-on-write faults and first-use costs on its first large message otherwise."""
+    """Take the large-message path once, and rebuild a class sent by value as an actor's is, in a
+    worker that waits for its actor: a forked process pays copy-on-write faults and first-use costs
+    on its first large message and its first class otherwise."""
+    rebuild_a_class()
     segments = SegmentPool(f"{segment_prefix}w{os.getpid()}_")
     borrowed = Borrowed()
     frame, _ = protocol.encode((protocol.OK, 0, np.zeros(protocol.INLINE_LIMIT, np.uint8)), segments)
@@ -198,6 +201,29 @@ def _warm_up(segment_prefix: str) -> None:
     del message
     protocol.settle(reply, borrowed, segments)
     segments.close()
+
+
+def _class_sent_by_value() -> bytes:
+    """A class pickled as an actor's class defined in a script is (by value, with its methods)."""
+
+    class Actor:  # local, so that cloudpickle cannot refer to it by name
+        def __init__(self) -> None:
+            self.value = None
+
+        def call(self, value: Any) -> Any:
+            return value
+
+    return cloudpickle.dumps(Actor, protocol=5)
+
+
+_CLASS_BY_VALUE = _class_sent_by_value()  # made once, at import: in the zygote before it forks
+
+
+def rebuild_a_class() -> None:
+    """Unpickle a class sent by value and build an instance, as CREATE does: the zygote does it
+    once (first-use costs, paid once for all workers), a worker once more while it waits (the pages
+    it touches are then its own)."""
+    pickle.loads(_CLASS_BY_VALUE)()
 
 
 def run_forked_worker(fd: int, segment_prefix: str, warm_up_first: bool = True) -> None:

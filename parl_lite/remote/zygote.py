@@ -16,6 +16,7 @@ the process groups of its workers, sweeps the session's shared-memory segments a
 file, and exits.
 """
 import ctypes
+import gc
 import importlib
 import json
 import os
@@ -71,6 +72,10 @@ def main() -> None:
     for module in filter(None, os.environ.pop(PRELOAD_VARIABLE, "").split(",")):
         importlib.import_module(module)
     prctl = ctypes.CDLL(None).prctl  # looked up once: each worker calls it first thing
+    parl_lite.remote.worker.rebuild_a_class()
+    # what is here now lives as long as the workers: their collections need not visit it, and
+    # visiting it would copy the pages it lies in into each worker
+    gc.freeze()
 
     control.sendall(struct.pack(PID_FORMAT, os.getpid()))  # ready
     try:

@@ -16,9 +16,13 @@ Prints one JSON line:
 - creating 8 actors on a warm pool (ms per actor): once after the calls above, then in
   ``--creation-rounds`` rounds (each after the pool refilled its idle workers, so the first of a
   round takes an idle worker: ``create_actor_idle_worker_ms_median``; the pool keeps one per CPU,
-  and the later ones of a round may wait for a fork from the zygote) beside two plain baselines
+  and one per actor created in the last 60 s up to 4 per CPU, so after the first round every actor
+  of a round takes an idle worker, while the later ones of the first round wait for a fork from the
+  zygote) beside two plain baselines
   measured in the same rounds: a process forked from the bench that answers over a pipe, and a warm
-  ``ProcessPoolExecutor`` building the class and sending it back.
+  ``ProcessPoolExecutor`` building the class and sending it back;
+- creating an actor that waits for a fork (``create_actor_forked_ms_median``: a pool with
+  ``num_workers=0``, so no idle worker is kept; each actor is closed before the next one).
 
 With ``--address ray://...`` the actors run on Ray, and plain Ray actors of the same class are measured
 alongside (interleaved where it matters): ``plain_ray_*`` figures and ``*_vs_plain_ray`` ratios; the
@@ -211,6 +215,20 @@ def _creation_rounds(rounds: int) -> Dict[str, float]:
             "executor_create_ms_mean": statistics.mean(times["executor"]) * 1e3}
 
 
+def _forked_creations(count: int) -> Dict[str, float]:
+    """Actors created one at a time on a pool that keeps no idle worker: each waits for a fork."""
+    parl_lite.connect(num_workers=0)
+    times = []
+    for _ in range(count):
+        time.sleep(0.05)  # the previous actor's worker has stopped
+        start = time.perf_counter()
+        actor = RemoteWorker()
+        times.append(time.perf_counter() - start)
+        actor.close()
+    parl_lite.shutdown()
+    return {"create_actor_forked_ms_median": statistics.median(times) * 1e3}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=3000, help="trivial calls timed for the latency figures")
@@ -326,6 +344,7 @@ def main() -> None:
     parl_lite.shutdown()
 
     if args.address is None:
+        figures.update(_forked_creations(args.creation_rounds * 2))
         figures.update(_large_array_rounds(args.echo_rounds, args.ray))
         for phase in ("first", "steady"):
             figures[f"64mb_{phase}_speedup_vs_pipe"] = figures["pipe_64mb_ms"] / figures[f"ours_{phase}_64mb_ms"]
