@@ -243,8 +243,9 @@ def test_the_calls_an_actor_served_reach_the_status_after_each_burst_of_calls(cl
     _connect(cluster)
     actor = RemoteCounter()
 
-    def served() -> int:
-        return next(a["calls_served"] for a in cluster.status()["actors"] if a["id"] == actor._channel.actor_id)
+    def served() -> int | None:  # None until the node has reported the actor
+        return next((a["calls_served"] for a in cluster.status()["actors"] if a["id"] == actor._channel.actor_id),
+                    None)
 
     calls = 1  # __init__
     for burst in (1, 5, 2):
