@@ -238,6 +238,23 @@ def test_status_and_the_status_command_show_a_clients_actors_per_node(cluster):
     assert f"(3 actor(s): {per_node})" in cluster.cli("status").stdout
 
 
+def test_the_calls_an_actor_served_reach_the_status_after_each_burst_of_calls(cluster):
+    # the host writes its figures only after calls, the node reads them only when they were rewritten
+    _connect(cluster)
+    actor = RemoteCounter()
+
+    def served() -> int | None:  # None until the node has reported the actor
+        return next((a["calls_served"] for a in cluster.status()["actors"] if a["id"] == actor._channel.actor_id),
+                    None)
+
+    calls = 1  # __init__
+    for burst in (1, 5, 2):
+        for _ in range(burst):
+            actor.add(1)
+        calls += burst
+        assert _wait_until(lambda expected=calls: served() == expected, 10), (served(), calls)
+
+
 def test_the_scale_bench_prints_one_json_line_and_leaves_nothing(tmp_path):
     runs = os.path.join(tempfile.gettempdir(), "parl_lite_scale_*")
     before = set(glob.glob(runs))

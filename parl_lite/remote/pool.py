@@ -47,7 +47,7 @@ __all__ = ["LocalPool"]
 
 _HOUSEKEEPING_PERIOD = 0.1  # seconds between memory checks, while an actor has a max_memory
 # seconds between status updates, and between looks at idle connections (an idle actor's output, its
-# end) when no memory is checked: a node of a cluster keeps a pool per machine, idle most of the time
+# end) when no memory is checked (the default of status_period=)
 _STATUS_PERIOD = 0.5
 # idle workers are forked once no actor was created for this long (a burst's actors would wait for
 # the CPU the forks and warm-ups take), or at the latest after a housekeeping period
@@ -243,12 +243,15 @@ class LocalPool(Backend):
             (whole lines) instead of printing it as ``(<Class> pid=N) line``.
         shm_reserve_bytes: pre-faulted shared memory kept for large arguments (0: none; a cluster
             node, whose clients send arguments over TCP, keeps none).
+        status_period: seconds between two publications of the status (``parl-lite status``) and
+            two looks at idle workers' connections, when no actor has a ``max_memory`` (a cluster
+            node, whose workers' ends and output are read as they come, looks less often).
     """
 
     def __init__(self, num_workers: int | None = None, threads_per_worker: int = 1,
                  on_output: Callable[["WorkerProcess", str, str], None] | None = None,
                  shm_reserve_bytes: int = SHM_RESERVE_BYTES, max_idle_workers: int | None = None,
-                 reserve_window: float = RESERVE_WINDOW) -> None:
+                 reserve_window: float = RESERVE_WINDOW, status_period: float = _STATUS_PERIOD) -> None:
         if num_workers is None:
             num_workers = len(os.sched_getaffinity(0))
         if not isinstance(num_workers, int) or num_workers < 0:
@@ -260,6 +263,8 @@ class LocalPool(Backend):
                              f"got {max_idle_workers!r}")
         if not isinstance(reserve_window, (int, float)) or not reserve_window >= 0:
             raise ValueError(f"reserve_window must be a non-negative number of seconds, got {reserve_window!r}")
+        if isinstance(status_period, bool) or not isinstance(status_period, (int, float)) or not status_period > 0:
+            raise ValueError(f"status_period must be a positive number of seconds, got {status_period!r}")
         if not isinstance(threads_per_worker, int) or threads_per_worker < 1:
             raise ValueError(f"threads_per_worker must be a positive integer, got {threads_per_worker!r}")
         self.num_workers = num_workers
@@ -267,6 +272,7 @@ class LocalPool(Backend):
         self.reserve_window = float(reserve_window)
         self.threads_per_worker = threads_per_worker
         self.on_output = on_output
+        self.status_period = float(status_period)
         self.session_prefix = f"parl_lite_{os.getpid()}_{uuid.uuid4().hex[:8]}_"
         self.segments = SegmentPool(f"{self.session_prefix}d_", reserve_bytes=shm_reserve_bytes)
         self.started_at = time.time()
@@ -445,12 +451,12 @@ class LocalPool(Backend):
 
     # --- housekeeping ---------------------------------------------------------------------------
     def _housekeep(self) -> None:
-        next_status = time.monotonic() + _STATUS_PERIOD
+        next_status = time.monotonic() + self.status_period
         while not self._closed:
             with self._lock:
                 limited = any(worker.max_memory is not None for worker in self._actors.values())
             try:
-                chore = self._chores.get(timeout=_HOUSEKEEPING_PERIOD if limited else _STATUS_PERIOD)
+                chore = self._chores.get(timeout=_HOUSEKEEPING_PERIOD if limited else self.status_period)
             except queue.Empty:
                 chore = None
             if chore is not None:
@@ -462,7 +468,7 @@ class LocalPool(Backend):
             if time.monotonic() >= next_status:
                 self._chore("writing the actor logs", self.actor_logs.flush)
                 self._chore("publishing the status", lambda: self._status.publish(self.status()))
-                next_status = time.monotonic() + _STATUS_PERIOD
+                next_status = time.monotonic() + self.status_period
 
     def _chore(self, what: str, function: Callable[..., Any], *args: Any) -> None:
         """Run one housekeeping step; an error is logged (once per kind) and the others go on."""

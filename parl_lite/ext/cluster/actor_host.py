@@ -46,6 +46,7 @@ class ActorHost:
         self._calls_served = 0
         self._last_error: str | None = None
         self._state = "starting"
+        self._changed = threading.Event()  # set when a figure of the stats changed since they were written
 
     @property
     def framed(self) -> framing.FramedSocket:
@@ -91,6 +92,7 @@ class ActorHost:
             self._serve_calls()
         finally:
             stop.set()
+            self._changed.set()
             writer.join()
             self.framed.close()
 
@@ -125,6 +127,8 @@ class ActorHost:
             sys.stdout.flush()
             sys.stderr.flush()
             self._calls_served += 1
+            if not self._changed.is_set():
+                self._changed.set()
             try:
                 self.send(reply)
             except (EOFError, OSError):
@@ -133,10 +137,14 @@ class ActorHost:
                 self.send((protocol.ERROR, call_id, RemoteFailure.from_exception(exc, serialization=True)))
 
     def _write_stats(self, path: str, stop: threading.Event) -> None:
-        """Keep ``path`` up to date for the node (which reports it to the master) until ``stop``."""
+        """Keep ``path`` up to date for the node (which reports it to the master) until ``stop``: a
+        write at most every ``_STATS_PERIOD`` while calls are served, none while the actor is idle
+        (a node hosts thousands of idle actors in all)."""
         written = None
         while True:
-            stopping = stop.wait(_STATS_PERIOD)
+            self._changed.wait()
+            stopping = stop.wait(_STATS_PERIOD)  # the calls of the next moment go in the same write
+            self._changed.clear()
             stats = {"calls_served": self._calls_served, "last_error": self._last_error, "state": self._state}
             if stats != written:
                 with open(f"{path}.tmp", "w") as handle:

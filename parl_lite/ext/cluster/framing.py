@@ -26,7 +26,10 @@ __all__ = ["FramedSocket", "FrameTooLargeError", "encode", "decode", "frame_size
 INLINE_LIMIT = 64 * 1024  # buffers smaller than this stay inside the pickle
 _HEADER = struct.Struct("!IH")
 _SIZE = struct.Struct("!Q")
-_READ_CHUNK = 256 * 1024
+_READ_CHUNK = 256 * 1024  # what one recv may take once messages fill the inbox
+# a new connection's inbox: a control message or a small call fits; a zero-filled 256 KiB buffer per
+# connection cost more than the rest of opening an actor's connection, and stayed with each actor
+_FIRST_INBOX = 4 * 1024
 
 
 class FrameTooLargeError(ValueError):
@@ -79,7 +82,7 @@ class FramedSocket:
         self.sock = sock
         self.peer = peer
         self.limit = limit
-        self._inbox = bytearray(_READ_CHUNK)
+        self._inbox = bytearray(_FIRST_INBOX)  # grows to _READ_CHUNK when a receive fills it
         self._start = 0  # unread bytes of the inbox are [_start, _end)
         self._end = 0
 

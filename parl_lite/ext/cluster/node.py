@@ -55,6 +55,10 @@ _REJOIN_MOST_DELAY = 2.0  # ... up to this
 _CLIENT_LEFT = "its client left"
 _SPARE_RETRY = 1.0  # seconds before building a spare actor host again after a failure
 _END_BY_ITSELF = 0.5  # seconds a session's actors get to end on their own (and report) before they are killed
+# seconds between the pool's status publications (what `parl-lite status` on this machine lists):
+# the master has the node's figures every report, and a node's workers' ends and output are read
+# as they come, so its pool's housekeeper need not wake twice a second
+_POOL_STATUS_PERIOD = 2.0
 logger = logging.getLogger("parl_lite.cluster")
 
 SESSION_HELLO = {"client_id": hello.ID, "files": hello.TEXTS}
@@ -80,12 +84,27 @@ class _Actor:
         self.stopped_because: str | None = None  # set when the node stops it (its client left)
         self.new_output: list[str] = []
         self.reported: dict[str, Any] | None = None  # its description as the master last received it
+        self._stats: dict[str, Any] = {}  # what the host last wrote to stats_path ...
+        self._stats_version: tuple[int, int] | None = None  # ... and that file's (mtime, inode)
+
+    def _read_stats(self) -> dict[str, Any]:
+        """The host's figures (calls served, last error, state), read again only when the host
+        replaced the file: a report looks at every actor twice a second."""
+        try:
+            info = os.stat(self.stats_path)
+        except OSError:
+            return self._stats
+        version = (info.st_mtime_ns, info.st_ino)
+        if version != self._stats_version:
+            try:
+                self._stats = json.loads(self.stats_path.read_text())
+            except (OSError, ValueError):
+                return self._stats
+            self._stats_version = version
+        return self._stats
 
     def describe(self) -> dict[str, Any]:
-        try:
-            stats = json.loads(self.stats_path.read_text())
-        except (OSError, ValueError):
-            stats = {}
+        stats = self._read_stats()
         if self.state in ("starting", "alive"):
             self.state = stats.get("state", self.state)
         return {"id": self.id, "class": self.class_name, "pid": self.channel.pid, "state": self.state,
@@ -166,10 +185,12 @@ class NodeAgent:
 
     def _start_pool(self) -> LocalPool:
         """The pool of this node's workers: no idle workers of its own (the spares are), no shared
-        memory kept for arguments (they come over TCP), the actor host imported before the fork."""
+        memory kept for arguments (they come over TCP), the actor host imported before the fork, its
+        status published every few seconds."""
         os.environ[PRELOAD_VARIABLE] = ActorHost.__module__  # read when the pool starts its zygote
         try:
-            return LocalPool(num_workers=0, on_output=self._on_output, shm_reserve_bytes=0)
+            return LocalPool(num_workers=0, on_output=self._on_output, shm_reserve_bytes=0,
+                             status_period=_POOL_STATUS_PERIOD)
         finally:
             del os.environ[PRELOAD_VARIABLE]
 
@@ -295,6 +316,7 @@ class NodeAgent:
         with self._lock:
             while self._spares:
                 spare = self._spares.pop()
+                spare.read_available()  # a spare's death is seen when its connection is read
                 if spare.alive:
                     return spare
                 spare.close()
@@ -525,12 +547,19 @@ class NodeAgent:
             shutil.rmtree(self.private, ignore_errors=True)
 
 
+_MEMORY_FIELDS = ("MemTotal", "MemAvailable")
+
+
 def _memory_mb() -> "tuple[float, float]":
-    fields = {}
+    """The machine's used and total memory in MB (/proc/meminfo, read as far as its two fields)."""
+    fields: dict[str, float] = {}
     with open("/proc/meminfo") as meminfo:
         for line in meminfo:
             name, value = line.split(":", 1)
-            fields[name] = int(value.split()[0]) / 1024
+            if name in _MEMORY_FIELDS:
+                fields[name] = int(value.split()[0]) / 1024
+                if len(fields) == len(_MEMORY_FIELDS):
+                    break
     return round(fields["MemTotal"] - fields.get("MemAvailable", 0), 1), round(fields["MemTotal"], 1)
 
 
