@@ -1,11 +1,16 @@
 """What the local pool's housekeeping costs a cluster node: how often it publishes its status, and
 how it finds an ended worker's segments."""
+import linecache
 import os
 import secrets
+import sys
+import time
 
+import numpy as np
 import pytest
 
 from parl_lite.remote.backend import ActorOptions
+from parl_lite.remote.errors import MemoryLimitError
 from parl_lite.remote.pool import LocalPool
 from parl_lite.remote.shm import SHM_DIR, remove_session_segments, session_segments
 from parl_lite.remote.status import read_status
@@ -16,6 +21,14 @@ pytestmark = pytest.mark.timeout(60)
 class Idle:
     def ping(self) -> int:
         return 1
+
+    def allocate_and_hold(self, megabytes: int) -> None:
+        """Allocate ``megabytes`` and keep them until the process is stopped."""
+        import threading
+
+        ballast = np.ones(megabytes * 2**20, dtype=np.uint8)
+        threading.Event().wait()
+        del ballast
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, "2", None, True, float("nan")])
@@ -53,3 +66,32 @@ def test_session_segments_are_the_names_under_the_prefix_taken_literally():
                 os.unlink(os.path.join(SHM_DIR, name))
             except FileNotFoundError:
                 pass
+
+
+def _waiting_for_chores(pool: LocalPool) -> bool:
+    """Whether the pool's housekeeping thread is blocked waiting for its next chore (or timeout), none queued."""
+    frame = sys._current_frames().get(pool._housekeeper.ident)
+    return (pool._chores.empty() and frame is not None and frame.f_code.co_name == "_housekeep"
+            and "self._chores.get(" in linecache.getline(frame.f_code.co_filename, frame.f_lineno))
+
+
+@pytest.mark.timeout(20)
+def test_a_memory_limit_set_after_creation_is_checked_at_once_not_a_status_period_later():
+    """A cluster node sets the limit on an actor host it built ahead (``limit_memory``); the housekeeper,
+    asleep for its status period (an hour here), must start checking the memory at once. (It did not:
+    on a node an actor was unchecked for up to 2 s, and a call over its limit could end unharmed.)"""
+    pool = LocalPool(num_workers=1, shm_reserve_bytes=0, status_period=3600, max_idle_workers=1)
+    try:
+        worker = pool.create_actor(Idle, (), {}, ActorOptions())
+        # the creation woke the housekeeper to refill the idle worker it took; once that is back and the
+        # housekeeper waits again, it sleeps for its status period, as on a node long after its spares were built
+        deadline = time.monotonic() + 30
+        while not ([entry for entry in pool.status()["workers"] if entry["pid"] != worker.pid]
+                   and _waiting_for_chores(pool)):
+            assert time.monotonic() < deadline, "the pool did not refill its idle worker"
+            time.sleep(0.01)
+        pool.limit_memory(worker, 100)
+        with pytest.raises(MemoryLimitError, match="max_memory of 100"):
+            worker.call_sync("allocate_and_hold", (300,), {})
+    finally:
+        pool.shutdown()

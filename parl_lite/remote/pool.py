@@ -320,6 +320,13 @@ class LocalPool(Backend):
             self._chores.put(None)  # refill the idle workers, once they no longer compete with this one
         return worker
 
+    def limit_memory(self, worker: WorkerProcess, max_memory: float | None) -> None:
+        """Set the ``max_memory`` (MB; None: none) of ``worker``, an actor made by :meth:`create_actor`
+        before its limit was known (a cluster node's spare host): checked from now on, not from the
+        housekeeper's next wake-up, a ``status_period`` away."""
+        worker.max_memory = max_memory
+        self._chores.put(None)
+
     def status(self) -> dict[str, Any]:
         """This pool as ``parl-lite status`` shows it; ``rss_mb`` is a worker's own resident memory
         (what ``max_memory`` limits), ``shared_mb`` the shared pages it maps."""

@@ -294,7 +294,7 @@ class NodeAgent:
             framed.send_json({"ok": False, "error": f"this node cannot start a worker: {exc}"})
             framed.close()
             return
-        channel.max_memory = hello.get("max_memory")
+        self.pool.limit_memory(channel, hello.get("max_memory"))
         actor = _Actor(actor_id, hello["class_name"], session, hello["reservation"], channel,
                        self.private / f"{actor_id}.json")
         ticket = actor.ticket = secrets.token_hex(16)
