@@ -192,7 +192,7 @@ def _check_unfinished(extra: dict[str, np.ndarray], generation: int, last_offset
     missing = sorted(needed - names)
     if missing:
         raise DatasetError(f"extra/{missing[0]}: missing (the other extra/unfinished/* datasets are there)")
-    for key in ("indices", "steps", "infos"):
+    for key in ("indices", "steps", "infos", "previews/ids", "previews/versions"):
         values = extra.get(f"unfinished/{key}")
         if values is not None and values.size and not np.all(np.mod(values, 1) == 0):
             raise DatasetError(f"extra/unfinished/{key}: holds values that are not whole numbers")
@@ -219,21 +219,15 @@ def _check_held_infos(extra: dict[str, np.ndarray], generation: int, last_offset
     bounds = {"seed": (seed, 0, None), "offset": (offset, 0, last_offset), "sign": (sign, -1, 1),
               "parent": (parent, 0, None), "version": (version, 0, generation + 1), "preview": (preview, 0, None)}
     for field_name, (values, low, high) in bounds.items():
-        bad = values[(values < low) | (values > high)] if high is not None else values[values < low]
-        if bad.size:
-            raise DatasetError(f"{name}: {field_name} {bad[0]} is out of range [{low}, "
-                               f"{'inf' if high is None else high}]")
+        _check_bounds(f"{name}: {field_name}", values, low, high)
     if np.any((version > generation) & (preview == 0)):
         raise DatasetError(f"{name}: a version {generation + 1} (the checkpoint is at generation {generation}) "
                            f"without a preview")
     if "unfinished/previews/ids" not in extra:
         return
     ids, versions = extra["unfinished/previews/ids"], extra["unfinished/previews/versions"]
-    for key, values, (low, high) in (("ids", ids, (1, None)), ("versions", versions, (0, generation + 1))):
-        if values.size and (not np.all(np.mod(values, 1) == 0) or values.min() < low
-                            or (high is not None and values.max() > high)):
-            raise DatasetError(f"extra/unfinished/previews/{key}: holds values that are not whole numbers in "
-                               f"[{low}, {'inf' if high is None else high}]")
+    _check_bounds("extra/unfinished/previews/ids: an id", ids, 1, None)
+    _check_bounds("extra/unfinished/previews/versions: a version", versions, 0, generation + 1)
     if len(np.unique(ids)) != len(ids):
         raise DatasetError("extra/unfinished/previews/ids: a preview is there twice")
     preview_versions = dict(zip(ids.astype(np.int64).tolist(), versions.astype(np.int64).tolist(), strict=True))
@@ -242,3 +236,11 @@ def _check_held_infos(extra: dict[str, np.ndarray], generation: int, last_offset
             raise DatasetError(f"{name}: a candidate of version {info_version} drawn around preview {info_preview}, "
                                f"which extra/unfinished/previews/versions says is of version "
                                f"{preview_versions[info_preview]}")
+
+
+def _check_bounds(what: str, values: np.ndarray, low: int, high: int | None) -> None:
+    """Refuse whole numbers ``values`` outside ``[low, high]`` (``high`` None: no upper bound),
+    naming the first as ``what <value> is out of range``."""
+    bad = values[(values < low) | (values > high)] if high is not None else values[values < low]
+    if bad.size:
+        raise DatasetError(f"{what} {bad[0]} is out of range [{low}, {'inf' if high is None else high}]")
