@@ -325,7 +325,8 @@ class LocalPool(Backend):
         before its limit was known (a cluster node's spare host): checked from now on, not from the
         housekeeper's next wake-up, a ``status_period`` away."""
         worker.max_memory = max_memory
-        self._chores.put(None)
+        if max_memory is not None:
+            self._chores.put(None)
 
     def status(self) -> dict[str, Any]:
         """This pool as ``parl-lite status`` shows it; ``rss_mb`` is a worker's own resident memory

@@ -11,6 +11,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from typing import Any, TextIO, cast
 
 from parl_lite.ext.cluster import framing
@@ -46,7 +47,8 @@ class ActorHost:
         self._calls_served = 0
         self._last_error: str | None = None
         self._state = "starting"
-        self._changed = threading.Event()  # set when a figure of the stats changed since they were written
+        self._stats_path = ""
+        self._stats_written: dict[str, Any] | None = None
 
     @property
     def framed(self) -> framing.FramedSocket:
@@ -84,21 +86,22 @@ class ActorHost:
         # _ForwardedStream only calls send() on its channel, which _TeeChannel has
         sys.stdout = _ForwardedStream(cast(_Channel, _TeeChannel(self, sys.stdout)), "stdout")
         sys.stderr = _ForwardedStream(cast(_Channel, _TeeChannel(self, sys.stderr)), "stderr")
-        stop = threading.Event()
-        writer = threading.Thread(target=self._write_stats, args=(stats_path, stop), daemon=True)
-        writer.start()
+        self._stats_path = stats_path
         try:
             self.send(("ready", os.getpid(), host))
             self._serve_calls()
         finally:
-            stop.set()
-            self._changed.set()
-            writer.join()
+            self._write_stats()
             self.framed.close()
 
     def _serve_calls(self) -> None:
         actor: Any = None
+        stats_due: float | None = None  # when the figures changed since they were last written are due
         while True:
+            if stats_due is not None and not self.framed.wait_for_message(max(0.0, stats_due - time.monotonic())):
+                self._write_stats()
+                stats_due = None
+                continue
             try:
                 body, buffers = self.framed.receive()
             except (EOFError, OSError):
@@ -127,8 +130,8 @@ class ActorHost:
             sys.stdout.flush()
             sys.stderr.flush()
             self._calls_served += 1
-            if not self._changed.is_set():
-                self._changed.set()
+            if stats_due is None:  # the calls of the next moment go in the same write
+                stats_due = time.monotonic() + _STATS_PERIOD
             try:
                 self.send(reply)
             except (EOFError, OSError):
@@ -136,20 +139,17 @@ class ActorHost:
             except Exception as exc:  # the value cannot be pickled
                 self.send((protocol.ERROR, call_id, RemoteFailure.from_exception(exc, serialization=True)))
 
-    def _write_stats(self, path: str, stop: threading.Event) -> None:
-        """Keep ``path`` up to date for the node (which reports it to the master) until ``stop``: a
-        write at most every ``_STATS_PERIOD`` while calls are served, none while the actor is idle
-        (a node hosts thousands of idle actors in all)."""
-        written = None
-        while True:
-            self._changed.wait()
-            stopping = stop.wait(_STATS_PERIOD)  # the calls of the next moment go in the same write
-            self._changed.clear()
-            stats = {"calls_served": self._calls_served, "last_error": self._last_error, "state": self._state}
-            if stats != written:
-                with open(f"{path}.tmp", "w") as handle:
-                    json.dump(stats, handle)
-                os.replace(f"{path}.tmp", path)
-                written = stats
-            if stopping:
-                return
+    def _write_stats(self) -> None:
+        """Write the figures for the node (which reports them to the master) if they changed: from
+        the serving loop, at most every ``_STATS_PERIOD`` while calls are served and none while the
+        actor is idle (a node hosts thousands of idle actors in all), so no thread of its own."""
+        stats = {"calls_served": self._calls_served, "last_error": self._last_error, "state": self._state}
+        if stats == self._stats_written:
+            return
+        try:
+            with open(f"{self._stats_path}.tmp", "w") as handle:
+                json.dump(stats, handle)
+            os.replace(f"{self._stats_path}.tmp", self._stats_path)
+        except OSError:  # the node's folder is gone or full: the figures are advisory, the actor goes on
+            return
+        self._stats_written = stats
