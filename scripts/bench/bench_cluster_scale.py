@@ -8,11 +8,13 @@ slots, all in a temporary folder with its own token, then measures:
 - ``placements_per_s``: ``--actors`` actors created (placement, the node's session, the actor's
   connection, its worker, ``__init__``) from ``--threads`` threads of one client, in waves of at
   most the cluster's CPUs (the first wave the remainder, so that the last is whole), each wave
-  closed and its CPUs back before the next (not timed), also for the first wave alone (it opens
+  closed, its CPUs back and the nodes' spare actor hosts rebuilt before the next (not timed;
+  ``cpu_ms_per_closed_actor_pools`` is what the pools spent per closed actor meanwhile, mostly
+  forking its host's replacement), also for the first wave alone (it opens
   the client's session with each node, shipping the script's folder) and the later ones;
   ``create_ms_p50`` / ``_p99`` for one creation; ``cpu_ms_per_placement_*``: the CPU time the
-  client, the master, the node agents and their pools (zygotes and workers) used meanwhile, per
-  placement (whole clock ticks per process: the pools' share is rounded down);
+  client, the master, the node agents, their pools (zygotes and workers) and the whole machine
+  (every process and the kernel) used meanwhile, per placement;
 - with no client, then with the last wave's actors alive, for ``--quiet`` seconds: the bytes the
   master's connections received per node and second (``ss -ti``: the kernel's count), and the CPU
   per second of the master, of the client and of one node (agent and pool, the mean);
@@ -95,6 +97,31 @@ def _cpu_seconds(pid: int, children: bool = False) -> float:
         return 0.0
     ticks = sum(int(value) for value in fields[11:15 if children else 13])
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _run_seconds(pid: int) -> float:
+    """Seconds process ``pid``'s live threads have run (``schedstat``: nanoseconds, where the clock
+    ticks of ``stat`` would round a short-lived worker's share down to 0), with its reaped
+    children's CPU; 0 once it is gone."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as schedstat:
+                total += int(schedstat.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total / 1e9 + _cpu_seconds(pid, children=True) - _cpu_seconds(pid)
+
+
+def _machine_busy_seconds() -> float:
+    """CPU seconds this machine has been busy (every core, every process and the kernel)."""
+    with open("/proc/stat") as stat:
+        fields = [int(value) for value in stat.readline().split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait
 
 
 def _status_field(pid: int, name: str) -> float:
@@ -290,8 +317,10 @@ class Run:
         waves += [capacity] * (args.actors // capacity)
         agents = [node.pid for node in self.nodes]
         pools = _descendants_of_sessions(agents)
-        cpu, times, actors = dict.fromkeys(("client", "master", "nodes", "pools"), 0.0), [], []
+        cpu, times, actors = dict.fromkeys(("client", "master", "nodes", "pools", "machine"), 0.0), [], []
         wave_seconds = []
+        settled = args.nodes * (1 + args.cpus)  # each node's zygote and a spare actor host per CPU
+        rebuilding = {"pools": 0.0, "actors": 0}
 
         def create(_):
             started = time.perf_counter()
@@ -300,10 +329,19 @@ class Run:
 
         with concurrent.futures.ThreadPoolExecutor(args.threads) as threads:
             for wave in waves:
-                for actor in actors:  # the previous wave: closed, its CPUs back, before the next
-                    actor.close()
+                if actors:  # the previous wave: closed, its CPUs back and their hosts rebuilt, before the next
+                    closing = self._cpu(agents, pools)
+                    for actor in actors:
+                        actor.close()
+                    _wait_for(lambda: observer.cpus_used() == 0, 60, "the closed actors' CPUs coming back", 0.05)
+                    _wait_for(lambda: len(_descendants_of_sessions(agents)) == settled, 60,
+                              "the nodes rebuilding a spare actor host for each free CPU", 0.05)
+                    rebuilt = self._cpu(agents, pools := _descendants_of_sessions(agents))
+                    rebuilding["pools"] += rebuilt["pools"] - closing["pools"]
+                    rebuilding["actors"] += len(actors)
                 actors = []
-                _wait_for(lambda: observer.cpus_used() == 0, 60, "the closed actors' CPUs coming back", 0.05)
+                _wait_for(lambda: len(_descendants_of_sessions(agents)) == settled, 60,
+                          "the nodes building a spare actor host for each free CPU", 0.05)
                 before = self._cpu(agents, pools)
                 started = time.perf_counter()
                 results = list(threads.map(create, range(wave)))
@@ -322,6 +360,8 @@ class Run:
             figures["placements_per_s_later_waves"] = round(sum(waves[1:]) / sum(wave_seconds[1:]), 1)
         figures["create_ms_p50"] = round(times[len(times) // 2] * 1000, 2)
         figures["create_ms_p99"] = round(times[int(len(times) * 0.99)] * 1000, 2)
+        if rebuilding["actors"]:
+            figures["cpu_ms_per_closed_actor_pools"] = round(rebuilding["pools"] / rebuilding["actors"] * 1000, 3)
         for part, used in cpu.items():
             figures[f"cpu_ms_per_placement_{part}"] = round(used / len(times) * 1000, 3)
         figures["actors_alive_at_latency"] = len(actors)
@@ -333,7 +373,7 @@ class Run:
         assert self.master is not None
         return {"client": time.process_time(), "master": _cpu_seconds(self.master.pid),
                 "nodes": sum(_cpu_seconds(pid) for pid in agents),
-                "pools": sum(_cpu_seconds(pid, children=True) for pid in pools)}
+                "pools": sum(_run_seconds(pid) for pid in pools), "machine": _machine_busy_seconds()}
 
     def _heartbeats(self, label: str) -> dict[str, float]:
         """Over ``--quiet`` seconds: the bytes the master's connections received per node and second,
