@@ -8,9 +8,8 @@ slots, all in a temporary folder with its own token, then measures:
 - ``placements_per_s``: ``--actors`` actors created (placement, the node's session, the actor's
   connection, its worker, ``__init__``) from ``--threads`` threads of one client, in waves of at
   most the cluster's CPUs (the first wave the remainder, so that the last is whole), each wave
-  closed, its CPUs back and the nodes' spare actor hosts rebuilt before the next (not timed;
-  ``cpu_ms_per_closed_actor_pools`` is what the pools spent per closed actor meanwhile, mostly
-  forking its host's replacement), also for the first wave alone (it opens
+  closed, its CPUs back and the nodes' spare actor hosts rebuilt before the next (not timed),
+  also for the first wave alone (it opens
   the client's session with each node, shipping the script's folder) and the later ones;
   ``create_ms_p50`` / ``_p99`` for one creation; ``cpu_ms_per_placement_*``: the CPU time the
   client, the master, the node agents, their pools (zygotes and workers) and the whole machine
@@ -316,11 +315,9 @@ class Run:
         waves = [args.actors % capacity] if args.actors % capacity else []
         waves += [capacity] * (args.actors // capacity)
         agents = [node.pid for node in self.nodes]
-        pools = _descendants_of_sessions(agents)
         cpu, times, actors = dict.fromkeys(("client", "master", "nodes", "pools", "machine"), 0.0), [], []
         wave_seconds = []
         settled = args.nodes * (1 + args.cpus)  # each node's zygote and a spare actor host per CPU
-        rebuilding = {"pools": 0.0, "actors": 0}
 
         def create(_):
             started = time.perf_counter()
@@ -329,24 +326,17 @@ class Run:
 
         with concurrent.futures.ThreadPoolExecutor(args.threads) as threads:
             for wave in waves:
-                if actors:  # the previous wave: closed, its CPUs back and their hosts rebuilt, before the next
-                    closing = self._cpu(agents, pools)
-                    for actor in actors:
-                        actor.close()
-                    _wait_for(lambda: observer.cpus_used() == 0, 60, "the closed actors' CPUs coming back", 0.05)
-                    _wait_for(lambda: len(_descendants_of_sessions(agents)) == settled, 60,
-                              "the nodes rebuilding a spare actor host for each free CPU", 0.05)
-                    rebuilt = self._cpu(agents, pools := _descendants_of_sessions(agents))
-                    rebuilding["pools"] += rebuilt["pools"] - closing["pools"]
-                    rebuilding["actors"] += len(actors)
+                for actor in actors:  # the previous wave: closed, its CPUs back, its hosts rebuilt
+                    actor.close()
                 actors = []
+                _wait_for(lambda: observer.cpus_used() == 0, 60, "the closed actors' CPUs coming back", 0.05)
                 _wait_for(lambda: len(_descendants_of_sessions(agents)) == settled, 60,
                           "the nodes building a spare actor host for each free CPU", 0.05)
-                before = self._cpu(agents, pools)
+                before = self._cpu(agents, _descendants_of_sessions(agents))
                 started = time.perf_counter()
                 results = list(threads.map(create, range(wave)))
                 wave_seconds.append(time.perf_counter() - started)
-                after = self._cpu(agents, pools := _descendants_of_sessions(agents))
+                after = self._cpu(agents, _descendants_of_sessions(agents))
                 for part in cpu:
                     cpu[part] += after[part] - before[part]
                 actors = [actor for actor, _ in results]
@@ -360,8 +350,6 @@ class Run:
             figures["placements_per_s_later_waves"] = round(sum(waves[1:]) / sum(wave_seconds[1:]), 1)
         figures["create_ms_p50"] = round(times[len(times) // 2] * 1000, 2)
         figures["create_ms_p99"] = round(times[int(len(times) * 0.99)] * 1000, 2)
-        if rebuilding["actors"]:
-            figures["cpu_ms_per_closed_actor_pools"] = round(rebuilding["pools"] / rebuilding["actors"] * 1000, 3)
         for part, used in cpu.items():
             figures[f"cpu_ms_per_placement_{part}"] = round(used / len(times) * 1000, 3)
         figures["actors_alive_at_latency"] = len(actors)
