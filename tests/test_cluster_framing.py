@@ -1,5 +1,6 @@
 """The cluster's frames over a TCP connection on 127.0.0.1: what a connection holds, and messages of
 every size."""
+import os
 import socket
 import threading
 import tracemalloc
@@ -68,3 +69,27 @@ def test_small_messages_and_out_of_band_arrays_alternate_on_one_connection():
     for (tag, index, array), (got_tag, got_index, got_array) in zip(messages, received, strict=True):
         assert (got_tag, got_index) == (tag, index)
         np.testing.assert_array_equal(got_array, array)
+
+
+def test_waiting_for_a_message_times_out_on_a_connection_numbered_above_1024():
+    """A client with thousands of actors holds a connection each: select() cannot wait on a
+    descriptor numbered 1024 or more, so the wait must not take it for a message arriving."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 1500:
+        pytest.skip(f"the hard limit on open files ({hard}) leaves no descriptor above 1500")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    ours, theirs = _tcp_pair()
+    high = socket.socket(fileno=os.dup2(ours.fileno(), 1500))
+    ours.close()
+    try:
+        receiver, sender = FramedSocket(high, "sender", 2**20), FramedSocket(theirs, "receiver", 2**20)
+        assert receiver.wait_for_message(0.05) is False  # nothing sent
+        sender.send_json({"hello": 1})
+        assert receiver.wait_for_message(5.0) is True
+        assert receiver.receive_json() == {"hello": 1}
+        receiver.close()
+        sender.close()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -113,7 +113,9 @@ class FramedSocket:
         if self._end != self._start:
             return True
         try:
-            return bool(select.select([self.sock], [], [], timeout)[0])
+            poller = select.poll()  # not select(): a client's connections are numbered past 1024
+            poller.register(self.sock, select.POLLIN)
+            return bool(poller.poll(None if timeout is None else timeout * 1000))
         except (OSError, ValueError):  # closed meanwhile: receive() says so
             return True
 
