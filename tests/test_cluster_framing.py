@@ -1,6 +1,7 @@
 """The cluster's frames over a TCP connection on 127.0.0.1: what a connection holds, and messages of
 every size."""
 import os
+import resource
 import socket
 import threading
 import tracemalloc
@@ -74,7 +75,6 @@ def test_small_messages_and_out_of_band_arrays_alternate_on_one_connection():
 def test_waiting_for_a_message_times_out_on_a_connection_numbered_above_1024():
     """A client with thousands of actors holds a connection each: select() cannot wait on a
     descriptor numbered 1024 or more, so the wait must not take it for a message arriving."""
-    import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard <= 1500:
