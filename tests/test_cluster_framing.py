@@ -75,7 +75,6 @@ def test_small_messages_and_out_of_band_arrays_alternate_on_one_connection():
 def test_waiting_for_a_message_times_out_on_a_connection_numbered_above_1024():
     """A client with thousands of actors holds a connection each: select() cannot wait on a
     descriptor numbered 1024 or more, so the wait must not take it for a message arriving."""
-
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard <= 1500:
         pytest.skip(f"the hard limit on open files ({hard}) leaves no descriptor above 1500")
@@ -83,13 +82,13 @@ def test_waiting_for_a_message_times_out_on_a_connection_numbered_above_1024():
     ours, theirs = _tcp_pair()
     high = socket.socket(fileno=os.dup2(ours.fileno(), 1500))
     ours.close()
+    receiver, sender = FramedSocket(high, "sender", 2**20), FramedSocket(theirs, "receiver", 2**20)
     try:
-        receiver, sender = FramedSocket(high, "sender", 2**20), FramedSocket(theirs, "receiver", 2**20)
         assert receiver.wait_for_message(0.05) is False  # nothing sent
         sender.send_json({"hello": 1})
         assert receiver.wait_for_message(5.0) is True
         assert receiver.receive_json() == {"hello": 1}
+    finally:
         receiver.close()
         sender.close()
-    finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -5,6 +5,7 @@ with the actor's name), so actors are not debugged blind. Whatever a call raises
 ``KeyboardInterrupt`` included, goes back to the caller as its error; the actor keeps serving.
 """
 import codecs
+import functools
 import inspect
 import io
 import os
@@ -203,6 +204,7 @@ def _warm_up(segment_prefix: str) -> None:
     segments.close()
 
 
+@functools.cache  # made once, by the zygote's first call before it forks: its workers inherit it
 def _class_sent_by_value() -> bytes:
     """A class pickled as an actor's class defined in a script is (by value, with its methods)."""
 
@@ -216,14 +218,11 @@ def _class_sent_by_value() -> bytes:
     return cloudpickle.dumps(Actor, protocol=5)
 
 
-_CLASS_BY_VALUE = _class_sent_by_value()  # made once, at import: in the zygote before it forks
-
-
 def rebuild_a_class() -> None:
     """Unpickle a class sent by value and build an instance, as CREATE does: the zygote does it
     once (first-use costs, paid once for all workers), a worker once more while it waits (the pages
     it touches are then its own)."""
-    pickle.loads(_CLASS_BY_VALUE)()
+    pickle.loads(_class_sent_by_value())()
 
 
 def run_forked_worker(fd: int, segment_prefix: str, warm_up_first: bool = True) -> None:

@@ -87,14 +87,14 @@ def _wait_ready(process: subprocess.Popen, ready: Path, deadline: float) -> dict
     return json.loads(ready.read_text())
 
 
-def _cpu_seconds(pid: int, children: bool = False) -> float:
-    """CPU seconds of process ``pid`` (with its reaped children's, if ``children``); 0 once it is gone."""
+def _cpu_seconds(pid: int, own: bool = True, children: bool = False) -> float:
+    """CPU seconds of process ``pid``, its own and/or its reaped children's; 0 once it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    ticks = sum(int(value) for value in fields[11:15 if children else 13])
+    ticks = sum(int(value) for value in fields[11 if own else 13:15 if children else 13])
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
@@ -113,7 +113,7 @@ def _run_seconds(pid: int) -> float:
                 total += int(schedstat.read().split()[0])
         except (OSError, ValueError, IndexError):
             pass
-    return total / 1e9 + _cpu_seconds(pid, children=True) - _cpu_seconds(pid)
+    return total / 1e9 + _cpu_seconds(pid, own=False, children=True)
 
 
 def _machine_busy_seconds() -> float:
