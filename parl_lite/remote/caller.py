@@ -39,6 +39,7 @@ from parl_lite.remote import protocol
 from parl_lite.remote.backend import ActorChannel
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError, SerializationError
 from parl_lite.remote.futures import Future
+from parl_lite.remote.threads import start_daemon
 
 __all__ = ["CallerChannel", "State", "Reader", "Cause", "Ending", "CLOSED", "EXITED", "over_memory",
            "unpicklable_arguments", "ReplySlot", "ctrl_c_held_back"]
@@ -201,7 +202,7 @@ class CallerChannel(ActorChannel):
         # in a thread that holds it
         self._lock = threading.RLock()
         self._condition = threading.Condition(self._lock)
-        threading.Thread(target=self._read_in_background, name=thread_name, daemon=True).start()
+        start_daemon(self._read_in_background, name=thread_name)
 
     # --- the transport: how this backend's frames travel ----------------------------------------
     # encode() runs in any thread; send() under the send lock; the rest only in the thread that

@@ -22,6 +22,7 @@ from parl_lite.ext.cluster.local_state import load_token
 from parl_lite.ext.cluster.shipping import DEFAULT_LIMIT_MB, collect_files
 from parl_lite.remote.backend import ActorOptions, Backend
 from parl_lite.remote.protocol import ClassBlobs
+from parl_lite.remote.threads import start_daemon
 
 __all__ = ["ClusterBackend", "NodeSession", "connect_cluster"]
 
@@ -43,7 +44,7 @@ class NodeSession:
             self.framed.close()
             raise wire.ClusterError(f"the node at {address} refused our files: {reply.get('error')}")
         self.gone = False
-        threading.Thread(target=self._listen, daemon=True, name=f"parl_lite-session-{address}").start()
+        start_daemon(self._listen, name=f"parl_lite-session-{address}")
 
     def _listen(self) -> None:
         self.framed.sock.settimeout(wire.SILENCE_LIMIT)  # the node beats every HEARTBEAT_PERIOD

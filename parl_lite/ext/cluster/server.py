@@ -36,6 +36,7 @@ from parl_lite.ext.cluster import hello as hello_fields
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.limits import HELLO_FRAME_BYTES, Limits
 from parl_lite.io.atomic import write_atomically
+from parl_lite.remote.threads import start_daemon
 
 __all__ = ["Server", "Role", "RefusalLog", "run_until_stopped"]
 
@@ -256,8 +257,7 @@ class Server:
         try:
             handshake.sock.send(reply)
             handshake.sock.setblocking(True)
-            threading.Thread(target=self._serve, args=(handshake,), daemon=True,
-                             name=f"parl_lite-peer-{handshake.label}").start()
+            start_daemon(self._serve, (handshake,), f"parl_lite-peer-{handshake.label}")
         except (OSError, RuntimeError):  # gone meanwhile, or no thread can be started now
             handshake.sock.close()
 
