@@ -47,8 +47,8 @@ class NodeSession:
         start_daemon(self._listen, name=f"parl_lite-session-{address}")
 
     def _listen(self) -> None:
-        self.framed.sock.settimeout(wire.SILENCE_LIMIT)  # the node beats every HEARTBEAT_PERIOD
         try:
+            self.framed.sock.settimeout(wire.SILENCE_LIMIT)  # the node beats every HEARTBEAT_PERIOD
             while True:
                 message = self.framed.receive_json()
                 actor = self.actors.get(str(message.get("actor_id")))

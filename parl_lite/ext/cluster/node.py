@@ -228,12 +228,13 @@ class NodeAgent:
             framed.close()
             return
         session = _ClientSession(client_id, folder, framed)
-        with self._lock:
-            given_up = self._sessions.get(client_id)
-            self._sessions[client_id] = session
-        if given_up is not None:  # the client took this node for dead: its thread ends it
-            given_up.framed.close()
-        framed.send_json({"ok": True})
+        with session.send_lock:  # the client reads our "ok" before any beat the session is now due
+            with self._lock:
+                given_up = self._sessions.get(client_id)
+                self._sessions[client_id] = session
+            if given_up is not None:  # the client took this node for dead: its thread ends it
+                given_up.framed.close()
+            framed.send_json({"ok": True})
         try:
             while True:
                 framed.receive()  # the client sends nothing more: this waits for it to leave
