@@ -255,6 +255,22 @@ def test_the_calls_an_actor_served_reach_the_status_after_each_burst_of_calls(cl
         assert _wait_until(lambda expected=calls: served() == expected, 10), (served(), calls)
 
 
+def test_an_actor_closed_right_after_its_calls_is_reported_with_all_of_them(cluster):
+    # the host returns its final figures as its serving ends (closed before it wrote any file)
+    _connect(cluster)
+    actor = RemoteCounter()
+    actor_id = actor._channel.actor_id
+    for _ in range(3):
+        actor.add(1)
+    actor._channel.close()
+
+    def entry() -> dict | None:
+        return next((a for a in cluster.status()["actors"] if a["id"] == actor_id), None)
+
+    assert _wait_until(lambda: (entry() or {}).get("state") == "closed", 10), entry()
+    assert entry()["calls_served"] == 4  # __init__ and the three calls
+
+
 def test_the_scale_bench_prints_one_json_line_and_leaves_nothing(tmp_path):
     runs = os.path.join(tempfile.gettempdir(), "parl_lite_scale_*")
     before = set(glob.glob(runs))

@@ -62,15 +62,17 @@ class ActorHost:
         with self._send_lock:
             self.framed.send(body, buffers)
 
-    def serve(self, handoff_path: str, ticket: str, work_folder: str, stats_path: str, host: str) -> None:
-        """Take the client's socket, then serve the actor until the client stops it or leaves.
+    def serve(self, handoff_path: str, ticket: str, work_folder: str, stats_path: str, host: str) -> dict[str, Any]:
+        """Take the client's socket, then serve the actor until the client stops it or leaves, and
+        return the final figures (calls served, last error, state): the node has them without a file.
 
         Args:
             handoff_path: the node's Unix socket that hands over client sockets (relative to the
                 node's working folder, which is this process's working folder until now).
             ticket: proves to the node which client socket is ours.
             work_folder: the client's shipped files; the actor's cwd and first ``sys.path`` entry.
-            stats_path: where calls served and the last error are written for the node.
+            stats_path: where the figures are written for the node while the actor serves (and when
+                serving fails).
             host: this node's host name, for the client's output prefix.
         """
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
@@ -90,9 +92,12 @@ class ActorHost:
         try:
             self.send(("ready", os.getpid(), host))
             self._serve_calls()
-        finally:
+        except BaseException:
             self._write_stats()
+            raise
+        finally:
             self.framed.close()
+        return self._figures()
 
     def _serve_calls(self) -> None:
         actor: Any = None
@@ -139,11 +144,14 @@ class ActorHost:
             except Exception as exc:  # the value cannot be pickled
                 self.send((protocol.ERROR, call_id, RemoteFailure.from_exception(exc, serialization=True)))
 
+    def _figures(self) -> dict[str, Any]:
+        return {"calls_served": self._calls_served, "last_error": self._last_error, "state": self._state}
+
     def _write_stats(self) -> None:
         """Write the figures for the node (which reports them to the master) if they changed: from
         the serving loop, at most every ``_STATS_PERIOD`` while calls are served and none while the
         actor is idle (a node hosts thousands of idle actors in all), so no thread of its own."""
-        stats = {"calls_served": self._calls_served, "last_error": self._last_error, "state": self._state}
+        stats = self._figures()
         if stats == self._stats_written:
             return
         try:

@@ -86,10 +86,18 @@ class _Actor:
         self.reported: dict[str, Any] | None = None  # its description as the master last received it
         self._stats: dict[str, Any] = {}  # what the host last wrote to stats_path ...
         self._stats_version: tuple[int, int] | None = None  # ... and that file's (mtime, inode)
+        self._stats_final = False  # the host ended and returned its figures: no file to read
+
+    def take_final_stats(self, figures: Any) -> None:
+        """The figures the host returned as its serving ended (kept if they are a dict)."""
+        if isinstance(figures, dict):
+            self._stats, self._stats_final = figures, True
 
     def _read_stats(self) -> dict[str, Any]:
         """The host's figures (calls served, last error, state), read again only when the host
         replaced the file: a report looks at every actor twice a second."""
+        if self._stats_final:
+            return self._stats
         try:
             info = os.stat(self.stats_path)
         except OSError:
@@ -373,6 +381,8 @@ class NodeAgent:
 
     def _actor_ended(self, actor: _Actor, done: Any) -> None:
         error = done.exception()
+        if error is None:
+            actor.take_final_stats(done.result())
         if error is None or actor.stopped_because:
             kind, text = "closed", actor.stopped_because or ""
         elif isinstance(error, MemoryLimitError):
