@@ -13,9 +13,10 @@ reads a fixed-size digest), and what a stranger may hold is bounded (:class:`Lim
   on; a connection aborted before it was accepted is skipped.
 Refusals are logged as one summary line per 10 s (counts by reason), not one line each.
 
-An authenticated connection gets a thread, reads the peer's hello (JSON) before the same
-deadline, checks it against the role it names (:mod:`parl_lite.ext.cluster.hello`), answers a bad
-one with an error naming what is wrong, and then runs the role's handler.
+An authenticated connection gets a thread (an idle one reused: :mod:`parl_lite.remote.threads`),
+reads the peer's hello (JSON) before the same deadline, checks it against the role it names
+(:mod:`parl_lite.ext.cluster.hello`), answers a bad one with an error naming what is wrong, and then
+runs the role's handler.
 """
 import collections
 import errno
