@@ -283,6 +283,7 @@ def test_the_scale_bench_prints_one_json_line_and_leaves_nothing(tmp_path):
     assert len(lines) == 1
     figures = json.loads(lines[0])
     assert figures["placements_per_s"] > 0 and figures["actors_alive_at_latency"] == 4  # waves of 2, then 4
+    assert figures["pools_cpu_ms_per_spare_host"] > 0  # the first wave's 2 hosts, built again
     assert 0 <= figures["killed_node_dead_s"] < figures["stopped_node_dead_s"] < 10
     assert figures["shm_mb_per_node"] == 0 and figures["leftover_processes"] == figures["leftover_segments"] == 0
     assert set(glob.glob(runs)) == before

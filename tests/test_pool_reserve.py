@@ -3,10 +3,12 @@ and the reserve of shared memory a worker forked for a waiting actor maps too.""
 import time
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 
 import parl_lite
 from parl_lite import remote_class
+from parl_lite.remote.backend import ActorOptions
 from parl_lite.remote.pool import LocalPool
 
 from remote_actors import Counter
@@ -113,6 +115,20 @@ def test_a_worker_forked_for_a_waiting_actor_maps_the_shared_memory_reserve(conn
         return all(name in text for name in reserve)
 
     wait_until(mapped)
+
+
+def test_a_pool_told_its_messages_are_small_still_carries_a_large_array_both_ways():
+    # its workers do not warm up the shared-memory path (a cluster node's pool); the path still works
+    pool = LocalPool(num_workers=1, large_messages=False)
+    try:
+        worker = pool.create_actor(Counter, (), {}, ActorOptions())
+        array = np.arange(4 * 2**20, dtype=np.float64)  # 32 MB, far over the inline limit
+        echoed = worker.call_sync("echo", (array,), {})
+        assert np.array_equal(echoed, array)
+        seen = {worker.pid, pool.status()["zygote_pid"]}
+    finally:
+        pool.shutdown()
+    assert_nothing_left(seen, pool.session_prefix)
 
 
 @pytest.mark.parametrize("options, named", [

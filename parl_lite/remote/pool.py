@@ -41,7 +41,7 @@ from parl_lite.remote.caller import CLOSED, CallerChannel, Cause, Ending, State,
 from parl_lite.remote.output import print_actor_output
 from parl_lite.remote.shm import Borrowed, SegmentPool, remove_session_segments
 from parl_lite.remote.status import StatusBoard, process_start_time
-from parl_lite.remote.zygote import ACTOR_WORKER, PID_FORMAT, WARM_WORKER
+from parl_lite.remote.zygote import ACTOR_WORKER, LARGE_MESSAGES, PID_FORMAT, SMALL_MESSAGES, WARM_WORKER
 
 __all__ = ["LocalPool"]
 
@@ -243,6 +243,10 @@ class LocalPool(Backend):
             (whole lines) instead of printing it as ``(<Class> pid=N) line``.
         shm_reserve_bytes: pre-faulted shared memory kept for large arguments (0: none; a cluster
             node, whose clients send arguments over TCP, keeps none).
+        large_messages: whether calls and replies over the workers' connections may carry large
+            arrays. With False (a cluster node: its actor hosts get their calls over TCP) a new
+            worker warms up only the class path, not the shared-memory one, which cost 1.6 ms of
+            its CPU (docs/cluster.md); a large message still works, at the price of that first use.
         status_period: seconds between two publications of the status (``parl-lite status``) and
             two looks at idle workers' connections, when no actor has a ``max_memory`` (a cluster
             node, whose workers' ends and output are read as they come, looks less often).
@@ -251,7 +255,8 @@ class LocalPool(Backend):
     def __init__(self, num_workers: int | None = None, threads_per_worker: int = 1,
                  on_output: Callable[["WorkerProcess", str, str], None] | None = None,
                  shm_reserve_bytes: int = SHM_RESERVE_BYTES, max_idle_workers: int | None = None,
-                 reserve_window: float = RESERVE_WINDOW, status_period: float = _STATUS_PERIOD) -> None:
+                 reserve_window: float = RESERVE_WINDOW, status_period: float = _STATUS_PERIOD,
+                 large_messages: bool = True) -> None:
         if num_workers is None:
             num_workers = len(os.sched_getaffinity(0))
         if not isinstance(num_workers, int) or num_workers < 0:
@@ -273,6 +278,7 @@ class LocalPool(Backend):
         self.threads_per_worker = threads_per_worker
         self.on_output = on_output
         self.status_period = float(status_period)
+        self.large_messages = bool(large_messages)
         self.session_prefix = f"parl_lite_{os.getpid()}_{uuid.uuid4().hex[:8]}_"
         self.segments = SegmentPool(f"{self.session_prefix}d_", reserve_bytes=shm_reserve_bytes)
         self.started_at = time.time()
@@ -439,7 +445,7 @@ class LocalPool(Backend):
         env.update(thread_limits(self.threads_per_worker))
         zygote = subprocess.Popen(
             [sys.executable, "-m", "parl_lite.remote.zygote", str(theirs.fileno()), self.session_prefix,
-             self._status.path],
+             self._status.path, LARGE_MESSAGES if self.large_messages else SMALL_MESSAGES],
             pass_fds=[theirs.fileno()], env=env, start_new_session=True,
         )
         theirs.close()

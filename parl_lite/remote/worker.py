@@ -119,10 +119,12 @@ class _ForwardedBytes(io.BufferedIOBase):
         self._text.flush()
 
 
-def serve(connection: Connection, segment_prefix: str, warm_up_when_idle: bool = False) -> None:
+def serve(connection: Connection, segment_prefix: str, warm_up_when_idle: bool = False,
+          large_messages: bool = True) -> None:
     """Serve one actor over ``connection`` until STOP or until the caller goes away; with
-    ``warm_up_when_idle``, take the large-message path once (:func:`_warm_up`) after a reply when
-    no request waits (a worker forked for an actor that was waiting for it)."""
+    ``warm_up_when_idle``, warm up once (:func:`_warm_up`, the large-message path too with
+    ``large_messages``) after a reply when no request waits (a worker forked for an actor that was
+    waiting for it)."""
     channel = _Channel(connection, SegmentPool(f"{segment_prefix}w{os.getpid()}_"))
     sys.stdout = _ForwardedStream(channel, "stdout")
     sys.stderr = _ForwardedStream(channel, "stderr")
@@ -156,7 +158,7 @@ def serve(connection: Connection, segment_prefix: str, warm_up_when_idle: bool =
         del reply  # now only the actor itself may still view the caller's segments
         channel.send_frame(protocol.settle(frame, channel.borrowed, channel.segments))
         if warm_up_when_idle and not connection.poll(0):
-            _warm_up(segment_prefix)
+            _warm_up(segment_prefix, large_messages)
             warm_up_when_idle = False
 
 
@@ -189,11 +191,14 @@ def _prefetch(borrowed: Borrowed, names: list[str]) -> None:
             pass  # gone meanwhile, or not ours: the message that uses it will say so
 
 
-def _warm_up(segment_prefix: str) -> None:
-    """Take the large-message path once, and rebuild a class sent by value as an actor's is, in a
-    worker that waits for its actor: a forked process pays copy-on-write faults and first-use costs
-    on its first large message and its first class otherwise."""
+def _warm_up(segment_prefix: str, large_messages: bool = True) -> None:
+    """Rebuild a class sent by value as an actor's is and, with ``large_messages``, take the
+    large-message path once, in a worker that waits for its actor: a forked process pays
+    copy-on-write faults and first-use costs on its first class and its first large message
+    otherwise."""
     rebuild_a_class()
+    if not large_messages:
+        return
     segments = SegmentPool(f"{segment_prefix}w{os.getpid()}_")
     borrowed = Borrowed()
     frame, _ = protocol.encode((protocol.OK, 0, np.zeros(protocol.INLINE_LIMIT, np.uint8)), segments)
@@ -225,18 +230,19 @@ def rebuild_a_class() -> None:
     pickle.loads(_class_sent_by_value())()
 
 
-def run_forked_worker(fd: int, segment_prefix: str, warm_up_first: bool = True) -> None:
+def run_forked_worker(fd: int, segment_prefix: str, warm_up_first: bool = True, large_messages: bool = True) -> None:
     """Entry point of a process the zygote just forked: serve, then exit without cleanup. A worker of
     the warm pool (``warm_up_first``) warms up before it waits for its actor; one an actor waits for
-    serves that actor first and warms up once it is idle."""
+    serves that actor first and warms up once it is idle (the large-message path only with
+    ``large_messages``)."""
     status = 0
     try:
         if warm_up_first:
-            _warm_up(segment_prefix)
+            _warm_up(segment_prefix, large_messages)
         # not inherited by a program the actor execs (the zygote's fd arrives inheritable): the
         # connection closes with the old program, so the caller learns at once that the actor is gone
         os.set_inheritable(fd, False)
-        serve(Connection(fd), segment_prefix, warm_up_when_idle=not warm_up_first)
+        serve(Connection(fd), segment_prefix, warm_up_when_idle=not warm_up_first, large_messages=large_messages)
     except BaseException:
         status = 1
     finally:

@@ -31,6 +31,7 @@ PID_FORMAT = "!i"
 PRELOAD_VARIABLE = "PARL_LITE_PRELOAD"
 WARM_WORKER = b"W"
 ACTOR_WORKER = b"A"
+LARGE_MESSAGES, SMALL_MESSAGES = "large", "small"  # what the workers warm up: both paths, or the class path
 
 
 def _reap(children: set[int]) -> None:
@@ -44,7 +45,8 @@ def _reap(children: set[int]) -> None:
         children.discard(pid)
 
 
-def _become_worker(control: socket.socket, fd: int, segment_prefix: str, prctl: Any, warm_up_first: bool) -> None:
+def _become_worker(control: socket.socket, fd: int, segment_prefix: str, prctl: Any, warm_up_first: bool,
+                   large_messages: bool) -> None:
     control.close()
     os.setpgid(0, 0)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -52,13 +54,14 @@ def _become_worker(control: socket.socket, fd: int, segment_prefix: str, prctl: 
     prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     from parl_lite.remote.worker import run_forked_worker
 
-    run_forked_worker(fd, segment_prefix, warm_up_first)
+    run_forked_worker(fd, segment_prefix, warm_up_first, large_messages)
 
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     segment_prefix = sys.argv[2]
     status_path = sys.argv[3]
+    large_messages = sys.argv[4] == LARGE_MESSAGES
     owner = os.getppid()
     sys.path[:] = json.loads(os.environ.pop("PARL_LITE_SYS_PATH", "[]")) or sys.path
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the caller, who shuts us down
@@ -88,7 +91,7 @@ def main() -> None:
                 break
             pid = os.fork()
             if pid == 0:
-                _become_worker(control, fds[0], segment_prefix, prctl, request == WARM_WORKER)
+                _become_worker(control, fds[0], segment_prefix, prctl, request == WARM_WORKER, large_messages)
             os.close(fds[0])
             try:
                 os.setpgid(pid, pid)  # also done by the child: whichever runs first

@@ -13,7 +13,9 @@ slots, all in a temporary folder with its own token, then measures:
   the client's session with each node, shipping the script's folder) and the later ones;
   ``create_ms_p50`` / ``_p99`` for one creation; ``cpu_ms_per_placement_*``: the CPU time the
   client, the master, the node agents, their pools (zygotes and workers) and the whole machine
-  (every process and the kernel) used meanwhile, per placement;
+  (every process and the kernel) used meanwhile, per placement; ``pools_cpu_ms_per_spare_host``:
+  the pools' CPU between waves per spare host built in place of a closed actor's (the zygote's fork,
+  the host's start and warm-up; not the closed host's end), which the placement rate leaves out;
 - with no client, then with the last wave's actors alive, for ``--quiet`` seconds: the bytes the
   master's connections received per node and second (``ss -ti``: the kernel's count), and the CPU
   per second of the master, of the client and of one node (agent and pool, the mean);
@@ -98,10 +100,10 @@ def _cpu_seconds(pid: int, own: bool = True, children: bool = False) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _run_seconds(pid: int) -> float:
+def _run_seconds(pid: int, reaped: bool = True) -> float:
     """Seconds process ``pid``'s live threads have run (``schedstat``: nanoseconds, where the clock
-    ticks of ``stat`` would round a short-lived worker's share down to 0), with its reaped
-    children's CPU; 0 once it is gone."""
+    ticks of ``stat`` would round a short-lived worker's share down to 0), with (``reaped``) its
+    reaped children's CPU, in clock ticks; 0 once it is gone."""
     total = 0
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
@@ -113,7 +115,7 @@ def _run_seconds(pid: int) -> float:
                 total += int(schedstat.read().split()[0])
         except (OSError, ValueError, IndexError):
             pass
-    return total / 1e9 + _cpu_seconds(pid, own=False, children=True)
+    return total / 1e9 + (_cpu_seconds(pid, own=False, children=True) if reaped else 0.0)
 
 
 def _machine_busy_seconds() -> float:
@@ -324,15 +326,21 @@ class Run:
             actor = RemoteNoop()
             return actor, time.perf_counter() - started
 
+        spares, spare_seconds = 0, 0.0  # hosts built again between waves, and the pools' CPU for them
         with concurrent.futures.ThreadPoolExecutor(args.threads) as threads:
             for wave in waves:
+                closing = {pid: _run_seconds(pid, reaped=False) for pid in _descendants_of_sessions(agents)}
                 for actor in actors:  # the previous wave: closed, its CPUs back, its hosts rebuilt
                     actor.close()
                 actors = []
                 _wait_for(lambda: observer.cpus_used() == 0, 60, "the closed actors' CPUs coming back", 0.05)
                 _wait_for(lambda: len(_descendants_of_sessions(agents)) == settled, 60,
                           "the nodes building a spare actor host for each free CPU", 0.05)
-                before = self._cpu(agents, _descendants_of_sessions(agents))
+                pools = _descendants_of_sessions(agents)
+                if closing.keys() != set(pools):  # the zygotes' forks and the new hosts' own start
+                    spares += len(set(pools) - closing.keys())
+                    spare_seconds += sum(_run_seconds(pid, reaped=False) - closing.get(pid, 0.0) for pid in pools)
+                before = self._cpu(agents, pools)
                 started = time.perf_counter()
                 results = list(threads.map(create, range(wave)))
                 wave_seconds.append(time.perf_counter() - started)
@@ -352,6 +360,8 @@ class Run:
         figures["create_ms_p99"] = round(times[int(len(times) * 0.99)] * 1000, 2)
         for part, used in cpu.items():
             figures[f"cpu_ms_per_placement_{part}"] = round(used / len(times) * 1000, 3)
+        if spares:
+            figures["pools_cpu_ms_per_spare_host"] = round(spare_seconds / spares * 1000, 3)
         figures["actors_alive_at_latency"] = len(actors)
         return actors
 

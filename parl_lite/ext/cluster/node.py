@@ -193,11 +193,11 @@ class NodeAgent:
 
     def _start_pool(self) -> LocalPool:
         """The pool of this node's workers: no idle workers of its own (the spares are), no shared
-        memory kept for arguments (they come over TCP), the actor host imported before the fork, its
-        status published every few seconds."""
+        memory kept or warmed up for arguments (they come over TCP), the actor host imported before
+        the fork, its status published every few seconds."""
         os.environ[PRELOAD_VARIABLE] = ActorHost.__module__  # read when the pool starts its zygote
         try:
-            return LocalPool(num_workers=0, on_output=self._on_output, shm_reserve_bytes=0,
+            return LocalPool(num_workers=0, on_output=self._on_output, shm_reserve_bytes=0, large_messages=False,
                              status_period=_POOL_STATUS_PERIOD)
         finally:
             del os.environ[PRELOAD_VARIABLE]
