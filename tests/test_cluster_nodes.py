@@ -314,6 +314,27 @@ def test_a_session_is_answered_before_the_node_beats_on_it(master, tmp_path, mon
     assert refused == []
 
 
+def test_a_node_beats_on_a_session_opened_after_it_had_none(master, tmp_path, monkeypatch):
+    # with no session open the node's beat sleeps; a session opened later gets its beats
+    from parl_lite.ext.cluster.node import NodeAgent
+
+    monkeypatch.chdir(tmp_path)  # the node's Unix socket is named relative to it (a path holds 107 bytes)
+    node = NodeAgent(master.address, TOKEN, 1, work_dir=".")
+    try:
+        for index in range(2):  # the first session, then one after the node had none again
+            framed, _ = wire.open_connection(node.address, TOKEN, "session", client_id=f"{index + 1:012x}", files=[])
+            try:
+                framed.send(b"files", [])
+                assert framed.receive_json()["ok"]
+                framed.sock.settimeout(5 * wire.HEARTBEAT_PERIOD)
+                assert framed.receive_json() == {"type": "alive"}
+            finally:
+                framed.close()
+            assert _wait_until(lambda: not node._sessions, 10)
+    finally:
+        node.close()
+
+
 def test_a_node_frozen_while_the_client_opens_its_session_does_not_hold_up_actors_on_other_nodes(tmp_path):
     from parl_lite.ext.cluster.master import SUSPECT_AFTER
 

@@ -160,7 +160,7 @@ class NodeAgent:
         # over the 107 bytes a Unix socket address holds
         self.handoff_path = os.path.relpath(self.private / "handoff.sock")
         self.stopped = threading.Event()
-        self._lock = threading.Condition()  # notified when an actor has ended
+        self._lock = threading.Condition()  # notified when an actor has ended and when a session opens
         self._master_lock = threading.Lock()  # sending to the master, and replacing its connection
         self._report_lock = threading.Lock()  # one report at a time
         self._reported_to: wire.FramedSocket | None = None  # the master connection the last report went to
@@ -240,6 +240,7 @@ class NodeAgent:
             with self._lock:
                 given_up = self._sessions.get(client_id)
                 self._sessions[client_id] = session
+                self._lock.notify_all()  # the beat starts
             if given_up is not None:  # the client took this node for dead: its thread ends it
                 given_up.framed.close()
             framed.send_json({"ok": True})
@@ -529,8 +530,12 @@ class NodeAgent:
 
     def _beat(self) -> None:
         """Beat on every client's session (apart from the reports: a master that does not read must
-        not silence us to the clients)."""
-        while not self.stopped.wait(wire.HEARTBEAT_PERIOD):
+        not silence us to the clients); with no session open, sleep until one opens."""
+        while True:
+            with self._lock:
+                self._lock.wait_for(lambda: self._sessions or self.stopped.is_set())
+            if self.stopped.wait(wire.HEARTBEAT_PERIOD):
+                return
             with self._lock:
                 sessions = list(self._sessions.values())
             for session in sessions:
