@@ -337,8 +337,9 @@ class Run:
                 _wait_for(lambda: len(_descendants_of_sessions(agents)) == settled, 60,
                           "the nodes building a spare actor host for each free CPU", 0.05)
                 pools = _descendants_of_sessions(agents)
-                if closing.keys() != set(pools):  # the zygotes' forks and the new hosts' own start
-                    spares += len(set(pools) - closing.keys())
+                built = set(pools) - closing.keys()
+                if built:  # the zygotes' forks and the new hosts' own start
+                    spares += len(built)
                     spare_seconds += sum(_run_seconds(pid, reaped=False) - closing.get(pid, 0.0) for pid in pools)
                 before = self._cpu(agents, pools)
                 started = time.perf_counter()

@@ -88,10 +88,9 @@ class _Actor:
         self._stats_version: tuple[int, int] | None = None  # ... and that file's (mtime, inode)
         self._stats_final = False  # the host ended and returned its figures: no file to read
 
-    def take_final_stats(self, figures: Any) -> None:
-        """The figures the host returned as its serving ended (kept if they are a dict)."""
-        if isinstance(figures, dict):
-            self._stats, self._stats_final = figures, True
+    def take_final_stats(self, figures: dict[str, Any]) -> None:
+        """The figures the host returned as its serving ended (:meth:`ActorHost.serve`)."""
+        self._stats, self._stats_final = figures, True
 
     def _read_stats(self) -> dict[str, Any]:
         """The host's figures (calls served, last error, state), read again only when the host
