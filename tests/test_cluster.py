@@ -358,6 +358,29 @@ def test_shipped_names_and_contents_that_differ_in_number_are_refused_before_wri
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("name", ["../escaped.py", "/tmp/escaped.py", "data/../../escaped.py", "", ".", "./", ".."])
+def test_a_shipped_name_outside_the_work_folder_is_refused_and_nothing_lands_outside_it(tmp_path, name):
+    folder = tmp_path / "work"
+    folder.mkdir()
+    with pytest.raises(ValueError, match="outside the work folder"):
+        write_files(folder, ["first.py", name], [b"x = 1\n", b"escaped"], limit_mb=1.0)
+    assert [path.name for path in tmp_path.rglob("*")] == ["work", "first.py"]
+
+
+def test_shipped_files_and_folders_land_where_their_names_say_each_folder_made_once(tmp_path):
+    names = ["top.py", "data/", "data/empty/", "data//deep/./notes.txt", "data/deep/more.txt", "pkg/mod.py"]
+    write_files(tmp_path, names, [b"a", b"", b"", b"b", b"c", b"d"], limit_mb=1.0)
+    found = {path.relative_to(tmp_path).as_posix(): path.read_bytes() if path.is_file() else None
+             for path in tmp_path.rglob("*")}
+    assert found == {"top.py": b"a", "data": None, "data/empty": None, "data/deep": None,
+                     "data/deep/notes.txt": b"b", "data/deep/more.txt": b"c", "pkg": None, "pkg/mod.py": b"d"}
+
+
+def test_a_shipped_file_where_a_shipped_folder_must_go_is_an_os_error(tmp_path):
+    with pytest.raises(FileExistsError):
+        write_files(tmp_path, ["data", "data/notes.txt"], [b"a file", b"b"], limit_mb=1.0)
+
+
 def test_a_sampler_where_the_noise_table_does_not_exist_rebuilds_it():
     from evokit_py.agent import ESAgent
     from evokit_py.config import resolve_config

@@ -204,6 +204,13 @@ def test_free_port_is_bindable_and_is_port_available_sees_a_listener():
         machine_info.get_port_from_range(9, 5)
 
 
+def test_memory_is_the_machines_total_and_what_is_not_available_of_it():
+    used, total = machine_info.memory_mb()
+    pages_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
+    assert abs(total - pages_mb) <= 1.0
+    assert 0 < used < total
+
+
 def test_gpu_count_follows_cuda_visible_devices(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0, 1")
     assert machine_info.get_gpu_count() == 2

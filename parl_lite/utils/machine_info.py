@@ -1,4 +1,5 @@
-"""PARL's ``parl.utils.machine_info``: this machine's IP address, GPUs and free TCP ports.
+"""PARL's ``parl.utils.machine_info``: this machine's IP address, GPUs and free TCP ports; also
+(ours) its memory.
 
 Nothing here imports paddle unless a GPU is visible (:func:`is_gpu_available` then asks paddle
 whether it was built with CUDA).
@@ -10,7 +11,7 @@ import socket
 import subprocess
 
 __all__ = ["get_ip_address", "get_gpu_count", "is_gpu_available", "get_free_tcp_port", "is_port_available",
-           "get_port_from_range"]
+           "get_port_from_range", "memory_mb"]
 
 _LOCALHOST = "127.0.0.1"
 
@@ -110,3 +111,20 @@ def _port_number(port: int | str) -> int:
     if not 1 <= number <= 65535:
         raise ValueError(f"port must be an integer in 1..65535, got {port!r}")
     return number
+
+
+_MEMORY_FIELDS = ("MemTotal", "MemAvailable")
+
+
+def memory_mb() -> tuple[float, float]:
+    """This machine's used and total memory in MB, used being what is not available
+    (``/proc/meminfo``, read as far as its two fields)."""
+    fields: dict[str, float] = {}
+    with open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            name, _, value = line.partition(":")
+            if name in _MEMORY_FIELDS:
+                fields[name] = int(value.split()[0]) / 1024  # kB
+                if len(fields) == len(_MEMORY_FIELDS):
+                    break
+    return round(fields["MemTotal"] - fields.get("MemAvailable", 0.0), 1), round(fields["MemTotal"], 1)

@@ -45,6 +45,7 @@ from parl_lite.remote.caller import CLOSED
 from parl_lite.remote.errors import ActorDiedError, MemoryLimitError
 from parl_lite.remote.pool import LocalPool, WorkerProcess
 from parl_lite.remote.zygote import PRELOAD_VARIABLE
+from parl_lite.utils.machine_info import memory_mb
 
 __all__ = ["NodeAgent", "PRIVATE_PREFIX"]
 
@@ -59,6 +60,9 @@ _END_BY_ITSELF = 0.5  # seconds a session's actors get to end on their own (and 
 # the master has the node's figures every report, and a node's workers' ends and output are read
 # as they come, so its pool's housekeeper need not wake twice a second
 _POOL_STATUS_PERIOD = 2.0
+# seconds a reading of the machine's memory is reported again before it is read anew: reading
+# /proc/meminfo cost a node's report more CPU than the rest of it
+_MEMORY_PERIOD = 5.0
 logger = logging.getLogger("parl_lite.cluster")
 
 SESSION_HELLO = {"client_id": hello.ID, "files": hello.TEXTS}
@@ -164,6 +168,7 @@ class NodeAgent:
         self._report_lock = threading.Lock()  # one report at a time
         self._reported_to: wire.FramedSocket | None = None  # the master connection the last report went to
         self._reported_reservations: dict[str, str] = {}  # the reservations it last listed
+        self._memory, self._memory_read_at = memory_mb(), time.monotonic()  # (used, total) MB, as reported
         self._actors: dict[str, _Actor] = {}
         self._by_pid: dict[int, _Actor] = {}
         self._ended: list[dict[str, Any]] = []  # ended actors not yet reported
@@ -508,7 +513,9 @@ class NodeAgent:
                 descriptions.append(record["description"])
                 if record["output"]:
                     output[record["description"]["id"]] = record["output"]
-            used, total = _memory_mb()
+            if time.monotonic() - self._memory_read_at >= _MEMORY_PERIOD:
+                self._memory, self._memory_read_at = memory_mb(), time.monotonic()
+            used, total = self._memory
             report = {"type": "report", "mem_used_mb": used, "mem_total_mb": total, "load1": os.getloadavg()[0],
                       "actors": descriptions, "output": output,
                       "released": [record["reservation"] for record in ended]}
@@ -560,22 +567,6 @@ class NodeAgent:
             self.pool.shutdown()
         finally:
             shutil.rmtree(self.private, ignore_errors=True)
-
-
-_MEMORY_FIELDS = ("MemTotal", "MemAvailable")
-
-
-def _memory_mb() -> "tuple[float, float]":
-    """The machine's used and total memory in MB (/proc/meminfo, read as far as its two fields)."""
-    fields: dict[str, float] = {}
-    with open("/proc/meminfo") as meminfo:
-        for line in meminfo:
-            name, value = line.split(":", 1)
-            if name in _MEMORY_FIELDS:
-                fields[name] = int(value.split()[0]) / 1024
-                if len(fields) == len(_MEMORY_FIELDS):
-                    break
-    return round(fields["MemTotal"] - fields.get("MemAvailable", 0), 1), round(fields["MemTotal"], 1)
 
 
 def main(argv: list[str] | None = None) -> None:

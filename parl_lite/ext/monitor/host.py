@@ -6,6 +6,8 @@ import threading
 import time
 from typing import Any
 
+from parl_lite.utils.machine_info import memory_mb
+
 __all__ = ["HostSampler"]
 
 _LOAD_PERIOD = 5.0  # seconds between two points of the load history
@@ -48,11 +50,11 @@ class HostSampler:
             self._measure_cpus(now)
             load: list[list[float]] = [list(point) for point in self._load]
             cpus_used = self._cpus_used
-        mem_total, mem_available = _memory_mb()
+        mem_used, mem_total = memory_mb()
         return {
             "id": self.host, "host": self.host, "alive": True,
             "cpus_total": os.cpu_count() or 1, "cpus_used": round(cpus_used, 2),
-            "mem_used_mb": round(mem_total - mem_available, 1), "mem_total_mb": round(mem_total, 1),
+            "mem_used_mb": mem_used, "mem_total_mb": mem_total,
             "load": load,
         }
 
@@ -74,12 +76,3 @@ def _cpu_ticks() -> tuple[float, float]:
     total = sum(fields[:8])  # guest time is already counted in user time
     return total - idle, total
 
-
-def _memory_mb() -> tuple[float, float]:
-    """(total, available) memory of this machine in MB."""
-    values = {}
-    with open("/proc/meminfo") as meminfo:
-        for line in meminfo:
-            name, _, rest = line.partition(":")
-            values[name] = float(rest.split()[0]) / 1024  # kB
-    return values["MemTotal"], values.get("MemAvailable", values.get("MemFree", 0.0))
