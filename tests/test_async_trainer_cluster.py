@@ -67,8 +67,8 @@ class KillANode(train.Callback):
                                if address in addresses and entry["cwd"] != master_folder)
             os.kill(self.killed["pid"], signal.SIGKILL)
             self.killed_at_update = trainer.updates
-        elif self.killed is not None and trainer.updates == self.killed_at_update + 50:
-            self.actors_after = addresses
+        elif self.killed is not None and not self.actors_after and trainer.updates >= self.killed_at_update + 50:
+            self.actors_after = addresses  # >=: a round learns from every rollout that came, often two
         return True
 
 
