@@ -62,7 +62,7 @@ class ActorHost:
         with self._send_lock:
             self.framed.send(body, buffers)
 
-    def serve(self, handoff_path: str, ticket: str, work_folder: str, stats_path: str, host: str) -> dict[str, Any]:
+    def serve(self, handoff_path: str, ticket: str, work_folder: str, stats_path: str) -> dict[str, Any]:
         """Take the client's socket, then serve the actor until the client stops it or leaves, and
         return the final figures (calls served, last error, state): the node has them without a file.
 
@@ -73,7 +73,6 @@ class ActorHost:
             work_folder: the client's shipped files; the actor's cwd and first ``sys.path`` entry.
             stats_path: where the figures are written for the node while the actor serves (and when
                 serving fails).
-            host: this node's host name, for the client's output prefix.
         """
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
             unix.connect(handoff_path)
@@ -90,7 +89,6 @@ class ActorHost:
         sys.stderr = _ForwardedStream(cast(_Channel, _TeeChannel(self, sys.stderr)), "stderr")
         self._stats_path = stats_path
         try:
-            self.send(("ready", os.getpid(), host))
             self._serve_calls()
         except BaseException:
             self._write_stats()

@@ -9,7 +9,7 @@ from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.framing import FrameTooLargeError, frame_size
 from parl_lite.remote import protocol
 from parl_lite.remote.caller import CLOSED, CallerChannel, Cause, Ending, over_memory
-from parl_lite.remote.errors import ActorDiedError, SerializationError
+from parl_lite.remote.errors import SerializationError
 from parl_lite.remote.output import print_actor_output
 
 if TYPE_CHECKING:
@@ -22,7 +22,9 @@ _Frame = tuple[bytes, list[memoryview]]
 
 
 class ClusterActor(CallerChannel):
-    """One actor on a node: calls go straight to the worker process hosting it (see :meth:`open`).
+    """One actor on a node: calls go straight to the worker process hosting it (``pid`` on ``host``,
+    as the node's answer to the actor's hello says), over the actor's own connection, which the node
+    hands over to that process.
 
     The calls, who reads their replies and how the actor's end fails them are
     :class:`~parl_lite.remote.caller.CallerChannel`'s; this class adds the transport (frames over the
@@ -42,19 +44,6 @@ class ClusterActor(CallerChannel):
         self._verdict: tuple[str, str] | None = None  # (kind, text) from the node
         self._verdict_given = threading.Event()
         super().__init__(class_name, f"pid {pid} on {host}", f"parl_lite-cluster-{actor_id}")
-
-    @classmethod
-    def open(cls, actor_id: str, class_name: str, framed: wire.FramedSocket, node: "NodeSession",
-             max_memory: float | None, on_closed: Callable[["ClusterActor"], None]) -> "ClusterActor":
-        """The channel of the actor whose connection is ``framed``, once its worker has said hello."""
-        try:
-            body, buffers = framed.receive()
-        except (EOFError, OSError, ValueError) as exc:
-            framed.close()
-            raise ActorDiedError(f"{class_name}: the node {node.address} closed the actor's connection "
-                                 f"before it started ({exc})") from exc
-        _, pid, host = wire.decode(body, buffers)
-        return cls(actor_id, class_name, framed, node, max_memory, on_closed, pid, host)
 
     def create(self, class_blob: bytes, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Build the actor (raises what ``__init__`` raised)."""

@@ -117,11 +117,12 @@ class ClusterBackend(Backend):
         place = self._ask_master({"type": "place", "timeout": self.placement_timeout})
         session = self._session(place["node_id"], place["address"], place["host"])
         actor_id = uuid.uuid4().hex[:12]
-        framed, _ = wire.open_connection(place["address"], self._token, "actor", limit=self._frame_limit,
-                                         client_id=self.client_id, actor_id=actor_id,
-                                         reservation=place["reservation"], max_memory=options.max_memory,
-                                         class_name=cls.__qualname__)
-        actor = ClusterActor.open(actor_id, cls.__qualname__, framed, session, options.max_memory, self._queue_close)
+        framed, worker = wire.open_connection(place["address"], self._token, "actor", limit=self._frame_limit,
+                                              client_id=self.client_id, actor_id=actor_id,
+                                              reservation=place["reservation"], max_memory=options.max_memory,
+                                              class_name=cls.__qualname__)
+        actor = ClusterActor(actor_id, cls.__qualname__, framed, session, options.max_memory, self._queue_close,
+                             worker["pid"], worker["host"])
         session.actors[actor_id] = actor
         self._actors[actor_id] = actor
         try:
