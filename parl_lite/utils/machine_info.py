@@ -113,12 +113,13 @@ def _port_number(port: int | str) -> int:
     return number
 
 
-_MEMORY_FIELDS = ("MemTotal", "MemAvailable")
+_MEMORY_FIELDS = ("MemTotal", "MemFree", "MemAvailable")  # the first three lines of /proc/meminfo
 
 
 def memory_mb() -> tuple[float, float]:
-    """This machine's used and total memory in MB, used being what is not available
-    (``/proc/meminfo``, read as far as its two fields)."""
+    """This machine's used and total memory in MB, used being what is not available (free, on a
+    kernel older than 3.14 that does not say what is available); ``/proc/meminfo``, read as far as
+    these fields."""
     fields: dict[str, float] = {}
     with open("/proc/meminfo") as meminfo:
         for line in meminfo:
@@ -127,4 +128,5 @@ def memory_mb() -> tuple[float, float]:
                 fields[name] = int(value.split()[0]) / 1024  # kB
                 if len(fields) == len(_MEMORY_FIELDS):
                     break
-    return round(fields["MemTotal"] - fields.get("MemAvailable", 0.0), 1), round(fields["MemTotal"], 1)
+    available = fields.get("MemAvailable", fields.get("MemFree", 0.0))
+    return round(fields["MemTotal"] - available, 1), round(fields["MemTotal"], 1)

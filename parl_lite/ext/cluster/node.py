@@ -317,8 +317,8 @@ class NodeAgent:
             self._by_pid[channel.pid] = actor
             self._handoffs[ticket] = framed.sock
             ended_meanwhile = not session.open
-        framed.send_json({"ok": True, "pid": channel.pid, "host": self.hostname})  # the client sends its
-        # __init__ call at once: it waits in the socket until the worker has taken it
+        # the client sends its __init__ call at once: it waits in the socket until the worker takes it
+        framed.send_json({"ok": True, "pid": channel.pid, "host": self.hostname})
         future = channel.call("serve", (self.handoff_path, ticket, str(session.folder), str(actor.stats_path)), {})
         future.add_done_callback(lambda done: self._actor_ended(actor, done))
         if ended_meanwhile:  # the session ended before the actor was listed: it would be missed
