@@ -10,6 +10,7 @@ import tempfile
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -239,7 +240,8 @@ def test_status_and_the_status_command_show_a_clients_actors_per_node(cluster):
 
 
 def test_the_calls_an_actor_served_reach_the_status_after_each_burst_of_calls(cluster):
-    # the host writes its figures only after calls, the node reads them only when they were rewritten
+    # the host sends its figures to the node after calls (a note over its pool connection at most
+    # every 0.5 s), no file
     _connect(cluster)
     actor = RemoteCounter()
 
@@ -253,10 +255,13 @@ def test_the_calls_an_actor_served_reach_the_status_after_each_burst_of_calls(cl
             actor.add(1)
         calls += burst
         assert _wait_until(lambda expected=calls: served() == expected, 10), (served(), calls)
+    private = [folder for entry in cluster.processes() if entry["role"] == "node"
+               for folder in Path(entry["cwd"]).glob(".parl_lite_node_*")]
+    assert private and not [path.name for folder in private for path in folder.glob("*.json*")]
 
 
 def test_an_actor_closed_right_after_its_calls_is_reported_with_all_of_them(cluster):
-    # the host returns its final figures as its serving ends (closed before it wrote any file)
+    # the host returns its final figures as its serving ends (closed before it sent any note)
     _connect(cluster)
     actor = RemoteCounter()
     actor_id = actor._channel.actor_id

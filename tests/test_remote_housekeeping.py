@@ -95,3 +95,34 @@ def test_a_memory_limit_set_after_creation_is_checked_at_once_not_a_status_perio
             worker.call_sync("allocate_and_hold", (300,), {})
     finally:
         pool.shutdown()
+
+
+class Noter:
+    def note(self, value: object) -> str:
+        from parl_lite.remote.worker import send_note
+
+        send_note(value)
+        return "sent"
+
+
+def test_a_workers_notes_reach_the_pools_on_note_before_the_reply_that_follows_them():
+    """What a cluster node's actor hosts send their figures with; a pool without ``on_note`` drops them."""
+    notes: list = []
+    pool = LocalPool(num_workers=0, shm_reserve_bytes=0, on_note=lambda worker, value: notes.append((worker.pid, value)))
+    dropping = LocalPool(num_workers=0, shm_reserve_bytes=0)
+    try:
+        worker = pool.create_actor(Noter, (), {}, ActorOptions())
+        for count in (1, 2):
+            assert worker.call_sync("note", ({"calls": count},), {}) == "sent"
+            assert notes[-1] == (worker.pid, {"calls": count})  # handled before the reply was
+        assert dropping.create_actor(Noter, (), {}, ActorOptions()).call_sync("note", ("x",), {}) == "sent"
+    finally:
+        pool.shutdown()
+        dropping.shutdown()
+
+
+def test_a_note_outside_a_pool_worker_is_a_runtime_error():
+    from parl_lite.remote.worker import send_note
+
+    with pytest.raises(RuntimeError, match="not a parl_lite pool worker"):
+        send_note("x")

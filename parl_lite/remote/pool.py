@@ -213,6 +213,8 @@ class WorkerProcess(CallerChannel):
                 print_actor_output(self.label, message[1], message[2])
         elif message[0] == protocol.RELEASE:
             self._segments.release(message[1], self.pid)
+        elif message[0] == protocol.NOTE and self._pool.on_note is not None:
+            self._pool.on_note(self, message[1])
 
     def end(self, expected: bool) -> Ending | None:
         self._kill_group()  # a child the actor forked may live on, holding the socket
@@ -241,6 +243,9 @@ class LocalPool(Backend):
         threads_per_worker: value of OMP/MKL/OpenBLAS thread counts in the workers.
         on_output: called as ``on_output(worker, stream_name, text)`` with each chunk of actor output
             (whole lines) instead of printing it as ``(<Class> pid=N) line``.
+        on_note: called as ``on_note(worker, value)`` with each note a worker sends beside its
+            replies (:func:`parl_lite.remote.worker.send_note`; a cluster node's actor hosts send
+            their figures); without it notes are dropped.
         shm_reserve_bytes: pre-faulted shared memory kept for large arguments (0: none; a cluster
             node, whose clients send arguments over TCP, keeps none).
         large_messages: whether calls and replies over the workers' connections may carry large
@@ -256,7 +261,7 @@ class LocalPool(Backend):
                  on_output: Callable[["WorkerProcess", str, str], None] | None = None,
                  shm_reserve_bytes: int = SHM_RESERVE_BYTES, max_idle_workers: int | None = None,
                  reserve_window: float = RESERVE_WINDOW, status_period: float = _STATUS_PERIOD,
-                 large_messages: bool = True) -> None:
+                 large_messages: bool = True, on_note: Callable[["WorkerProcess", Any], None] | None = None) -> None:
         if num_workers is None:
             num_workers = len(os.sched_getaffinity(0))
         if not isinstance(num_workers, int) or num_workers < 0:
@@ -277,6 +282,7 @@ class LocalPool(Backend):
         self.reserve_window = float(reserve_window)
         self.threads_per_worker = threads_per_worker
         self.on_output = on_output
+        self.on_note = on_note
         self.status_period = float(status_period)
         self.large_messages = bool(large_messages)
         self.session_prefix = f"parl_lite_{os.getpid()}_{uuid.uuid4().hex[:8]}_"

@@ -24,7 +24,7 @@ from parl_lite.remote.errors import SerializationError
 from parl_lite.remote.shm import Borrowed, SegmentPool
 
 __all__ = [
-    "CREATE", "CALL", "GETATTR", "SETATTR", "STOP", "PREFETCH", "RELEASE", "OK", "ERROR", "OUTPUT",
+    "CREATE", "CALL", "GETATTR", "SETATTR", "STOP", "PREFETCH", "RELEASE", "OK", "ERROR", "OUTPUT", "NOTE",
     "UNKNOWN_CALL", "INLINE_LIMIT", "encode", "decode", "settle", "ClassBlobs",
 ]
 
@@ -41,6 +41,7 @@ RELEASE = "release"  # (RELEASE, [segment names the receiver no longer maps])
 OK = "ok"            # (OK, call_id, value)
 ERROR = "error"      # (ERROR, call_id, RemoteFailure)
 OUTPUT = "output"    # (OUTPUT, stream_name, text)
+NOTE = "note"        # (NOTE, value): news for the pool's owner beside the replies (a cluster actor host's figures)
 UNKNOWN_CALL = -1    # the call id of an ERROR about a request that could not be decoded: the oldest call's
 
 INLINE_LIMIT = 64 * 1024

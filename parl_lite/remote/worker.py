@@ -24,7 +24,9 @@ from parl_lite.remote.backend import MethodReference
 from parl_lite.remote.errors import RemoteFailure
 from parl_lite.remote.shm import FREE_IDLE_SECONDS, Borrowed, SegmentPool
 
-__all__ = ["serve"]
+__all__ = ["serve", "send_note"]
+
+_channel: "_Channel | None" = None  # this worker process's connection to its pool, once it serves
 
 
 class _Channel:
@@ -125,7 +127,8 @@ def serve(connection: Connection, segment_prefix: str, warm_up_when_idle: bool =
     ``warm_up_when_idle``, warm up once (:func:`_warm_up`, the large-message path too with
     ``large_messages``) after a reply when no request waits (a worker forked for an actor that was
     waiting for it)."""
-    channel = _Channel(connection, SegmentPool(f"{segment_prefix}w{os.getpid()}_"))
+    global _channel
+    channel = _channel = _Channel(connection, SegmentPool(f"{segment_prefix}w{os.getpid()}_"))
     sys.stdout = _ForwardedStream(channel, "stdout")
     sys.stderr = _ForwardedStream(channel, "stderr")
     actor: Any | None = None
@@ -160,6 +163,18 @@ def serve(connection: Connection, segment_prefix: str, warm_up_when_idle: bool =
         if warm_up_when_idle and not connection.poll(0):
             _warm_up(segment_prefix, large_messages)
             warm_up_when_idle = False
+
+
+def send_note(value: Any) -> None:
+    """Send ``value`` to the pool running this worker, beside the replies: its owner's ``on_note``
+    gets it (in order with the worker's output and replies).
+
+    Raises:
+        RuntimeError: this process is not a pool's worker.
+    """
+    if _channel is None:
+        raise RuntimeError("send_note: this process is not a parl_lite pool worker")
+    _channel.send((protocol.NOTE, value))
 
 
 def _run(actor: Any | None, message: tuple[Any, ...]) -> tuple[Any, Any]:

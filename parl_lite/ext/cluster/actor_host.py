@@ -6,7 +6,6 @@ Unix socket in the node's private folder), then builds the client's actor and se
 that socket directly: one hop between caller and actor, as with the local pool's pipe. The node
 still owns the process (memory limit, death, output) through the pool.
 """
-import json
 import os
 import socket
 import sys
@@ -18,10 +17,10 @@ from parl_lite.ext.cluster import framing
 from parl_lite.ext.cluster.limits import Limits
 from parl_lite.remote import protocol
 from parl_lite.remote.errors import RemoteFailure
-from parl_lite.remote.worker import _Channel, _ForwardedStream, _run
+from parl_lite.remote.worker import _Channel, _ForwardedStream, _run, send_note
 
 __all__ = ["ActorHost"]
-_STATS_PERIOD = 0.5
+_FIGURES_PERIOD = 0.5  # seconds: the figures of the calls of this long go to the node in one note
 
 
 class _TeeChannel:
@@ -47,8 +46,7 @@ class ActorHost:
         self._calls_served = 0
         self._last_error: str | None = None
         self._state = "starting"
-        self._stats_path = ""
-        self._stats_written: dict[str, Any] | None = None
+        self._figures_sent: dict[str, Any] | None = None
 
     @property
     def framed(self) -> framing.FramedSocket:
@@ -62,7 +60,7 @@ class ActorHost:
         with self._send_lock:
             self.framed.send(body, buffers)
 
-    def serve(self, handoff_path: str, ticket: str, work_folder: str, stats_path: str) -> dict[str, Any]:
+    def serve(self, handoff_path: str, ticket: str, work_folder: str) -> dict[str, Any]:
         """Take the client's socket, then serve the actor until the client stops it or leaves, and
         return the final figures (calls served, last error, state): the node has them without a file.
 
@@ -71,8 +69,9 @@ class ActorHost:
                 node's working folder, which is this process's working folder until now).
             ticket: proves to the node which client socket is ours.
             work_folder: the client's shipped files; the actor's cwd and first ``sys.path`` entry.
-            stats_path: where the figures are written for the node while the actor serves (and when
-                serving fails).
+
+        While the actor serves, its figures go to the node as notes over this worker's connection
+        to the node's pool (:func:`~parl_lite.remote.worker.send_note`), also when serving fails.
         """
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
             unix.connect(handoff_path)
@@ -87,11 +86,10 @@ class ActorHost:
         # _ForwardedStream only calls send() on its channel, which _TeeChannel has
         sys.stdout = _ForwardedStream(cast(_Channel, _TeeChannel(self, sys.stdout)), "stdout")
         sys.stderr = _ForwardedStream(cast(_Channel, _TeeChannel(self, sys.stderr)), "stderr")
-        self._stats_path = stats_path
         try:
             self._serve_calls()
         except BaseException:
-            self._write_stats()
+            self._send_figures()
             raise
         finally:
             self.framed.close()
@@ -99,11 +97,11 @@ class ActorHost:
 
     def _serve_calls(self) -> None:
         actor: Any = None
-        stats_due: float | None = None  # when the figures changed since they were last written are due
+        figures_due: float | None = None  # when the figures changed since the last note are due
         while True:
-            if stats_due is not None and not self.framed.wait_for_message(max(0.0, stats_due - time.monotonic())):
-                self._write_stats()
-                stats_due = None
+            if figures_due is not None and not self.framed.wait_for_message(max(0.0, figures_due - time.monotonic())):
+                self._send_figures()
+                figures_due = None
                 continue
             try:
                 body, buffers = self.framed.receive()
@@ -133,8 +131,8 @@ class ActorHost:
             sys.stdout.flush()
             sys.stderr.flush()
             self._calls_served += 1
-            if stats_due is None:  # the calls of the next moment go in the same write
-                stats_due = time.monotonic() + _STATS_PERIOD
+            if figures_due is None:  # the calls of the next moment go in the same note
+                figures_due = time.monotonic() + _FIGURES_PERIOD
             try:
                 self.send(reply)
             except (EOFError, OSError):
@@ -145,17 +143,15 @@ class ActorHost:
     def _figures(self) -> dict[str, Any]:
         return {"calls_served": self._calls_served, "last_error": self._last_error, "state": self._state}
 
-    def _write_stats(self) -> None:
-        """Write the figures for the node (which reports them to the master) if they changed: from
-        the serving loop, at most every ``_STATS_PERIOD`` while calls are served and none while the
-        actor is idle (a node hosts thousands of idle actors in all), so no thread of its own."""
-        stats = self._figures()
-        if stats == self._stats_written:
+    def _send_figures(self) -> None:
+        """Send the figures to the node if they changed: from the serving loop, at most every
+        ``_FIGURES_PERIOD`` while calls are served and none while the actor is idle (a node hosts
+        thousands of idle actors in all), so no thread of its own."""
+        figures = self._figures()
+        if figures == self._figures_sent:
             return
         try:
-            with open(f"{self._stats_path}.tmp", "w") as handle:
-                json.dump(stats, handle)
-            os.replace(f"{self._stats_path}.tmp", self._stats_path)
-        except OSError:  # the node's folder is gone or full: the figures are advisory, the actor goes on
+            send_note(figures)
+        except OSError:  # the node's pool is gone: the actor ends when its connection is read next
             return
-        self._stats_written = stats
+        self._figures_sent = figures

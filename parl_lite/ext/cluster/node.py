@@ -20,7 +20,6 @@ actors and their CPUs. After the grace it stops its actors and exits.
 """
 import argparse
 import errno
-import json
 import logging
 import os
 import secrets
@@ -74,53 +73,30 @@ class _Actor:
     """What the node knows of one hosted actor."""
 
     def __init__(self, actor_id: str, class_name: str, session: "_ClientSession", reservation: str,
-                 channel: WorkerProcess, stats_path: Path) -> None:
+                 channel: WorkerProcess) -> None:
         self.id = actor_id
         self.class_name = class_name
         self.session = session
         self.client_id = session.client_id
         self.reservation = reservation
         self.channel = channel
-        self.stats_path = stats_path
         self.state = "starting"
         self.ticket = ""  # claims the client's socket at the hand-over
         self.last_error: str | None = None
         self.stopped_because: str | None = None  # set when the node stops it (its client left)
         self.new_output: list[str] = []
         self.reported: dict[str, Any] | None = None  # its description as the master last received it
-        self._stats: dict[str, Any] = {}  # what the host last wrote to stats_path ...
-        self._stats_version: tuple[int, int] | None = None  # ... and that file's (mtime, inode)
-        self._stats_final = False  # the host ended and returned its figures: no file to read
-
-    def take_final_stats(self, figures: dict[str, Any]) -> None:
-        """The figures the host returned as its serving ended (:meth:`ActorHost.serve`)."""
-        self._stats, self._stats_final = figures, True
-
-    def _read_stats(self) -> dict[str, Any]:
-        """The host's figures (calls served, last error, state), read again only when the host
-        replaced the file: a report looks at every actor twice a second."""
-        if self._stats_final:
-            return self._stats
-        try:
-            info = os.stat(self.stats_path)
-        except OSError:
-            return self._stats
-        version = (info.st_mtime_ns, info.st_ino)
-        if version != self._stats_version:
-            try:
-                self._stats = json.loads(self.stats_path.read_text())
-            except (OSError, ValueError):
-                return self._stats
-            self._stats_version = version
-        return self._stats
+        # the host's figures (calls served, last error, state): its latest note, then what its serve
+        # call returned
+        self.figures: dict[str, Any] = {}
 
     def describe(self) -> dict[str, Any]:
-        stats = self._read_stats()
+        figures = self.figures
         if self.state in ("starting", "alive"):
-            self.state = stats.get("state", self.state)
+            self.state = figures.get("state", self.state)
         return {"id": self.id, "class": self.class_name, "pid": self.channel.pid, "state": self.state,
-                "calls_served": stats.get("calls_served", 0), "rss_mb": round(self.channel.resident_mb(), 1),
-                "last_error": self.last_error or stats.get("last_error"), "client": self.client_id}
+                "calls_served": figures.get("calls_served", 0), "rss_mb": round(self.channel.resident_mb(), 1),
+                "last_error": self.last_error or figures.get("last_error"), "client": self.client_id}
 
 
 class _ClientSession:
@@ -198,11 +174,11 @@ class NodeAgent:
     def _start_pool(self) -> LocalPool:
         """The pool of this node's workers: no idle workers of its own (the spares are), no shared
         memory kept or warmed up for arguments (they come over TCP), the actor host imported before
-        the fork, its status published every few seconds."""
+        the fork, its status published every few seconds, its hosts' figures taken from their notes."""
         os.environ[PRELOAD_VARIABLE] = ActorHost.__module__  # read when the pool starts its zygote
         try:
-            return LocalPool(num_workers=0, on_output=self._on_output, shm_reserve_bytes=0, large_messages=False,
-                             status_period=_POOL_STATUS_PERIOD)
+            return LocalPool(num_workers=0, on_output=self._on_output, on_note=self._on_figures, shm_reserve_bytes=0,
+                             large_messages=False, status_period=_POOL_STATUS_PERIOD)
         finally:
             del os.environ[PRELOAD_VARIABLE]
 
@@ -309,8 +285,7 @@ class NodeAgent:
             framed.close()
             return
         self.pool.limit_memory(channel, hello.get("max_memory"))
-        actor = _Actor(actor_id, hello["class_name"], session, hello["reservation"], channel,
-                       self.private / f"{actor_id}.json")
+        actor = _Actor(actor_id, hello["class_name"], session, hello["reservation"], channel)
         ticket = actor.ticket = secrets.token_hex(16)
         with self._lock:
             self._actors[actor.id] = actor
@@ -319,7 +294,7 @@ class NodeAgent:
             ended_meanwhile = not session.open
         # the client sends its __init__ call at once: it waits in the socket until the worker takes it
         framed.send_json({"ok": True, "pid": channel.pid, "host": self.hostname})
-        future = channel.call("serve", (self.handoff_path, ticket, str(session.folder), str(actor.stats_path)), {})
+        future = channel.call("serve", (self.handoff_path, ticket, str(session.folder)), {})
         future.add_done_callback(lambda done: self._actor_ended(actor, done))
         if ended_meanwhile:  # the session ended before the actor was listed: it would be missed
             actor.stopped_because = _CLIENT_LEFT
@@ -387,7 +362,7 @@ class NodeAgent:
     def _actor_ended(self, actor: _Actor, done: Any) -> None:
         error = done.exception()
         if error is None:
-            actor.take_final_stats(done.result())
+            actor.figures = done.result()
         if error is None or actor.stopped_because:
             kind, text = "closed", actor.stopped_because or ""
         elif isinstance(error, MemoryLimitError):
@@ -416,10 +391,6 @@ class NodeAgent:
             self._lock.notify_all()
         if unclaimed is not None:
             unclaimed.close()
-        try:
-            actor.stats_path.unlink()
-        except FileNotFoundError:
-            pass
         self._remove_folder_if_done(session)
 
     def _on_output(self, worker: WorkerProcess, stream_name: str, text: str) -> None:
@@ -428,6 +399,13 @@ class NodeAgent:
             if actor is not None:
                 actor.new_output.extend(text.splitlines())
                 del actor.new_output[:-_OUTPUT_LINES]
+
+    def _on_figures(self, worker: WorkerProcess, figures: Any) -> None:
+        """An actor host's note: its figures (:meth:`ActorHost.serve`)."""
+        with self._lock:
+            actor = self._by_pid.get(worker.pid)
+            if actor is not None and isinstance(figures, dict):
+                actor.figures = figures
 
     # --- the master -----------------------------------------------------------------------------
     def _join(self, node_id: str | None,
