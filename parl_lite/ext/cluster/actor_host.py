@@ -62,7 +62,8 @@ class ActorHost:
 
     def serve(self, handoff_path: str, ticket: str, work_folder: str) -> dict[str, Any]:
         """Take the client's socket, then serve the actor until the client stops it or leaves, and
-        return the final figures (calls served, last error, state): the node has them without a file.
+        return the final figures (calls served, last error, state): the node has them as serving ends,
+        however recent the last note was.
 
         Args:
             handoff_path: the node's Unix socket that hands over client sockets (relative to the
