@@ -255,6 +255,8 @@ def test_the_calls_an_actor_served_reach_the_status_after_each_burst_of_calls(cl
             actor.add(1)
         calls += burst
         assert _wait_until(lambda expected=calls: served() == expected, 10), (served(), calls)
+    shown = next(a for a in cluster.status()["actors"] if a["id"] == actor._channel.actor_id)
+    assert shown["rss_mb"] > 0  # its worker's memory, read at the node's first report of it
     private = [folder for entry in cluster.processes() if entry["role"] == "node"
                for folder in Path(entry["cwd"]).glob(".parl_lite_node_*")]
     assert private and not [path.name for folder in private for path in folder.glob("*.json*")]

@@ -21,6 +21,7 @@ actors and their CPUs. After the grace it stops its actors and exits.
 import argparse
 import errno
 import logging
+import math
 import os
 import secrets
 import shutil
@@ -59,8 +60,9 @@ _END_BY_ITSELF = 0.5  # seconds a session's actors get to end on their own (and 
 # the master has the node's figures every report, and a node's workers' ends and output are read
 # as they come, so its pool's housekeeper need not wake twice a second
 _POOL_STATUS_PERIOD = 2.0
-# seconds a reading of the machine's memory is reported again before it is read anew: reading
-# /proc/meminfo cost a node's report more CPU than the rest of it
+# seconds a reading of the machine's memory, and of an actor's, is reported again before it is read
+# anew: reading /proc/meminfo cost a node's report more CPU than the rest of it, and an actor's
+# /proc/<pid>/statm 50 us more each (the memory limits are the pool's, checked on their own)
 _MEMORY_PERIOD = 5.0
 logger = logging.getLogger("parl_lite.cluster")
 
@@ -89,13 +91,20 @@ class _Actor:
         # the host's figures (calls served, last error, state): its latest note, then what its serve
         # call returned
         self.figures: dict[str, Any] = {}
+        self._rss_mb, self._rss_read_at = 0.0, -math.inf  # its worker's own memory, read at the first report
+
+    def rss_mb(self) -> float:
+        """Its worker's own resident memory in MB, read at most every ``_MEMORY_PERIOD``."""
+        if time.monotonic() - self._rss_read_at >= _MEMORY_PERIOD:
+            self._rss_mb, self._rss_read_at = round(self.channel.resident_mb(), 1), time.monotonic()
+        return self._rss_mb
 
     def describe(self) -> dict[str, Any]:
         figures = self.figures
         if self.state in ("starting", "alive"):
             self.state = figures.get("state", self.state)
         return {"id": self.id, "class": self.class_name, "pid": self.channel.pid, "state": self.state,
-                "calls_served": figures.get("calls_served", 0), "rss_mb": round(self.channel.resident_mb(), 1),
+                "calls_served": figures.get("calls_served", 0), "rss_mb": self.rss_mb(),
                 "last_error": self.last_error or figures.get("last_error"), "client": self.client_id}
 
 
