@@ -68,7 +68,7 @@ class KillANode(train.Callback):
             os.kill(self.killed["pid"], signal.SIGKILL)
             self.killed_at_update = trainer.updates
         elif self.killed is not None and not self.actors_after and trainer.updates >= self.killed_at_update + 50:
-            self.actors_after = addresses  # >=: a round learns from every rollout that came, often two
+            self.actors_after = addresses  # >=: a round learns from every rollout that came (two at times)
         return True
 
 
