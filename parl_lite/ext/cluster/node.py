@@ -31,8 +31,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from parl_lite.ext.cluster import hello, wire
 from parl_lite.ext.cluster.actor_host import ActorHost
@@ -65,10 +66,26 @@ _POOL_STATUS_PERIOD = 2.0
 # /proc/<pid>/statm 50 us more each (the memory limits are the pool's, checked on their own)
 _MEMORY_PERIOD = 5.0
 logger = logging.getLogger("parl_lite.cluster")
+_T = TypeVar("_T")
 
 SESSION_HELLO = {"client_id": hello.ID, "files": hello.TEXTS}
 ACTOR_HELLO = {"client_id": hello.ID, "actor_id": hello.ID, "reservation": hello.TEXT,
                "max_memory": hello.optional(hello.MEGABYTES), "class_name": hello.TEXT}
+
+
+class _Reading(Generic[_T]):
+    """A value that ``read()`` gives, read again when asked ``_MEMORY_PERIOD`` or more after the last
+    read (the first read is at the first ask)."""
+
+    def __init__(self, read: Callable[[], _T]) -> None:
+        self._read = read
+        self._value: _T | None = None
+        self._read_at = -math.inf
+
+    def get(self) -> _T:
+        if self._value is None or time.monotonic() - self._read_at >= _MEMORY_PERIOD:
+            self._value, self._read_at = self._read(), time.monotonic()
+        return self._value
 
 
 class _Actor:
@@ -91,20 +108,14 @@ class _Actor:
         # the host's figures (calls served, last error, state): its latest note, then what its serve
         # call returned
         self.figures: dict[str, Any] = {}
-        self._rss_mb, self._rss_read_at = 0.0, -math.inf  # its worker's own memory, read at the first report
-
-    def rss_mb(self) -> float:
-        """Its worker's own resident memory in MB, read at most every ``_MEMORY_PERIOD``."""
-        if time.monotonic() - self._rss_read_at >= _MEMORY_PERIOD:
-            self._rss_mb, self._rss_read_at = round(self.channel.resident_mb(), 1), time.monotonic()
-        return self._rss_mb
+        self.rss_mb = _Reading(lambda: round(channel.resident_mb(), 1))  # its worker's own memory, MB
 
     def describe(self) -> dict[str, Any]:
         figures = self.figures
         if self.state in ("starting", "alive"):
             self.state = figures.get("state", self.state)
         return {"id": self.id, "class": self.class_name, "pid": self.channel.pid, "state": self.state,
-                "calls_served": figures.get("calls_served", 0), "rss_mb": self.rss_mb(),
+                "calls_served": figures.get("calls_served", 0), "rss_mb": self.rss_mb.get(),
                 "last_error": self.last_error or figures.get("last_error"), "client": self.client_id}
 
 
@@ -153,7 +164,7 @@ class NodeAgent:
         self._report_lock = threading.Lock()  # one report at a time
         self._reported_to: wire.FramedSocket | None = None  # the master connection the last report went to
         self._reported_reservations: dict[str, str] = {}  # the reservations it last listed
-        self._memory, self._memory_read_at = memory_mb(), time.monotonic()  # (used, total) MB, as reported
+        self._memory = _Reading(memory_mb)  # the machine's (used, total) MB, as reported
         self._actors: dict[str, _Actor] = {}
         self._by_pid: dict[int, _Actor] = {}
         self._ended: list[dict[str, Any]] = []  # ended actors not yet reported
@@ -500,9 +511,7 @@ class NodeAgent:
                 descriptions.append(record["description"])
                 if record["output"]:
                     output[record["description"]["id"]] = record["output"]
-            if time.monotonic() - self._memory_read_at >= _MEMORY_PERIOD:
-                self._memory, self._memory_read_at = memory_mb(), time.monotonic()
-            used, total = self._memory
+            used, total = self._memory.get()
             report = {"type": "report", "mem_used_mb": used, "mem_total_mb": total, "load1": os.getloadavg()[0],
                       "actors": descriptions, "output": output,
                       "released": [record["reservation"] for record in ended]}

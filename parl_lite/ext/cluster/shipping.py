@@ -74,7 +74,7 @@ def collect_files(distributed_files: Sequence[str], limit_mb: float) -> dict[str
     return {**{name: b"" for name in sorted(folders)}, **{name: path.read_bytes() for name, path in files.items()}}
 
 
-def safe_parts(name: str) -> list[str]:
+def _safe_parts(name: str) -> list[str]:
     """The folders and file name of ``name`` inside the work folder (``.`` and empty parts dropped),
     or ValueError if it would leave the folder."""
     parts = [part for part in name.split("/") if part not in ("", ".")]
@@ -100,13 +100,14 @@ def write_files(folder: Path, names: list[str], contents: Sequence[bytes | memor
         raise ValueError(f"the shipped files exceed this node's limit of {limit_mb:g} MB")
     made = {""}  # folders made so far, relative to ``folder``
     for name, content in zip(names, contents, strict=True):
-        parts = safe_parts(name)
-        inside = parts if name.endswith("/") else parts[:-1]
+        parts = _safe_parts(name)
+        is_folder = name.endswith("/")
+        inside = parts if is_folder else parts[:-1]
         for depth in range(1, len(inside) + 1):
             relative = "/".join(inside[:depth])
             if relative not in made:
                 os.mkdir(os.path.join(folder, relative))
                 made.add(relative)
-        if not name.endswith("/"):
+        if not is_folder:
             with open(os.path.join(folder, *parts), "wb") as target:
                 target.write(content)
