@@ -76,7 +76,9 @@ class KillANode(train.Callback):
 def test_impala_on_a_cluster_loses_a_node_replaces_its_actor_and_reaches_475(cluster, caplog):
     _connect(cluster)
     killer = KillANode(cluster, at=2_000)
-    summary, events = _impala_run(caplog, killer, 300_000, actors=2, target=475, eval_every=5_000)
+    # the first evaluation at 20,000 steps: one at 5,000 reached 500 by luck once, on a loaded machine,
+    # and the run ended before the replacement of the actor killed at 2,000 steps was made
+    summary, events = _impala_run(caplog, killer, 300_000, actors=2, target=475, eval_every=20_000)
     assert killer.killed is not None and wait_for_exit(killer.killed["pid"], 5)
     assert summary.solved and summary.eval_return >= 475, summary
     lost = [event for event in events if " lost: " in event]
