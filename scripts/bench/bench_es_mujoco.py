@@ -4,6 +4,7 @@ a generation goes.
     python scripts/bench/bench_es_mujoco.py                                   # Swimmer, Hopper, HalfCheetah; seeds 0-4
     python scripts/bench/bench_es_mujoco.py --tasks swimmer --seeds 0 1 --only ours
     python scripts/bench/bench_es_mujoco.py --tasks walker2d                  # hours
+    python scripts/bench/bench_es_mujoco.py --tasks hopper --only ours --set solver.optimizer.base_lr=0.02
     python scripts/bench/bench_es_mujoco.py --only profile                    # one HalfCheetah generation, per step
 
 Prints ONE JSON line. Needs MuJoCo (``pip install 'parl_lite[mujoco]'``) and, for the peer,
@@ -35,7 +36,9 @@ Figures per task: ``median_episodes`` (over seeds; a seed that missed counts as 
 null when half or more missed), ``success_rate`` within the budget and within the paper's figure,
 ``cpu_seconds_per_episode`` (all runs' CPU over all their training episodes), ``env_steps_per_cpu_second``,
 ``env_steps_per_s_per_worker`` (training steps over the wall-clock of training, evaluations and
-start-up excluded, and the workers) and the final returns.
+start-up excluded, and the workers) and the final returns. With both sides, ``paired`` compares them
+seed by seed: the difference of their success rates within the paper's figure with a 95% bootstrap
+interval, and on how many seeds each reached the threshold first, with a sign test.
 
 ``--only profile``: one generation of ``es_halfcheetah.yaml`` (64 candidates around a random policy,
 random observation statistics) in one sampler, CPU time per environment step, then each part alone
@@ -148,15 +151,17 @@ def _single_threaded_env() -> dict:
 def run_ours(task: Task, seed: int, budget: int, workers: int, folder: Path) -> dict:
     """``es-train`` with the task's config: episodes to the threshold, CPU of every process, the final
     policy's returns on fresh episodes (from the exported ONNX file)."""
-    from evokit_py.config import load_config
+    from evokit_py.config import resolve_config
 
-    config = load_config(EXAMPLES / task.config)
+    config = resolve_config(EXAMPLES / task.config, ARGS.set)
     per_generation = config.solver.population_size * config.env.episodes_per_candidate
     generations = math.ceil(budget / per_generation)
     command = [sys.executable, "-m", "parl_lite.cli", "es-train", "--config", str(EXAMPLES / task.config),
                "--set", f"seed={seed}", "--set", f"solver.sampling.gaussian_sampling.seed={seed + 7}",
                "--set", f"train.generations={generations}", "--set", f"train.workers={workers}",
                "--set", f"train.log_dir={folder}", "--set", f"train.checkpoint_dir={folder}/checkpoints"]
+    for override in ARGS.set:
+        command += ["--set", override]
     done, cpu, wall = _run_measured(command, _single_threaded_env())
     if done.returncode != 0:
         raise RuntimeError(f"es-train failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -323,6 +328,28 @@ def figures(task: Task, runs: list[dict], budget: int) -> dict:
             "final_solved": [bool(value >= task.threshold) for value in finals]}
 
 
+def paired(task: Task, ours: list[dict], peer: list[dict], resamples: int = 10_000) -> dict:
+    """Ours against the peer seed by seed (the runs of one seed pair up): the difference of the
+    success rates within the paper's figure, with a 95% percentile-bootstrap interval over seeds, and
+    which side reached the threshold first on how many seeds, with a two-sided sign test (a seed that
+    missed counts as later than any that reached it; both missing is a tie)."""
+    def reached(run: dict) -> float:
+        return math.inf if run["episodes_to_threshold"] is None else run["episodes_to_threshold"]
+
+    within = np.array([[reached(run) <= task.paper_episodes for run in side] for side in (ours, peer)], dtype=float)
+    difference = within[0] - within[1]
+    drawn = np.random.default_rng(0).integers(0, difference.size, (resamples, difference.size))
+    low, high = np.percentile(difference[drawn].mean(axis=1), [2.5, 97.5])
+    ours_first = sum(reached(a) < reached(b) for a, b in zip(ours, peer, strict=True))
+    peer_first = sum(reached(b) < reached(a) for a, b in zip(ours, peer, strict=True))
+    decided = ours_first + peer_first
+    tail = sum(math.comb(decided, k) for k in range(min(ours_first, peer_first) + 1)) / 2 ** decided
+    return {"seeds": difference.size, "success_at_paper_budget_difference": round(float(difference.mean()), 3),
+            "success_difference_interval_95": [round(float(low), 3), round(float(high), 3)],
+            "ours_first": ours_first, "peer_first": peer_first, "ties": difference.size - decided,
+            "sign_test_p": round(min(1.0, 2 * tail), 4)}
+
+
 def compare(names: list[str], seeds: list[int], sides: list[str]) -> dict:
     _become_subreaper()
     results = {}
@@ -339,6 +366,8 @@ def compare(names: list[str], seeds: list[int], sides: list[str]) -> dict:
         results[name] = {"env": task.env_id, "threshold": task.threshold, "paper_v2t_episodes": task.paper_episodes,
                          "budget_episodes": budget,
                          **{side: figures(task, side_runs, budget) for side, side_runs in runs.items()}}
+        if len(sides) == 2:
+            results[name]["paired"] = paired(task, runs["ours"], runs["sb3"])
     return results
 
 
@@ -418,6 +447,9 @@ def main() -> None:
     parser.add_argument("--budget-factor", type=float, default=2.0,
                         help="training episodes per run, in units of the paper's V2-t figure")
     parser.add_argument("--final-episodes", type=int, default=20, help="fresh episodes of each final policy")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a value of our config (es-train's --set), e.g. solver.optimizer.base_lr=0.02; "
+                             "the peer keeps RL-Zoo's values")
     parser.add_argument("--sb3-run", help=argparse.SUPPRESS)
     global ARGS
     ARGS = parser.parse_args()
@@ -430,7 +462,7 @@ def main() -> None:
         figures_["profile"] = profile()
     else:
         sides = [ARGS.only] if ARGS.only else ["ours", "sb3"]
-        figures_.update({"seeds": ARGS.seeds, "workers": ARGS.workers,
+        figures_.update({"seeds": ARGS.seeds, "workers": ARGS.workers, "ours_overrides": ARGS.set,
                          "tasks": compare(ARGS.tasks, ARGS.seeds, sides)})
     figures_["load_average_end"] = [round(value, 2) for value in os.getloadavg()]
     print(json.dumps(figures_))
