@@ -56,6 +56,26 @@ def test_a_node_builds_an_actor_host_per_free_cpu_and_keeps_no_shared_memory(clu
                        not ({host["pid"] for host in _actor_hosts(node["pid"])} & {h["pid"] for h in hosts}), 20)
 
 
+def _open_descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_a_spare_host_killed_before_an_actor_takes_it_is_replaced_and_its_link_closed(cluster):
+    """Each spare host links to the node's hand-over socket as it is built; an actor's client socket
+    goes down that link. A spare that died unused is passed over, and its link closed with it."""
+    node = _node_entry(cluster, "node-b")
+    assert _wait_until(lambda: len(_actor_hosts(node["pid"])) == 2, 20)
+    descriptors = _open_descriptors(node["pid"])  # its spares' pool connections and links among them
+    os.kill(_actor_hosts(node["pid"])[0]["pid"], signal.SIGKILL)
+    _connect(cluster)
+    actors = [RemoteCounter(index) for index in range(4)]  # every CPU: node-b takes both its spares, one dead
+    assert [actor.add(1) for actor in actors] == [1, 2, 3, 4]
+    parl_lite.shutdown()
+    assert _wait_until(lambda: len(_actor_hosts(node["pid"])) == 2 and
+                       _open_descriptors(node["pid"]) == descriptors, 20), \
+        (_open_descriptors(node["pid"]), descriptors, os.listdir(f"/proc/{node['pid']}/fd"))
+
+
 PRELOADED = textwrap.dedent("""
     import os
     with open(os.environ["PRELOAD_RECORD"], "a") as record:

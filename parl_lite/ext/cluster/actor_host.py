@@ -1,13 +1,15 @@
 """The node side of one actor: runs in a worker process of the node's ``LocalPool``.
 
-The node creates an :class:`ActorHost` in a pool worker and calls :meth:`ActorHost.serve`, which
-fetches the client's already authenticated TCP socket from the node (a file descriptor passed over a
-Unix socket in the node's private folder), then builds the client's actor and serves its calls over
+The node creates an :class:`ActorHost` in a pool worker ahead of need (a spare), which links to the
+node's hand-over socket, a Unix socket in the node's private folder. When a client's actor comes,
+the node passes the client's already authenticated TCP socket down that link (a file descriptor) and
+calls :meth:`ActorHost.serve`, which takes it, builds the client's actor and serves its calls over
 that socket directly: one hop between caller and actor, as with the local pool's pipe. The node
 still owns the process (memory limit, death, output) through the pool.
 """
 import os
 import socket
+import struct
 import sys
 import threading
 import time
@@ -19,7 +21,8 @@ from parl_lite.remote import protocol
 from parl_lite.remote.errors import RemoteFailure
 from parl_lite.remote.worker import _Channel, _ForwardedStream, _run, send_note
 
-__all__ = ["ActorHost"]
+__all__ = ["ActorHost", "LINK_PID_FORMAT"]
+LINK_PID_FORMAT = "!I"  # how a host says its pid when it links to the node's hand-over socket
 _FIGURES_PERIOD = 0.5  # seconds: the figures of the calls of this long go to the node in one note
 
 
@@ -40,7 +43,17 @@ class _TeeChannel:
 class ActorHost:
     """Hosts one client actor in this worker process (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, handoff_path: str) -> None:
+        """Link to the node's hand-over socket at ``handoff_path`` (relative to the node's working
+        folder, which is this process's working folder until :meth:`serve`), saying our pid: the node
+        sends the client's socket down this link when an actor comes, with no connection to make then."""
+        self._link = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._link.connect(handoff_path)
+            self._link.sendall(struct.pack(LINK_PID_FORMAT, os.getpid()))
+        except BaseException:
+            self._link.close()
+            raise
         self._framed: framing.FramedSocket | None = None
         self._send_lock = threading.Lock()
         self._calls_served = 0
@@ -60,24 +73,19 @@ class ActorHost:
         with self._send_lock:
             self.framed.send(body, buffers)
 
-    def serve(self, handoff_path: str, ticket: str, work_folder: str) -> dict[str, Any]:
-        """Take the client's socket, then serve the actor until the client stops it or leaves, and
-        return the final figures (calls served, last error, state): the node has them as serving ends,
-        however recent the last note was.
+    def serve(self, work_folder: str) -> dict[str, Any]:
+        """Take the client's socket the node sent down our link, then serve the actor until the
+        client stops it or leaves, and return the final figures (calls served, last error, state): the
+        node has them as serving ends, however recent the last note was.
 
         Args:
-            handoff_path: the node's Unix socket that hands over client sockets (relative to the
-                node's working folder, which is this process's working folder until now).
-            ticket: proves to the node which client socket is ours.
             work_folder: the client's shipped files; the actor's cwd and first ``sys.path`` entry.
 
         While the actor serves, its figures go to the node as notes over this worker's connection
         to the node's pool (:func:`~parl_lite.remote.worker.send_note`), also when serving fails.
         """
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as unix:
-            unix.connect(handoff_path)
-            unix.sendall(ticket.encode())
-            _, fds, _, _ = socket.recv_fds(unix, 1, 1)
+        with self._link:
+            _, fds, _, _ = socket.recv_fds(self._link, 1, 1)
         if not fds:
             raise RuntimeError("the node handed over no client socket")
         self._framed = framing.FramedSocket(socket.socket(fileno=fds[0]), "the client",

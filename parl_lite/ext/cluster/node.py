@@ -23,7 +23,6 @@ import errno
 import logging
 import math
 import os
-import secrets
 import shutil
 import socket
 import struct
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from parl_lite.ext.cluster import hello, wire
-from parl_lite.ext.cluster.actor_host import ActorHost
+from parl_lite.ext.cluster.actor_host import LINK_PID_FORMAT, ActorHost
 from parl_lite.ext.cluster.limits import HELLO_FRAME_BYTES, Limits
 from parl_lite.ext.cluster.local_state import load_token
 from parl_lite.ext.cluster.server import Role, Server, run_until_stopped
@@ -56,6 +55,7 @@ _REJOIN_FIRST_DELAY = 0.1  # seconds before the first try to reach a master that
 _REJOIN_MOST_DELAY = 2.0  # ... up to this
 _CLIENT_LEFT = "its client left"
 _SPARE_RETRY = 1.0  # seconds before building a spare actor host again after a failure
+_LINK_WAIT = 5.0  # seconds an actor host built may take to link to the hand-over socket
 _END_BY_ITSELF = 0.5  # seconds a session's actors get to end on their own (and report) before they are killed
 # seconds between the pool's status publications (what `parl-lite status` on this machine lists):
 # the master has the node's figures every report, and a node's workers' ends and output are read
@@ -100,7 +100,6 @@ class _Actor:
         self.reservation = reservation
         self.channel = channel
         self.state = "starting"
-        self.ticket = ""  # claims the client's socket at the hand-over
         self.last_error: str | None = None
         self.stopped_because: str | None = None  # set when the node stops it (its client left)
         self.new_output: list[str] = []
@@ -169,14 +168,14 @@ class NodeAgent:
         self._by_pid: dict[int, _Actor] = {}
         self._ended: list[dict[str, Any]] = []  # ended actors not yet reported
         self._sessions: dict[str, _ClientSession] = {}  # client id -> its open session here
-        self._handoffs: dict[str, socket.socket] = {}
+        self._links: dict[int, socket.socket] = {}  # pid of an actor host -> its link to the hand-over socket
         self._spares: list[WorkerProcess] = []  # ActorHosts built ahead of need, one per free CPU
         self.pool = self._start_pool()
         try:
             self._handoff = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self._handoff.bind(self.handoff_path)
             self._handoff.listen(64)
-            threading.Thread(target=self._hand_over, daemon=True, name="parl_lite-handoff").start()
+            threading.Thread(target=self._accept_links, daemon=True, name="parl_lite-handoff").start()
             self._server = Server(host, port, token, {"session": Role(self._serve_session, SESSION_HELLO),
                                                       "actor": Role(self._serve_actor, ACTOR_HELLO)}, self.limits)
             self._serve_address = f"{self._advertised_host(host, master)}:{self._server.port}"
@@ -299,38 +298,58 @@ class NodeAgent:
             framed.close()
             return
         try:
-            channel = self._take_spare()
+            channel, link = self._take_spare()
         except Exception as exc:
             framed.send_json({"ok": False, "error": f"this node cannot start a worker: {exc}"})
             framed.close()
             return
         self.pool.limit_memory(channel, hello.get("max_memory"))
         actor = _Actor(actor_id, hello["class_name"], session, hello["reservation"], channel)
-        ticket = actor.ticket = secrets.token_hex(16)
         with self._lock:
             self._actors[actor.id] = actor
             self._by_pid[channel.pid] = actor
-            self._handoffs[ticket] = framed.sock
             ended_meanwhile = not session.open
         # the client sends its __init__ call at once: it waits in the socket until the worker takes it
         framed.send_json({"ok": True, "pid": channel.pid, "host": self.hostname})
-        future = channel.call("serve", (self.handoff_path, ticket, str(session.folder)), {})
+        with link:  # the socket stays queued on the link for the host, also after our end is closed
+            try:
+                socket.send_fds(link, [b"F"], [framed.sock.fileno()])
+            except OSError:
+                pass  # the host died: its serve call fails, and the client hears why
+        framed.sock.close()  # not framed.close(): its shutdown would end the connection for the host too
+        future = channel.call("serve", (str(session.folder),), {})
         future.add_done_callback(lambda done: self._actor_ended(actor, done))
         if ended_meanwhile:  # the session ended before the actor was listed: it would be missed
             actor.stopped_because = _CLIENT_LEFT
             channel.kill(CLOSED)
 
-    def _take_spare(self) -> WorkerProcess:
-        """A spare ActorHost (its replacement is built in the background), or one built now."""
+    def _take_spare(self) -> tuple[WorkerProcess, socket.socket]:
+        """A spare ActorHost and its link (its replacement is built in the background), or one built now."""
         with self._lock:
             while self._spares:
                 spare = self._spares.pop()
                 spare.read_available()  # a spare's death is seen when its connection is read
                 if spare.alive:
-                    return spare
+                    return spare, self._link_of(spare)
                 spare.close()
+                link = self._links.pop(spare.pid, None)
+                if link is not None:
+                    link.close()
                 self._lock.notify_all()  # the keeper builds another
-        return self.pool.create_actor(ActorHost, (), {}, ActorOptions())
+        host = self.pool.create_actor(ActorHost, (self.handoff_path,), {}, ActorOptions())
+        with self._lock:
+            return host, self._link_of(host)
+
+    def _link_of(self, host: WorkerProcess) -> socket.socket:
+        """The link ``host`` made to the hand-over socket as it was built (self._lock is held)."""
+        if not self._lock.wait_for(lambda: host.pid in self._links or self.stopped.is_set(), timeout=_LINK_WAIT):
+            host.close()
+            raise RuntimeError(f"its actor host did not link to the hand-over socket in {_LINK_WAIT:g} s")
+        link = self._links.pop(host.pid, None)
+        if link is None:  # the node is stopping
+            host.close()
+            raise RuntimeError("the node is stopping")
+        return link
 
     def _spares_missing(self) -> int:
         return self.cpus - len(self._actors) - len(self._spares)  # self._lock is held
@@ -343,7 +362,7 @@ class NodeAgent:
             if self.stopped.is_set():
                 return
             try:
-                spare = self.pool.create_actor(ActorHost, (), {}, ActorOptions())
+                spare = self.pool.create_actor(ActorHost, (self.handoff_path,), {}, ActorOptions())
             except Exception as error:  # the pool shut down, or forks fail now: actors are built on demand
                 if self.stopped.wait(_SPARE_RETRY):
                     return
@@ -352,8 +371,11 @@ class NodeAgent:
             with self._lock:
                 self._spares.append(spare)
 
-    def _hand_over(self) -> None:
-        """Give each worker the client socket its ticket names."""
+    def _accept_links(self) -> None:
+        """Take each actor host's link to the hand-over socket, made as the host was built: the
+        client's socket goes down it when an actor comes. Only this user's processes can connect
+        (the socket is in the node's private folder)."""
+        pid_bytes = struct.calcsize(LINK_PID_FORMAT)
         while True:
             try:
                 connection, _ = self._handoff.accept()
@@ -361,23 +383,26 @@ class NodeAgent:
                 if self.stopped.is_set() or error.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS,
                                                                 errno.ENOMEM, errno.ECONNABORTED):
                     return  # closed
-                time.sleep(0.05)  # out of file descriptors: a worker waits a moment, then gets its socket
+                time.sleep(0.05)  # out of file descriptors: a host waits a moment, then links
                 continue
-            with connection:
-                try:
-                    connection.settimeout(5)
-                    ticket = connection.recv(32).decode(errors="replace")
-                except OSError:
-                    continue
-                with self._lock:
-                    client_socket = self._handoffs.pop(ticket, None)
-                if client_socket is None:
-                    continue
-                try:
-                    socket.send_fds(connection, [b"F"], [client_socket.fileno()])
-                except OSError:
-                    pass
-                client_socket.close()
+            said = b""
+            try:
+                connection.settimeout(_LINK_WAIT)
+                while len(said) < pid_bytes and (chunk := connection.recv(pid_bytes - len(said))):
+                    said += chunk
+                connection.settimeout(None)
+            except OSError:
+                pass
+            if len(said) != pid_bytes:
+                connection.close()
+                continue
+            (pid,) = struct.unpack(LINK_PID_FORMAT, said)
+            with self._lock:
+                previous = self._links.pop(pid, None)  # a pid reused after its host died unlinked
+                self._links[pid] = connection
+                self._lock.notify_all()
+            if previous is not None:
+                previous.close()
 
     def _actor_ended(self, actor: _Actor, done: Any) -> None:
         error = done.exception()
@@ -403,14 +428,11 @@ class NodeAgent:
         description = actor.describe()
         actor.channel.close()
         with self._lock:
-            unclaimed = self._handoffs.pop(actor.ticket, None)  # the worker died before taking it
             self._actors.pop(actor.id, None)
             self._by_pid.pop(actor.channel.pid, None)
             self._ended.append({"description": description, "output": actor.new_output,
                                 "reservation": actor.reservation})
             self._lock.notify_all()
-        if unclaimed is not None:
-            unclaimed.close()
         self._remove_folder_if_done(session)
 
     def _on_output(self, worker: WorkerProcess, stream_name: str, text: str) -> None:
@@ -552,6 +574,10 @@ class NodeAgent:
         self.stopped.set()
         self._server.close()
         self._handoff.close()
+        with self._lock:
+            links, self._links = list(self._links.values()), {}
+        for link in links:
+            link.close()
         with self._master_lock:
             self._master.close()
         with self._lock:
