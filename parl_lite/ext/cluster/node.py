@@ -341,14 +341,15 @@ class NodeAgent:
             return host, self._link_of(host)
 
     def _link_of(self, host: WorkerProcess) -> socket.socket:
-        """The link ``host`` made to the hand-over socket as it was built (self._lock is held)."""
-        if not self._lock.wait_for(lambda: host.pid in self._links or self.stopped.is_set(), timeout=_LINK_WAIT):
-            host.close()
-            raise RuntimeError(f"its actor host did not link to the hand-over socket in {_LINK_WAIT:g} s")
+        """The link ``host`` made to the hand-over socket as it was built (self._lock is held); without
+        one, the host is closed (the keeper builds another spare)."""
+        linked = self._lock.wait_for(lambda: host.pid in self._links or self.stopped.is_set(), timeout=_LINK_WAIT)
         link = self._links.pop(host.pid, None)
-        if link is None:  # the node is stopping
+        if link is None:
             host.close()
-            raise RuntimeError("the node is stopping")
+            self._lock.notify_all()
+            raise RuntimeError("the node is stopping" if linked else
+                               f"its actor host did not link to the hand-over socket in {_LINK_WAIT:g} s")
         return link
 
     def _spares_missing(self) -> int:
