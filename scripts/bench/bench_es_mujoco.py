@@ -148,12 +148,18 @@ def _single_threaded_env() -> dict:
 
 
 # ------------------------------------------------------------------------------------------- ours
+def _our_config(task: Task):
+    """The task's shipped config with ``--set``'s overrides: our hyperparameters, and the evaluation
+    protocol both sides follow."""
+    from evokit_py.config import resolve_config
+
+    return resolve_config(EXAMPLES / task.config, ARGS.set)
+
+
 def run_ours(task: Task, seed: int, budget: int, workers: int, folder: Path) -> dict:
     """``es-train`` with the task's config: episodes to the threshold, CPU of every process, the final
     policy's returns on fresh episodes (from the exported ONNX file)."""
-    from evokit_py.config import resolve_config
-
-    config = resolve_config(EXAMPLES / task.config, ARGS.set)
+    config = _our_config(task)
     per_generation = config.solver.population_size * config.env.episodes_per_candidate
     generations = math.ceil(budget / per_generation)
     command = [sys.executable, "-m", "parl_lite.cli", "es-train", "--config", str(EXAMPLES / task.config),
@@ -186,9 +192,7 @@ def _onnx_policy(path: Path):
 # -------------------------------------------------------------------------------------------- peer
 def run_sb3(task: Task, seed: int, budget: int, workers: int, folder: Path) -> dict:
     """sb3-contrib's ARS in a fresh process (``--sb3-run``), then its best policy on fresh episodes."""
-    from evokit_py.config import load_config
-
-    config = load_config(EXAMPLES / task.config)
+    config = _our_config(task)
     eval_episodes = config.solver.population_size * config.env.episodes_per_candidate * config.train.eval_every
     command = [sys.executable, str(Path(__file__).resolve()), "--sb3-run", json.dumps({
         "task": [name for name, t in TASKS.items() if t == task][0], "seed": seed, "budget": budget,
@@ -340,8 +344,9 @@ def paired(task: Task, ours: list[dict], peer: list[dict], resamples: int = 10_0
     difference = within[0] - within[1]
     drawn = np.random.default_rng(0).integers(0, difference.size, (resamples, difference.size))
     low, high = np.percentile(difference[drawn].mean(axis=1), [2.5, 97.5])
-    ours_first = sum(reached(a) < reached(b) for a, b in zip(ours, peer, strict=True))
-    peer_first = sum(reached(b) < reached(a) for a, b in zip(ours, peer, strict=True))
+    pairs = [(reached(a), reached(b)) for a, b in zip(ours, peer, strict=True)]
+    ours_first = sum(a < b for a, b in pairs)
+    peer_first = sum(b < a for a, b in pairs)
     decided = ours_first + peer_first
     tail = sum(math.comb(decided, k) for k in range(min(ours_first, peer_first) + 1)) / 2 ** decided
     return {"seeds": difference.size, "success_at_paper_budget_difference": round(float(difference.mean()), 3),
@@ -449,7 +454,7 @@ def main() -> None:
     parser.add_argument("--final-episodes", type=int, default=20, help="fresh episodes of each final policy")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a value of our config (es-train's --set), e.g. solver.optimizer.base_lr=0.02; "
-                             "the peer keeps RL-Zoo's values")
+                             "the peer keeps RL-Zoo's values and follows our evaluation protocol")
     parser.add_argument("--sb3-run", help=argparse.SUPPRESS)
     global ARGS
     ARGS = parser.parse_args()

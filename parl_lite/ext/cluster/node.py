@@ -331,11 +331,7 @@ class NodeAgent:
                 spare.read_available()  # a spare's death is seen when its connection is read
                 if spare.alive:
                     return spare, self._link_of(spare)
-                spare.close()
-                link = self._links.pop(spare.pid, None)
-                if link is not None:
-                    link.close()
-                self._lock.notify_all()  # the keeper builds another
+                self._drop(spare)
         host = self.pool.create_actor(ActorHost, (self.handoff_path,), {}, ActorOptions())
         with self._lock:
             return host, self._link_of(host)
@@ -346,11 +342,19 @@ class NodeAgent:
         linked = self._lock.wait_for(lambda: host.pid in self._links or self.stopped.is_set(), timeout=_LINK_WAIT)
         link = self._links.pop(host.pid, None)
         if link is None:
-            host.close()
-            self._lock.notify_all()
+            self._drop(host)
             raise RuntimeError("the node is stopping" if linked else
                                f"its actor host did not link to the hand-over socket in {_LINK_WAIT:g} s")
         return link
+
+    def _drop(self, host: WorkerProcess) -> None:
+        """Close an actor host no actor will take, and its link if it made one (self._lock is held);
+        the spare keeper builds another."""
+        host.close()
+        link = self._links.pop(host.pid, None)
+        if link is not None:
+            link.close()
+        self._lock.notify_all()
 
     def _spares_missing(self) -> int:
         return self.cpus - len(self._actors) - len(self._spares)  # self._lock is held
