@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
@@ -299,12 +298,12 @@ def test_an_actor_closed_right_after_its_calls_is_reported_with_all_of_them(clus
 
 
 def test_the_scale_bench_prints_one_json_line_and_leaves_nothing(tmp_path):
-    runs = os.path.join(tempfile.gettempdir(), "parl_lite_scale_*")
-    before = set(glob.glob(runs))
+    root = tmp_path / "runs"  # --root: the run's folder (the nodes' working folders) goes here
+    root.mkdir()
     bench = os.path.join(os.path.dirname(__file__), "..", "scripts", "bench", "bench_cluster_scale.py")
     result = subprocess.run([sys.executable, bench, "--nodes", "2", "--cpus", "2", "--actors", "6", "--threads", "2",
-                             "--quiet", "0.5", "--timeout", "150"], capture_output=True, text=True, timeout=170,
-                            cwd=tmp_path)
+                             "--quiet", "0.5", "--timeout", "150", "--root", str(root)], capture_output=True, text=True,
+                            timeout=170, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 1
@@ -313,7 +312,16 @@ def test_the_scale_bench_prints_one_json_line_and_leaves_nothing(tmp_path):
     assert figures["pools_cpu_ms_per_spare_host"] > 0  # the first wave's 2 hosts, built again
     assert 0 <= figures["killed_node_dead_s"] < figures["stopped_node_dead_s"] < 10
     assert figures["shm_mb_per_node"] == 0 and figures["leftover_processes"] == figures["leftover_segments"] == 0
-    assert set(glob.glob(runs)) == before
+    mounts = [line.split()[2] for line in open("/proc/mounts")]
+    assert figures["root_filesystem"] in mounts
+    assert not list(root.iterdir())
+
+
+def test_the_scale_bench_names_a_root_that_is_not_a_folder(tmp_path):
+    bench = os.path.join(os.path.dirname(__file__), "..", "scripts", "bench", "bench_cluster_scale.py")
+    result = subprocess.run([sys.executable, bench, "--root", str(tmp_path / "missing")], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2 and "--root" in result.stderr and "missing" in result.stderr
 
 
 def test_a_session_is_answered_before_the_node_beats_on_it(master, tmp_path, monkeypatch):

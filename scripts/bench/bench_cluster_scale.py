@@ -4,7 +4,8 @@
 
 Starts a master (with its web monitor) and ``--nodes`` node agents on 127.0.0.1 (the module
 ``parl-lite start`` / ``connect`` run), each node in a folder of its own with ``--cpus`` actor
-slots, all in a temporary folder with its own token, then measures:
+slots, all in a temporary folder (under ``--root``; its filesystem is reported as ``root_filesystem``)
+with its own token, then measures:
 - ``placements_per_s``: ``--actors`` actors created (placement, the node's session, the actor's
   connection, its worker, ``__init__``) from ``--threads`` threads of one client, in waves of at
   most the cluster's CPUs (the first wave the remainder, so that the last is whole), each wave
@@ -243,7 +244,7 @@ class Run:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.root = Path(tempfile.mkdtemp(prefix="parl_lite_scale_"))
+        self.root = Path(tempfile.mkdtemp(prefix="parl_lite_scale_", dir=args.root))
         self.token_file = self.root / "token"
         self.token_file.write_text(secrets.token_hex(32) + "\n")
         self.token_file.chmod(0o600)
@@ -465,6 +466,19 @@ def _shm_mb(pids: list[int]) -> float:
     return total / 2**20
 
 
+def _filesystem(path: Path) -> str:
+    """The type of the filesystem holding ``path`` (``/proc/mounts``: the longest mount point above it)."""
+    best, kind = "", "unknown"
+    resolved = str(path.resolve())
+    with open("/proc/mounts") as mounts:
+        for line in mounts:
+            _, point, fs_type = line.split()[:3]
+            inside = resolved == point or resolved.startswith(point.rstrip("/") + "/")
+            if inside and len(point) >= len(best):
+                best, kind = point, fs_type
+    return kind
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=10, help="node agents started")
@@ -473,10 +487,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8, help="client threads creating actors")
     parser.add_argument("--quiet", type=float, default=5.0, help="seconds the heartbeats are measured")
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds before the run is abandoned")
+    parser.add_argument("--root", default=None,
+                        help="folder under which the run's folder (the nodes' working folders) is made "
+                             "(default: the system's temporary folder)")
     args = parser.parse_args()
+    if args.root is not None and not os.path.isdir(args.root):
+        parser.error(f"--root: {args.root!r} is not a folder")
     run = Run(args)
     run.figures.update(nodes=args.nodes, cpus_per_node=args.cpus, actors=args.actors, threads=args.threads,
-                       load1_start=os.getloadavg()[0])
+                       root_filesystem=_filesystem(run.root), load1_start=os.getloadavg()[0])
     watchdog = threading.Timer(args.timeout, lambda: os.kill(os.getpid(), signal.SIGTERM))
     watchdog.daemon = True
     watchdog.start()
