@@ -312,8 +312,7 @@ def test_the_scale_bench_prints_one_json_line_and_leaves_nothing(tmp_path):
     assert figures["pools_cpu_ms_per_spare_host"] > 0  # the first wave's 2 hosts, built again
     assert 0 <= figures["killed_node_dead_s"] < figures["stopped_node_dead_s"] < 10
     assert figures["shm_mb_per_node"] == 0 and figures["leftover_processes"] == figures["leftover_segments"] == 0
-    mounts = [line.split()[2] for line in open("/proc/mounts")]
-    assert figures["root_filesystem"] in mounts
+    assert figures["root_filesystem"] in [line.split()[2] for line in Path("/proc/mounts").read_text().splitlines()]
     assert not list(root.iterdir())
 
 
