@@ -22,6 +22,8 @@ from test_cluster import RemoteCounter, _connect, _wait_until, cluster  # noqa: 
 
 pytestmark = pytest.mark.timeout(180)
 
+SCALE_BENCH = os.path.join(os.path.dirname(__file__), "..", "scripts", "bench", "bench_cluster_scale.py")
+
 
 def _node_entry(cluster: Cluster, folder: str) -> dict:
     return next(e for e in cluster.processes() if e["role"] == "node" and e["cwd"].endswith(os.sep + folder))
@@ -300,8 +302,7 @@ def test_an_actor_closed_right_after_its_calls_is_reported_with_all_of_them(clus
 def test_the_scale_bench_prints_one_json_line_and_leaves_nothing(tmp_path):
     root = tmp_path / "runs"  # --root: the run's folder (the nodes' working folders) goes here
     root.mkdir()
-    bench = os.path.join(os.path.dirname(__file__), "..", "scripts", "bench", "bench_cluster_scale.py")
-    result = subprocess.run([sys.executable, bench, "--nodes", "2", "--cpus", "2", "--actors", "6", "--threads", "2",
+    result = subprocess.run([sys.executable, SCALE_BENCH, "--nodes", "2", "--cpus", "2", "--actors", "6", "--threads", "2",
                              "--quiet", "0.5", "--timeout", "150", "--root", str(root)], capture_output=True, text=True,
                             timeout=170, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
@@ -317,8 +318,7 @@ def test_the_scale_bench_prints_one_json_line_and_leaves_nothing(tmp_path):
 
 
 def test_the_scale_bench_names_a_root_that_is_not_a_folder(tmp_path):
-    bench = os.path.join(os.path.dirname(__file__), "..", "scripts", "bench", "bench_cluster_scale.py")
-    result = subprocess.run([sys.executable, bench, "--root", str(tmp_path / "missing")], capture_output=True,
+    result = subprocess.run([sys.executable, SCALE_BENCH, "--root", str(tmp_path / "missing")], capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 2 and "--root" in result.stderr and "missing" in result.stderr
 

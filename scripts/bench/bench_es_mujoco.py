@@ -340,11 +340,11 @@ def paired(task: Task, ours: list[dict], peer: list[dict], resamples: int = 10_0
     def reached(run: dict) -> float:
         return math.inf if run["episodes_to_threshold"] is None else run["episodes_to_threshold"]
 
-    within = np.array([[reached(run) <= task.paper_episodes for run in side] for side in (ours, peer)], dtype=float)
-    difference = within[0] - within[1]
+    pairs = [(reached(a), reached(b)) for a, b in zip(ours, peer, strict=True)]
+    within = np.array(pairs).T <= task.paper_episodes
+    difference = within[0].astype(float) - within[1]
     drawn = np.random.default_rng(0).integers(0, difference.size, (resamples, difference.size))
     low, high = np.percentile(difference[drawn].mean(axis=1), [2.5, 97.5])
-    pairs = [(reached(a), reached(b)) for a, b in zip(ours, peer, strict=True)]
     ours_first = sum(a < b for a, b in pairs)
     peer_first = sum(b < a for a, b in pairs)
     decided = ours_first + peer_first
