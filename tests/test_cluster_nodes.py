@@ -311,6 +311,10 @@ def test_the_scale_bench_prints_one_json_line_and_leaves_nothing(tmp_path):
     figures = json.loads(lines[0])
     assert figures["placements_per_s"] > 0 and figures["actors_alive_at_latency"] == 4  # waves of 2, then 4
     assert figures["pools_cpu_ms_per_spare_host"] > 0  # the first wave's 2 hosts, built again
+    first, later = figures["cpu_ms_per_placement_first_wave"], figures["cpu_ms_per_placement_later_waves"]
+    for part in ("client", "master", "nodes", "pools", "machine"):  # all waves: the mean weighted by size
+        assert first[part] >= 0 and later[part] >= 0
+        assert abs(figures[f"cpu_ms_per_placement_{part}"] - (2 * first[part] + 4 * later[part]) / 6) < 0.01
     assert 0 <= figures["killed_node_dead_s"] < figures["stopped_node_dead_s"] < 10
     assert figures["shm_mb_per_node"] == 0 and figures["leftover_processes"] == figures["leftover_segments"] == 0
     assert figures["root_filesystem"] in [line.split()[2] for line in Path("/proc/mounts").read_text().splitlines()]

@@ -14,7 +14,9 @@ with its own token, then measures:
   the client's session with each node, shipping the script's folder) and the later ones;
   ``create_ms_p50`` / ``_p99`` for one creation; ``cpu_ms_per_placement_*``: the CPU time the
   client, the master, the node agents, their pools (zygotes and workers) and the whole machine
-  (every process and the kernel) used meanwhile, per placement; ``pools_cpu_ms_per_spare_host``:
+  (every process and the kernel) used meanwhile, per placement, and split the same way for the
+  first wave and the later ones (``cpu_ms_per_placement_first_wave`` / ``_later_waves``: the cost
+  of a session shows as the difference); ``pools_cpu_ms_per_spare_host``:
   the pools' CPU between waves per spare host built in place of a closed actor's (the zygote's fork,
   the host's start and warm-up; not the closed host's end), which the placement rate leaves out;
 - with no client, then with the last wave's actors alive, for ``--quiet`` seconds: the bytes the
@@ -171,6 +173,11 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+def _per_placement(wave_cpu: list[dict[str, float]], waves: list[int]) -> dict[str, float]:
+    """The CPU milliseconds each part used per placement over these waves."""
+    return {part: round(sum(used[part] for used in wave_cpu) / sum(waves) * 1000, 3) for part in wave_cpu[0]}
+
+
 def _descendants_of_sessions(pids: list[int]) -> list[int]:
     """Every process whose command line names the pool session of one of ``pids`` (the zygotes,
     which start a session of their own, and their workers)."""
@@ -318,8 +325,8 @@ class Run:
         waves = [args.actors % capacity] if args.actors % capacity else []
         waves += [capacity] * (args.actors // capacity)
         agents = [node.pid for node in self.nodes]
-        cpu, times, actors = dict.fromkeys(("client", "master", "nodes", "pools", "machine"), 0.0), [], []
-        wave_seconds = []
+        times, actors = [], []
+        wave_seconds, wave_cpu = [], []  # each wave's duration, and the CPU each part used meanwhile
         settled = args.nodes * (1 + args.cpus)  # each node's zygote and a spare actor host per CPU
 
         def create(_):
@@ -347,8 +354,7 @@ class Run:
                 results = list(threads.map(create, range(wave)))
                 wave_seconds.append(time.perf_counter() - started)
                 after = self._cpu(agents, _descendants_of_sessions(agents))
-                for part in cpu:
-                    cpu[part] += after[part] - before[part]
+                wave_cpu.append({part: after[part] - before[part] for part in before})
                 actors = [actor for actor, _ in results]
                 times += [elapsed for _, elapsed in results]
         assert all(actor.ping() == 1 for actor in actors)
@@ -360,8 +366,11 @@ class Run:
             figures["placements_per_s_later_waves"] = round(sum(waves[1:]) / sum(wave_seconds[1:]), 1)
         figures["create_ms_p50"] = round(times[len(times) // 2] * 1000, 2)
         figures["create_ms_p99"] = round(times[int(len(times) * 0.99)] * 1000, 2)
-        for part, used in cpu.items():
-            figures[f"cpu_ms_per_placement_{part}"] = round(used / len(times) * 1000, 3)
+        for part, used in _per_placement(wave_cpu, waves).items():
+            figures[f"cpu_ms_per_placement_{part}"] = used
+        figures["cpu_ms_per_placement_first_wave"] = _per_placement(wave_cpu[:1], waves[:1])
+        if len(waves) > 1:
+            figures["cpu_ms_per_placement_later_waves"] = _per_placement(wave_cpu[1:], waves[1:])
         if spares:
             figures["pools_cpu_ms_per_spare_host"] = round(spare_seconds / spares * 1000, 3)
         figures["actors_alive_at_latency"] = len(actors)
