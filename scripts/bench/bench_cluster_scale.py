@@ -15,8 +15,8 @@ with its own token, then measures:
   ``create_ms_p50`` / ``_p99`` for one creation; ``cpu_ms_per_placement_*``: the CPU time the
   client, the master, the node agents, their pools (zygotes and workers) and the whole machine
   (every process and the kernel) used meanwhile, per placement, and split the same way for the
-  first wave and the later ones (``cpu_ms_per_placement_first_wave`` / ``_later_waves``: the cost
-  of a session shows as the difference); ``pools_cpu_ms_per_spare_host``:
+  first wave and the later ones (``cpu_ms_per_placement_first_wave`` / ``_later_waves``: the first
+  wave also opens the client's sessions, most of its extra cost); ``pools_cpu_ms_per_spare_host``:
   the pools' CPU between waves per spare host built in place of a closed actor's (the zygote's fork,
   the host's start and warm-up; not the closed host's end), which the placement rate leaves out;
 - with no client, then with the last wave's actors alive, for ``--quiet`` seconds: the bytes the
