@@ -19,6 +19,13 @@ def _processes_with(*texts: str) -> list:
     return [pid for pid in pids if all(text in _command_line(pid) for text in texts)]
 
 
+def pytest_collection_modifyitems(items: list) -> None:
+    """Tests marked ``before_ray`` run first: the session's Ray, once started by a test that uses
+    the ``ray`` backend, runs until the session ends, and a test that needs no Ray on the machine
+    would otherwise be skipped in a whole run."""
+    items.sort(key=lambda item: item.get_closest_marker("before_ray") is None)  # stable: the rest keep their order
+
+
 @pytest.fixture(scope="session", autouse=True)
 def nothing_of_ours_is_left_behind():
     """After the whole session: no pool of this process is running, no zygote or worker of it is

@@ -63,9 +63,10 @@ def _reads(path: Path, text: str) -> bool:
         return False
 
 
+@pytest.mark.before_ray
 def test_ray_auto_without_a_cluster_names_the_address(tmp_path):
-    # "auto" joins any Ray running on this machine (it looks for a GCS server process): this test
-    # comes before the tests that start the session's Ray
+    # "auto" joins any Ray running on this machine (it looks for a GCS server process): the marker
+    # runs this test before any test starts the session's Ray
     if any(_reads(path, "gcs_server") for path in Path("/proc").glob("[0-9]*/cmdline")):
         pytest.skip("a Ray cluster runs on this machine: ray://auto would join it")
     code = "import parl_lite\ntry:\n    parl_lite.connect('ray://auto')\nexcept ConnectionError as error:\n    print(error)\n"
