@@ -5,6 +5,7 @@ a generation goes.
     python scripts/bench/bench_es_mujoco.py --tasks swimmer --seeds 0 1 --only ours
     python scripts/bench/bench_es_mujoco.py --tasks walker2d                  # hours
     python scripts/bench/bench_es_mujoco.py --tasks hopper --only ours --set solver.optimizer.base_lr=0.02
+    python scripts/bench/bench_es_mujoco.py --tasks swimmer --only sb3 --peer-set delta_std=0.03
     python scripts/bench/bench_es_mujoco.py --only profile                    # one HalfCheetah generation, per step
 
 Prints ONE JSON line. Needs MuJoCo (``pip install 'parl_lite[mujoco]'``) and, for the peer,
@@ -19,7 +20,7 @@ Per task and seed, ours then the peer's, alternating so that a change of load hi
 - **sb3-contrib**: ``sb3_contrib.ARS`` with RL-Zoo's hyperparameters for the task (``ars.yml``:
   "params closest to original paper"; Swimmer without observation normalisation, as RL-Zoo has it),
   a linear policy without bias, its candidates evaluated by ``AsyncEval`` on as many worker
-  processes as ours, seeded with S.
+  processes as ours, seeded with S (``--peer-set`` overrides one of RL-Zoo's values).
 
 Both train for the same budget of episodes (``--budget-factor`` times the paper's V2-t figure) under
 the same protocol: every ``eval_every`` generations of the config (the same number of training
@@ -47,6 +48,7 @@ workers run, and onnxruntime on the same graph), the normalisation and the actio
 is the episode loop.
 """
 import argparse
+import ast
 import ctypes
 import json
 import math
@@ -198,7 +200,7 @@ def run_sb3(task: Task, seed: int, budget: int, workers: int, folder: Path) -> d
         "task": [name for name, t in TASKS.items() if t == task][0], "seed": seed, "budget": budget,
         "workers": workers, "eval_every_episodes": eval_episodes, "eval_episodes": config.train.eval_episodes,
         "confirm_episodes": config.train.confirm_episodes, "max_steps": config.env.max_steps,
-        "out": str(folder / "sb3_best.npz")})]
+        "out": str(folder / "sb3_best.npz"), "zoo_overrides": _peer_overrides(task)})]
     done, cpu, wall = _run_measured(command, _single_threaded_env())
     if done.returncode != 0:
         raise RuntimeError(f"sb3-contrib ARS failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -207,6 +209,27 @@ def run_sb3(task: Task, seed: int, budget: int, workers: int, folder: Path) -> d
     policy = sb3_policy(best["weights"], best["mean"], best["var"])
     return {**result, "seed": seed, "cpu_seconds": round(cpu, 2), "wall_seconds": round(wall, 2),
             "workers": workers, "final_return": final_return(task, policy, config.env.max_steps)}
+
+
+def _peer_overrides(task: Task) -> dict:
+    """``--peer-set``'s ``key=value`` pairs as sb3-contrib ARS keyword arguments; a key that is not
+    one of the task's RL-Zoo values is refused, by name."""
+    overrides = {}
+    for item in ARGS.peer_set:
+        key, separator, text = item.partition("=")
+        if not separator or key not in task.zoo:
+            raise SystemExit(f"--peer-set {item!r}: expected KEY=VALUE with KEY one of {sorted(task.zoo)}")
+        default = task.zoo[key]
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            value = text
+        if isinstance(default, float) and type(value) is int:
+            value = float(value)
+        if type(value) is not type(default):
+            raise SystemExit(f"--peer-set {item!r}: {key} takes a {type(default).__name__}, like {default!r}")
+        overrides[key] = value
+    return overrides
 
 
 def sb3_policy(weights: np.ndarray, mean: np.ndarray, var: np.ndarray):
@@ -232,7 +255,7 @@ def sb3_run(spec: dict) -> None:
 
     torch.set_num_threads(1)
     task, seed = TASKS[spec["task"]], spec["seed"]
-    zoo = dict(task.zoo)
+    zoo = {**task.zoo, **spec["zoo_overrides"]}
     normalize = zoo.pop("normalize")
     env_kwargs = {"max_episode_steps": spec["max_steps"]} if spec["max_steps"] else {}
 
@@ -455,6 +478,8 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a value of our config (es-train's --set), e.g. solver.optimizer.base_lr=0.02; "
                              "the peer keeps RL-Zoo's values and follows our evaluation protocol")
+    parser.add_argument("--peer-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one of RL-Zoo's values for sb3-contrib ARS, e.g. delta_std=0.03")
     parser.add_argument("--sb3-run", help=argparse.SUPPRESS)
     global ARGS
     ARGS = parser.parse_args()
@@ -467,8 +492,10 @@ def main() -> None:
         figures_["profile"] = profile()
     else:
         sides = [ARGS.only] if ARGS.only else ["ours", "sb3"]
+        for name in ARGS.tasks:
+            _peer_overrides(TASKS[name])  # a wrong --peer-set stops the bench before its first run
         figures_.update({"seeds": ARGS.seeds, "workers": ARGS.workers, "ours_overrides": ARGS.set,
-                         "tasks": compare(ARGS.tasks, ARGS.seeds, sides)})
+                         "peer_overrides": ARGS.peer_set, "tasks": compare(ARGS.tasks, ARGS.seeds, sides)})
     figures_["load_average_end"] = [round(value, 2) for value in os.getloadavg()]
     print(json.dumps(figures_))
 
