@@ -16,7 +16,7 @@ https://download.pytorch.org/whl/cpu`` first keeps torch to its CPU build).
 Per task and seed, ours then the peer's, alternating so that a change of load hits both:
 
 - **ours**: ``parl-lite es-train --config scripts/examples/es_<task>.yaml`` (ARS V2-t with the paper's
-  hyperparameters) with ``seed`` S and noise seed S + 7, as a fresh process;
+  hyperparameters, but a noise std of 0.03 on Swimmer) with ``seed`` S and noise seed S + 7, as a fresh process;
 - **sb3-contrib**: ``sb3_contrib.ARS`` with RL-Zoo's hyperparameters for the task (``ars.yml``:
   "params closest to original paper"; Swimmer without observation normalisation, as RL-Zoo has it),
   a linear policy without bias, its candidates evaluated by ``AsyncEval`` on as many worker
