@@ -1,5 +1,7 @@
 """ARS V2-t with the shipped configs on MuJoCo: Swimmer to its threshold in CI; Hopper and
 HalfCheetah (minutes of CPU each) as benchmarks (``python -m pytest -m benchmark``)."""
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -69,3 +71,14 @@ def test_ars_v2t_reaches_the_threshold_within_twice_the_papers_episodes(tmp_path
     config, result = _train_to_threshold(tmp_path, monkeypatch, name, episodes=2 * episodes)
     assert result.solved and result.episodes <= 2 * episodes, result.summary
     assert _replay(config, result.onnx_path, 5) >= threshold * 0.9
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("override, named", [("delta=0.03", "KEY one of ['alive_bonus_offset', 'delta_std'"),
+                                             ("n_delta=0.5", "n_delta takes int values, like 1"),
+                                             ("delta_std=abc", "delta_std takes float values, like 0.01")])
+def test_the_mujoco_bench_refuses_a_wrong_peer_override_by_name_before_its_first_run(override, named):
+    done = subprocess.run([sys.executable, str(EXAMPLES.parent / "bench" / "bench_es_mujoco.py"), "--tasks", "swimmer",
+                           "--only", "sb3", "--peer-set", override], capture_output=True, text=True, timeout=50)
+    assert done.returncode != 0 and named in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert "swimmer seed" not in done.stderr  # no run started

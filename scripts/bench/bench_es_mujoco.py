@@ -227,7 +227,7 @@ def _peer_overrides(task: Task) -> dict:
         if isinstance(default, float) and type(value) is int:
             value = float(value)
         if type(value) is not type(default):
-            raise SystemExit(f"--peer-set {item!r}: {key} takes a {type(default).__name__}, like {default!r}")
+            raise SystemExit(f"--peer-set {item!r}: {key} takes {type(default).__name__} values, like {default!r}")
         overrides[key] = value
     return overrides
 
