@@ -48,7 +48,6 @@ workers run, and onnxruntime on the same graph), the normalisation and the actio
 is the episode loop.
 """
 import argparse
-import ast
 import ctypes
 import json
 import math
@@ -196,11 +195,12 @@ def run_sb3(task: Task, seed: int, budget: int, workers: int, folder: Path) -> d
     """sb3-contrib's ARS in a fresh process (``--sb3-run``), then its best policy on fresh episodes."""
     config = _our_config(task)
     eval_episodes = config.solver.population_size * config.env.episodes_per_candidate * config.train.eval_every
+    name = [name for name, t in TASKS.items() if t == task][0]
     command = [sys.executable, str(Path(__file__).resolve()), "--sb3-run", json.dumps({
-        "task": [name for name, t in TASKS.items() if t == task][0], "seed": seed, "budget": budget,
+        "task": name, "seed": seed, "budget": budget,
         "workers": workers, "eval_every_episodes": eval_episodes, "eval_episodes": config.train.eval_episodes,
         "confirm_episodes": config.train.confirm_episodes, "max_steps": config.env.max_steps,
-        "out": str(folder / "sb3_best.npz"), "zoo_overrides": _peer_overrides(task)})]
+        "out": str(folder / "sb3_best.npz"), "zoo_overrides": PEER_OVERRIDES[name]})]
     done, cpu, wall = _run_measured(command, _single_threaded_env())
     if done.returncode != 0:
         raise RuntimeError(f"sb3-contrib ARS failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -212,8 +212,11 @@ def run_sb3(task: Task, seed: int, budget: int, workers: int, folder: Path) -> d
 
 
 def _peer_overrides(task: Task) -> dict:
-    """``--peer-set``'s ``key=value`` pairs as sb3-contrib ARS keyword arguments; a key that is not
-    one of the task's RL-Zoo values is refused, by name."""
+    """``--peer-set``'s ``key=value`` pairs as sb3-contrib ARS keyword arguments, each value read as
+    YAML as ``--set`` reads ours; a key that is not one of the task's RL-Zoo values, or a value of
+    another type, is refused by name."""
+    import yaml
+
     overrides = {}
     for item in ARGS.peer_set:
         key, separator, text = item.partition("=")
@@ -221,8 +224,8 @@ def _peer_overrides(task: Task) -> dict:
             raise SystemExit(f"--peer-set {item!r}: expected KEY=VALUE with KEY one of {sorted(task.zoo)}")
         default = task.zoo[key]
         try:
-            value = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
             value = text
         if isinstance(default, float) and type(value) is int:
             value = float(value)
@@ -492,8 +495,7 @@ def main() -> None:
         figures_["profile"] = profile()
     else:
         sides = [ARGS.only] if ARGS.only else ["ours", "sb3"]
-        for name in ARGS.tasks:
-            _peer_overrides(TASKS[name])  # a wrong --peer-set stops the bench before its first run
+        PEER_OVERRIDES.update({name: _peer_overrides(TASKS[name]) for name in ARGS.tasks})  # before any run
         figures_.update({"seeds": ARGS.seeds, "workers": ARGS.workers, "ours_overrides": ARGS.set,
                          "peer_overrides": ARGS.peer_set, "tasks": compare(ARGS.tasks, ARGS.seeds, sides)})
     figures_["load_average_end"] = [round(value, 2) for value in os.getloadavg()]
@@ -501,6 +503,7 @@ def main() -> None:
 
 
 ARGS = argparse.Namespace()
+PEER_OVERRIDES: dict[str, dict] = {}  # task name -> sb3-contrib's values from --peer-set, checked in main
 
 if __name__ == "__main__":
     main()
