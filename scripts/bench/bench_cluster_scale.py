@@ -4,8 +4,10 @@
 
 Starts a master (with its web monitor) and ``--nodes`` node agents on 127.0.0.1 (the module
 ``parl-lite start`` / ``connect`` run), each node in a folder of its own with ``--cpus`` actor
-slots, all in a temporary folder (under ``--root``; its filesystem is reported as ``root_filesystem``)
-with its own token, then measures:
+slots, all in a temporary folder (under ``--root``; its filesystem is reported as ``root_filesystem``,
+with ``(no journal)`` for an ext4 without one) with its own token, then measures:
+- ``shipped_files_write_ms``: before the nodes start, the CPU to write the files a session ships
+  into a new folder there (median of 10): what the disk charges each first-wave session;
 - ``placements_per_s``: ``--actors`` actors created (placement, the node's session, the actor's
   connection, its worker, ``__init__``) from ``--threads`` threads of one client, in waves of at
   most the cluster's CPUs (the first wave the remainder, so that the last is whole), each wave
@@ -56,6 +58,7 @@ from typing import Any
 
 import parl_lite
 from parl_lite.ext.cluster import wire
+from parl_lite.ext.cluster.shipping import DEFAULT_LIMIT_MB, collect_files, write_files
 
 READY_TIMEOUT = 300.0  # seconds for every node to start (N Python processes on a few cores)
 DETECTION_TIMEOUT = 30.0  # seconds a dead node may take to be declared dead before the bench gives up
@@ -476,7 +479,10 @@ def _shm_mb(pids: list[int]) -> float:
 
 
 def _filesystem(path: Path) -> str:
-    """The type of the filesystem holding ``path`` (``/proc/mounts``: the longest mount point above it)."""
+    """The type of the filesystem holding ``path`` (``/proc/mounts``: the longest mount point above
+    it), ``ext4 (no journal)`` for an ext4 that has none (no ``/proc/fs/jbd2`` entry): such an ext4
+    steps over every inode deleted in the last minute or more when it makes a file, so files made
+    soon after many were deleted cost several times as much."""
     best, kind = "", "unknown"
     resolved = str(path.resolve())
     with open("/proc/mounts") as mounts:
@@ -485,7 +491,38 @@ def _filesystem(path: Path) -> str:
             inside = resolved == point or resolved.startswith(point.rstrip("/") + "/")
             if inside and len(point) >= len(best):
                 best, kind = point, fs_type
+    if kind == "ext4" and not _has_journal(path):
+        return "ext4 (no journal)"
     return kind
+
+
+def _has_journal(path: Path) -> bool:
+    """Whether the filesystem holding ``path`` has a journal: ``/proc/fs/jbd2/<device>-<inode>``, the
+    device by its kernel name (``vda``, ``dm-0``, ``loop0``: not a ``/dev/mapper`` alias), found
+    from the path's device number; True when the device cannot be named (nothing is claimed)."""
+    device = os.stat(path).st_dev
+    try:
+        link = os.readlink(f"/sys/dev/block/{os.major(device)}:{os.minor(device)}")
+    except OSError:
+        return True
+    return bool(glob.glob(f"/proc/fs/jbd2/{os.path.basename(link)}-*"))
+
+
+def _shipped_files_write_ms(root: Path, samples: int = 10) -> float:
+    """CPU milliseconds to write the files a session ships (this script's folder) into a new folder
+    under ``root``, as a node does, median of ``samples``: what the disk charges a first-wave session
+    at the start of the run. The folders stay until the run's folder is removed (deleting them now
+    would make the run's own files dearer on an ext4 without a journal)."""
+    files = collect_files([], DEFAULT_LIMIT_MB)
+    names = list(files)
+    seconds = []
+    for index in range(samples):
+        started = time.process_time()
+        folder = root / f"shipped-{index}"
+        folder.mkdir()
+        write_files(folder, names, [files[name] for name in names], DEFAULT_LIMIT_MB)
+        seconds.append(time.process_time() - started)
+    return round(statistics.median(seconds) * 1000, 3)
 
 
 def main() -> None:
@@ -515,6 +552,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, stop)
     failure = None
     try:
+        run.figures["shipped_files_write_ms"] = _shipped_files_write_ms(run.root)
         run.start()
         run.measure()
     except BaseException as error:  # also SystemExit from the watchdog and KeyboardInterrupt
