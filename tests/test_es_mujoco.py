@@ -1,5 +1,7 @@
 """ARS V2-t with the shipped configs on MuJoCo: Swimmer to its threshold in CI; Hopper and
 HalfCheetah (minutes of CPU each) as benchmarks (``python -m pytest -m benchmark``)."""
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -82,3 +84,64 @@ def test_the_mujoco_bench_refuses_a_wrong_peer_override_by_name_before_its_first
                            "--only", "sb3", "--peer-set", override], capture_output=True, text=True, timeout=50)
     assert done.returncode != 0 and named in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert "swimmer seed" not in done.stderr  # no run started
+
+
+V1_POLICY_BENCH = EXAMPLES.parent / "bench" / "bench_ars_v1_policies.py"
+
+
+def _write_ars_policy(path, *arrays):
+    """A policy file as the ARS authors' code writes it: ``np.savez`` of an object array."""
+    packed = np.empty(len(arrays), dtype=object)
+    packed[:] = arrays
+    np.savez(path, packed)
+
+
+@pytest.mark.timeout(120)
+def test_the_v1_policy_bench_plays_an_ars_policy_file_as_the_authors_code_does(tmp_path):
+    weights = np.random.default_rng(0).normal(0, 0.3, (2, 8))
+    mean, std = np.linspace(-0.5, 0.5, 8), np.linspace(0.5, 2.0, 8)
+    _write_ars_policy(tmp_path / "policy.npz", weights, mean, std)
+    done = subprocess.run([sys.executable, str(V1_POLICY_BENCH), "--policy", f"Swimmer-v5={tmp_path / 'policy.npz'}",
+                           "--episodes", "2"], capture_output=True, text=True, timeout=100, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])["tasks"]["Swimmer-v5"]
+    env = gym.make("Swimmer-v5")
+    returns = []
+    for seed in (10**9, 10**9 + 1):
+        obs, _ = env.reset(seed=seed)
+        total, ended = 0.0, False
+        while not ended:
+            obs, reward, terminated, truncated, _ = env.step(weights @ ((obs - mean) / std))
+            total, ended = total + float(reward), terminated or truncated
+        returns.append(total)
+    env.close()
+    assert figures["return_mean"] == pytest.approx(np.mean(returns), abs=0.06)
+    assert figures["return_min"] == pytest.approx(min(returns), abs=0.06)
+    assert (figures["episode_length_mean"], figures["episodes_to_time_limit"]) == (1000, 2)
+
+
+class _MakesAFolder:
+    def __init__(self, folder):
+        self.folder = folder
+
+    def __reduce__(self):
+        return os.mkdir, (str(self.folder),)
+
+
+@pytest.mark.timeout(60)
+def test_the_v1_policy_bench_unpickles_nothing_but_arrays_and_names_a_bad_file(tmp_path):
+    made = tmp_path / "made-by-the-policy-file"
+    _write_ars_policy(tmp_path / "hostile.npz", np.zeros((2, 8)), _MakesAFolder(made), np.ones(8))
+    (tmp_path / "not-a-zip.npz").write_text("weights")
+    _write_ars_policy(tmp_path / "wrong-shape.npz", np.zeros((3, 11)), np.zeros(11), np.ones(11))
+    for file, named in [("hostile.npz", f"{os.mkdir.__module__}.mkdir, which is not part of a numpy array"),
+                        ("not-a-zip.npz", "not an ARS policy file"),
+                        ("wrong-shape.npz", "takes a policy M of shape (2, 8)")]:
+        done = subprocess.run([sys.executable, str(V1_POLICY_BENCH), "--policy", f"Swimmer-v5={tmp_path / file}"],
+                              capture_output=True, text=True, timeout=50, cwd=tmp_path)
+        assert done.returncode != 0 and named in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert file in done.stderr or file == "wrong-shape.npz"
+    assert not made.exists()
+    done = subprocess.run([sys.executable, str(V1_POLICY_BENCH), "--policy", "Swimmer-v5"],
+                          capture_output=True, text=True, timeout=50)
+    assert done.returncode == 2 and "--policy takes ENV_ID=PATH" in done.stderr, done.stderr
