@@ -4,7 +4,8 @@
         --policy Swimmer-v5=Swimmer-v1/lin_policy_plus.npz --episodes 20
 
 The ARS paper's figures come from the v1 tasks (gym 0.9.3, mujoco-py 0.5.7, MuJoCo Pro 1.31), which
-do not install on current Python; gymnasium registers v2 to v5. A policy that reached its
+gymnasium does not register (it has v2 to v5); mujoco-py 0.5.7 loads ``libmujoco131.so`` from MuJoCo
+Pro 1.31's own bundle, which is not on PyPI. A policy that reached its
 threshold on v1 and falls on v5 shows how far the two tasks' dynamics are apart, apart from any
 training method. The policy files are the ``lin_policy_plus.npz`` files (``gait5_reward_11200.npz``
 for Walker2d) of the ``trained_policies`` folder of the ARS authors' repository
