@@ -145,3 +145,18 @@ def test_the_v1_policy_bench_unpickles_nothing_but_arrays_and_names_a_bad_file(t
     done = subprocess.run([sys.executable, str(V1_POLICY_BENCH), "--policy", "Swimmer-v5"],
                           capture_output=True, text=True, timeout=50)
     assert done.returncode == 2 and "--policy takes ENV_ID=PATH" in done.stderr, done.stderr
+
+
+@pytest.mark.timeout(180)
+def test_the_mujoco_bench_leaves_nothing_in_the_temporary_directory_after_a_peer_run(tmp_path):
+    """stable-baselines3's default logger makes a folder under the temporary directory for each model."""
+    pytest.importorskip("sb3_contrib")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    done = subprocess.run([sys.executable, str(EXAMPLES.parent / "bench" / "bench_es_mujoco.py"), "--tasks", "swimmer",
+                           "--seeds", "0", "--only", "sb3", "--budget-factor", "0.1", "--final-episodes", "1"],
+                          capture_output=True, text=True, timeout=170, cwd=tmp_path,
+                          env={**os.environ, "TMPDIR": str(temporary)})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1])["tasks"]["swimmer"]["sb3"]["success_rate"] == 0.0
+    assert list(temporary.iterdir()) == []

@@ -254,6 +254,7 @@ def sb3_run(spec: dict) -> None:
     from sb3_contrib import ARS
     from sb3_contrib.common.vec_env import AsyncEval
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import VecNormalize
 
     torch.set_num_threads(1)
@@ -267,6 +268,7 @@ def sb3_run(spec: dict) -> None:
         return VecNormalize(env, norm_obs=True, norm_reward=False) if normalize else env
 
     model = ARS("LinearPolicy", make_env(), seed=seed, **zoo)
+    model.set_logger(Logger(folder=None, output_formats=[]))  # the default one makes a folder under /tmp per run
     async_eval = AsyncEval([make_env for _ in range(spec["workers"])], model.policy)
     async_eval.seed(seed)
     _, callback = model._setup_learn(10**12, None, True, "ARS", False)
