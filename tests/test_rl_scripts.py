@@ -3,6 +3,7 @@ and exact repetition of seeded runs through the parl_lite.train API."""
 import csv
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -145,3 +146,18 @@ def test_bench_algos_prints_one_json_line():
     for name in ("PPO_CartPole", "PPO_Pendulum", "A2C_CartPole", "DQN_CartPole", "A3C_CartPole", "IMPALA_CartPole",
                  "DDPG_Pendulum", "TD3_Pendulum", "SAC_Pendulum"):
         assert figures[name]["env_steps_per_s"] > 0 and figures[name]["updates_per_s"] > 0, name
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("mode", [["--mode", "parity"], ["--algos", "PPO", "--seeds", "1"]])
+def test_bench_algos_leaves_nothing_in_the_temporary_directory_after_sb3_runs(tmp_path, mode):
+    """stable-baselines3's default logger makes a folder under the temporary directory for each model."""
+    pytest.importorskip("stable_baselines3")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    result = subprocess.run([sys.executable, str(BENCH / "bench_algos.py"), *mode], capture_output=True, text=True,
+                            timeout=290, cwd=ROOT, env={**os.environ, "TMPDIR": str(temporary)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1])
+    # torch's per-user compile cache (made on importing stable-baselines3, shared by later runs) may stay
+    assert [path.name for path in temporary.iterdir() if not path.name.startswith("torchinductor_")] == []

@@ -80,7 +80,16 @@ def ours_to_threshold(algo: str, seed: int) -> dict:
 
 def sb3_model(algo: str, seed: int):
     """SB3's implementation with RL-Zoo's hyperparameters for the task (CartPole-v1 or Pendulum-v1;
-    the Pendulum budgets are raised from RL-Zoo's 20k to our scripts' 30k)."""
+    the Pendulum budgets are raised from RL-Zoo's 20k to our scripts' 30k), with a logger that writes
+    nothing (SB3's default one makes a folder under the temporary directory for each model)."""
+    from stable_baselines3.common.logger import Logger
+
+    model = _sb3_algorithm(algo, seed)
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
+
+
+def _sb3_algorithm(algo: str, seed: int):
     import numpy as np
     from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3
     from stable_baselines3.common.env_util import make_vec_env
@@ -238,7 +247,6 @@ def one_update_side_by_side(algo: str) -> dict:
     import numpy as np
     import paddle
     import torch
-    from stable_baselines3.common.logger import configure
 
     import parl_lite
     from parl_lite import train
@@ -263,7 +271,6 @@ def one_update_side_by_side(algo: str) -> dict:
     rollout = VectorRollout("CartPole-v1", 8, seed=0).collect(_recording(agent), steps)
     batch = train.advantage_batch(agent, rollout, gamma, gae_lambda)
     sb3 = sb3_model(algo, 0)
-    sb3.set_logger(configure(None, []))
     _sb3_weights_from(model, sb3.policy)
     before = {name: pair[0].copy() for name, pair in _weights(model, sb3.policy).items()}
     buffer = sb3.rollout_buffer
