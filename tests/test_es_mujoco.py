@@ -2,8 +2,10 @@
 HalfCheetah (minutes of CPU each) as benchmarks (``python -m pytest -m benchmark``)."""
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -159,4 +161,42 @@ def test_the_mujoco_bench_leaves_nothing_in_the_temporary_directory_after_a_peer
                           env={**os.environ, "TMPDIR": str(temporary)})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1])["tasks"]["swimmer"]["sb3"]["success_rate"] == 0.0
-    assert list(temporary.iterdir()) == []
+    assert not list(temporary.glob("SB3-*")) and not list(temporary.glob("bench_es_mujoco_*"))
+
+
+def _command_lines() -> dict[int, str]:
+    lines = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                lines[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+    return lines
+
+
+@pytest.mark.timeout(180)
+def test_the_mujoco_bench_stopped_by_sigterm_stops_its_run_and_leaves_nothing(tmp_path):
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    bench = subprocess.Popen([sys.executable, str(EXAMPLES.parent / "bench" / "bench_es_mujoco.py"), "--tasks",
+                              "hopper", "--seeds", "0", "--only", "ours", "--budget-factor", "10"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                             env={**os.environ, "TMPDIR": str(temporary)})
+    try:
+        deadline = time.monotonic() + 120
+        while not list(temporary.glob("bench_es_mujoco_hopper_*/progress.csv")):  # es-train's first generation
+            assert bench.poll() is None and time.monotonic() < deadline, bench.stderr.read() if bench.poll() else ""
+            time.sleep(0.05)
+        es_train = [pid for pid, line in _command_lines().items() if "es-train" in line and str(temporary) in line]
+        assert len(es_train) == 1
+        bench.send_signal(signal.SIGTERM)
+        _, stderr = bench.communicate(timeout=90)
+    finally:
+        bench.kill()
+    assert bench.returncode == 1 and "bench_es_mujoco: stopped" in stderr and "Traceback" not in stderr, stderr
+    assert not list(temporary.glob("bench_es_mujoco_*"))
+    assert all(not any(runtime.iterdir()) for runtime in temporary.glob("parl_lite-*"))  # per user: stays, empty
+    assert [pid for pid, line in _command_lines().items()
+            if str(temporary) in line or f"parl_lite_{es_train[0]}_" in line] == []
+    assert list(Path("/dev/shm").glob(f"parl_lite_*{es_train[0]}_*")) == []

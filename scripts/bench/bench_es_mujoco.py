@@ -53,6 +53,7 @@ import json
 import math
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -137,11 +138,30 @@ def _children_cpu() -> float:
 
 
 def _run_measured(command: list[str], env: dict | None = None) -> tuple[subprocess.CompletedProcess, float, float]:
-    """Run ``command`` to its end and reap whatever it left: (result, CPU seconds of every process, wall seconds)."""
+    """Run ``command`` to its end and reap whatever it left: (result, CPU seconds of every process, wall seconds).
+
+    Stopped meanwhile (Ctrl-C, or the SIGTERM that :func:`main` turns into one), it sends the run SIGTERM
+    (es-train then ends its generation and exits; SIGKILL after 30 s) and reaps the run's processes
+    before the stop goes on."""
     cpu, wall = _children_cpu(), time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as run:
+        try:
+            stdout, stderr = run.communicate()
+        except BaseException:
+            run.terminate()
+            try:
+                run.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                run.kill()
+            _reap_all()
+            raise
     _reap_all()
-    return done, _children_cpu() - cpu, time.perf_counter() - wall
+    return subprocess.CompletedProcess(command, run.returncode, stdout, stderr), _children_cpu() - cpu, \
+        time.perf_counter() - wall
+
+
+def _stop_like_ctrl_c(signum: int, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _single_threaded_env() -> dict:
@@ -491,15 +511,19 @@ def main() -> None:
     if ARGS.sb3_run:
         sb3_run(json.loads(ARGS.sb3_run))
         return
+    signal.signal(signal.SIGTERM, _stop_like_ctrl_c)  # a time limit's SIGTERM stops the run and cleans up
     load = os.getloadavg()
     figures_: dict = {"load_average_start": [round(value, 2) for value in load]}
-    if ARGS.only == "profile":
-        figures_["profile"] = profile()
-    else:
-        sides = [ARGS.only] if ARGS.only else ["ours", "sb3"]
-        PEER_OVERRIDES.update({name: _peer_overrides(TASKS[name]) for name in ARGS.tasks})  # before any run
-        figures_.update({"seeds": ARGS.seeds, "workers": ARGS.workers, "ours_overrides": ARGS.set,
-                         "peer_overrides": ARGS.peer_set, "tasks": compare(ARGS.tasks, ARGS.seeds, sides)})
+    try:
+        if ARGS.only == "profile":
+            figures_["profile"] = profile()
+        else:
+            sides = [ARGS.only] if ARGS.only else ["ours", "sb3"]
+            PEER_OVERRIDES.update({name: _peer_overrides(TASKS[name]) for name in ARGS.tasks})  # before any run
+            figures_.update({"seeds": ARGS.seeds, "workers": ARGS.workers, "ours_overrides": ARGS.set,
+                             "peer_overrides": ARGS.peer_set, "tasks": compare(ARGS.tasks, ARGS.seeds, sides)})
+    except KeyboardInterrupt:
+        sys.exit("bench_es_mujoco: stopped; the runs that finished are in the lines above")
     figures_["load_average_end"] = [round(value, 2) for value in os.getloadavg()]
     print(json.dumps(figures_))
 
