@@ -288,7 +288,7 @@ def sb3_run(spec: dict) -> None:
         return VecNormalize(env, norm_obs=True, norm_reward=False) if normalize else env
 
     model = ARS("LinearPolicy", make_env(), seed=seed, **zoo)
-    model.set_logger(Logger(folder=None, output_formats=[]))  # the default one makes a folder under /tmp per run
+    model.set_logger(Logger(folder=None, output_formats=[]))  # the default one makes a folder per run in $TMPDIR
     async_eval = AsyncEval([make_env for _ in range(spec["workers"])], model.policy)
     async_eval.seed(seed)
     _, callback = model._setup_learn(10**12, None, True, "ARS", False)
