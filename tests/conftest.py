@@ -3,20 +3,7 @@ import glob
 import os
 
 import pytest
-
-
-def _command_line(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-            return cmdline.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _processes_with(*texts: str) -> list:
-    """Pids whose command line contains every one of ``texts``."""
-    pids = [int(path.split("/")[2]) for path in glob.glob("/proc/[0-9]*")]
-    return [pid for pid in pids if all(text in _command_line(pid) for text in texts)]
+from remote_helpers import processes_with
 
 
 def pytest_collection_modifyitems(items: list) -> None:
@@ -42,7 +29,7 @@ def nothing_of_ours_is_left_behind():
     runtime = runtime_folder()
     assert runtime is None or not os.path.exists(os.path.join(runtime, f"pool-{os.getpid()}")), \
         "the pool's actor-log folder was left behind"
-    stray = _processes_with("parl_lite.remote.zygote", prefix)  # workers are forks: same line
+    stray = processes_with("parl_lite.remote.zygote", prefix)  # workers are forks: same line
     assert stray == [], f"zygote or worker processes left behind: {stray}"
 
 

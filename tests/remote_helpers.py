@@ -1,4 +1,5 @@
 """Waiting for processes and files without sleeping a fixed time, and checking leftovers."""
+import glob
 import os
 import select
 import time
@@ -28,6 +29,20 @@ def wait_for_file(path: str, timeout: float) -> bool:
             return True
         time.sleep(0.005)
     return False
+
+
+def processes_with(*texts: str) -> list[int]:
+    """Pids whose command line contains every one of ``texts``."""
+    pids = [int(path.split("/")[2]) for path in glob.glob("/proc/[0-9]*")]
+    return [pid for pid in pids if all(text in _command_line(pid) for text in texts)]
+
+
+def _command_line(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def assert_nothing_left(pids: Iterable[int], session_prefix: str) -> None:

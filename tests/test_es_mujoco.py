@@ -15,6 +15,8 @@ import pytest
 import parl_lite
 from evokit_py.config import resolve_config
 from evokit_py.train import train
+from parl_lite.remote.shm import session_segments
+from remote_helpers import assert_nothing_left, processes_with
 
 pytest.importorskip("mujoco")
 import gymnasium as gym  # noqa: E402
@@ -164,17 +166,6 @@ def test_the_mujoco_bench_leaves_nothing_in_the_temporary_directory_after_a_peer
     assert not list(temporary.glob("SB3-*")) and not list(temporary.glob("bench_es_mujoco_*"))
 
 
-def _command_lines() -> dict[int, str]:
-    lines = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                lines[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-    return lines
-
-
 @pytest.mark.timeout(180)
 def test_the_mujoco_bench_stopped_by_sigterm_stops_its_run_and_leaves_nothing(tmp_path):
     temporary = tmp_path / "tmp"
@@ -188,7 +179,7 @@ def test_the_mujoco_bench_stopped_by_sigterm_stops_its_run_and_leaves_nothing(tm
         while not list(temporary.glob("bench_es_mujoco_hopper_*/progress.csv")):  # es-train's first generation
             assert bench.poll() is None and time.monotonic() < deadline, bench.stderr.read() if bench.poll() else ""
             time.sleep(0.05)
-        es_train = [pid for pid, line in _command_lines().items() if "es-train" in line and str(temporary) in line]
+        es_train = processes_with("es-train", str(temporary))
         assert len(es_train) == 1
         bench.send_signal(signal.SIGTERM)
         _, stderr = bench.communicate(timeout=90)
@@ -197,6 +188,6 @@ def test_the_mujoco_bench_stopped_by_sigterm_stops_its_run_and_leaves_nothing(tm
     assert bench.returncode == 1 and "bench_es_mujoco: stopped" in stderr and "Traceback" not in stderr, stderr
     assert not list(temporary.glob("bench_es_mujoco_*"))
     assert all(not any(runtime.iterdir()) for runtime in temporary.glob("parl_lite-*"))  # per user: stays, empty
-    assert [pid for pid, line in _command_lines().items()
-            if str(temporary) in line or f"parl_lite_{es_train[0]}_" in line] == []
-    assert list(Path("/dev/shm").glob(f"parl_lite_*{es_train[0]}_*")) == []
+    assert processes_with(str(temporary)) == [] and processes_with(f"parl_lite_{es_train[0]}_") == []
+    assert_nothing_left(es_train, f"parl_lite_{es_train[0]}_")
+    assert session_segments(f"parl_lite_status_{es_train[0]}_") == []
