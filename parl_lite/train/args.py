@@ -91,7 +91,8 @@ class AsyncTrainArgs(TrainArgs):
 
 
 def parse_args(cls: type[ArgsT], description: str | None = None, argv: Sequence[str] | None = None,
-               env_defaults: dict[str, dict[str, Any]] | None = None) -> ArgsT:
+               env_defaults: dict[str, dict[str, Any]] | None = None,
+               atari_defaults: dict[str, Any] | None = None) -> ArgsT:
     """Build ``cls`` (a dataclass) from the command line; every field is an option.
 
     Args:
@@ -104,6 +105,8 @@ def parse_args(cls: type[ArgsT], description: str | None = None, argv: Sequence[
             field's default that this table does not set a ``target`` for, ``target`` defaults to
             gymnasium's ``reward_threshold`` of that environment (none if it has none): the default
             environment's target means nothing for another task.
+        atari_defaults: other defaults for every Atari game (an ALE id that ``env_defaults`` does
+            not list), e.g. the RL Zoo's ``atari`` block.
     """
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     hints = get_type_hints(cls)
@@ -127,10 +130,24 @@ def parse_args(cls: type[ArgsT], description: str | None = None, argv: Sequence[
     if "env" in fields:
         known, _ = parser.parse_known_args(argv)
         defaults = dict((env_defaults or {}).get(known.env, {}))
+        if not defaults and atari_defaults is not None and _is_atari(known.env):
+            defaults = dict(atari_defaults)
         if "target" in fields and "target" not in defaults and known.env != fields["env"].default:
             defaults["target"] = _reward_threshold(known.env)
         parser.set_defaults(**defaults)
     return cls(**vars(parser.parse_args(argv)))
+
+
+def _is_atari(env_id: str) -> bool:
+    """Whether ``env_id`` is an ALE game (an unknown id is not; making it says why later)."""
+    import gymnasium
+
+    from parl_lite.env.atari import is_atari
+
+    try:
+        return is_atari(env_id)
+    except gymnasium.error.Error:
+        return False
 
 
 def _reward_threshold(env_id: str) -> float | None:

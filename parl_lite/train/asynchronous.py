@@ -82,7 +82,8 @@ class AsyncTrainer(Trainer):
         self._pending: dict = {}  # future of a rollout -> the actor making it
 
     def _make_actor(self, index: int) -> Any:
-        return RemoteRolloutWorker(self.model_fn, self.env_id, self.num_envs, seed=self.seed * 1000 + 100 * index)
+        return RemoteRolloutWorker(self.model_fn, self.env_id, self.num_envs, seed=self.seed * 1000 + 100 * index,
+                                   env_kwargs=self.env_kwargs)
 
     def _start_actors(self) -> None:
         self.actor_group = ActorGroup(self._make_actor, self.num_actors, self.max_actors, name="rollout actor",

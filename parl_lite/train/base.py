@@ -22,6 +22,7 @@ from parl_lite.train.callbacks import Callback, StopOnThreshold, as_callback
 from parl_lite.train.evaluation import Evaluator
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
+from parl_lite.utils.envs import make_vector_env
 
 __all__ = ["Trainer", "RunStopped", "EnvSpaces", "env_spaces", "spaces_of", "learn_stats"]
 
@@ -38,34 +39,42 @@ class RunStopped(RuntimeError):
 class EnvSpaces(NamedTuple):
     """What a model needs to know about an environment."""
 
-    obs_dim: int
+    obs_dim: int           # the observation's size (flattened)
     act_dim: int           # number of actions (discrete) or action dimensions (continuous)
     continuous: bool
     action_high: np.ndarray | None  # upper bound of a continuous action space
+    obs_shape: tuple[int, ...] = ()  # the observation's shape: (obs_dim,), or (channels, height, width) for images
+
+    @property
+    def image(self) -> bool:
+        """Whether the observations are images (channel first: a convolutional network's input)."""
+        return len(self.obs_shape) == 3
 
 
-def env_spaces(env_id: str) -> EnvSpaces:
-    """Observation and action sizes of a gymnasium environment (a flat Box observation)."""
-    env = gym.make(env_id)
+def env_spaces(env_id: str, env_kwargs: dict[str, Any] | None = None) -> EnvSpaces:
+    """Observation and action sizes of a gymnasium environment as the training loops make it (an
+    Atari game: its preprocessed frames, see :mod:`parl_lite.env.atari`), with ``env_kwargs``
+    as :func:`parl_lite.utils.envs.make_vector_env` takes them."""
+    env, _ = make_vector_env(env_id, 1, seed=0, env_kwargs=env_kwargs)
     try:
-        return spaces_of(env, env_id)
+        return spaces_of(env.single_observation_space, env.single_action_space, env_id)
     finally:
         env.close()
 
 
-def spaces_of(env: gym.Env, env_id: str) -> EnvSpaces:
-    """Observation and action sizes of ``env`` (made from ``env_id``, named in errors): a flat Box
-    observation, a Box or Discrete action space."""
-    obs_shape = env.observation_space.shape
-    if obs_shape is None:
-        raise ValueError(f"{env_id}: the observation space {env.observation_space} has no shape")
+def spaces_of(observation_space: gym.Space, action_space: gym.Space, env_id: str) -> EnvSpaces:
+    """Observation and action sizes of an environment of ``env_id`` (named in errors): a Box
+    observation (a vector, or channel-first images), a Box or Discrete action space."""
+    obs_shape = observation_space.shape
+    if not isinstance(observation_space, gym.spaces.Box) or obs_shape is None:
+        raise ValueError(f"{env_id}: the observation space {observation_space} is not a Box")
     obs_dim = int(np.prod(obs_shape))
-    space = env.action_space
-    if isinstance(space, gym.spaces.Box):
-        return EnvSpaces(obs_dim, int(space.shape[0]), True, space.high)
-    if isinstance(space, gym.spaces.Discrete):
-        return EnvSpaces(obs_dim, int(space.n), False, None)
-    raise ValueError(f"{env_id}: the action space {space} is neither a Box nor Discrete")
+    shape = tuple(int(size) for size in obs_shape)
+    if isinstance(action_space, gym.spaces.Box):
+        return EnvSpaces(obs_dim, int(action_space.shape[0]), True, action_space.high, shape)
+    if isinstance(action_space, gym.spaces.Discrete):
+        return EnvSpaces(obs_dim, int(action_space.n), False, None, shape)
+    raise ValueError(f"{env_id}: the action space {action_space} is neither a Box nor Discrete")
 
 
 def learn_stats(result: Any) -> dict[str, float]:
@@ -125,12 +134,15 @@ class Trainer:
         resume: a checkpoint written by a trainer: its weights, optimizer state and step count
             (and replay memory, off-policy) are loaded before training.
         name: the algorithm's name in the summary (default: the algorithm's class name).
+        env_kwargs: keyword arguments for making the environments (``gymnasium.make``'s; an Atari
+            game's preprocessing, e.g. ``{"screen_size": 42}``: see
+            :func:`parl_lite.utils.envs.make_vector_env`).
     """
 
     def __init__(self, agent: Agent | Algorithm, env_id: str, *, seed: int = 0, target: float | None = None,
                  eval_every: int = 5_000, eval_episodes: int = 10, eval_seed: int | None = None,
                  logdir: str | None = None, save: str | None = None, checkpoint_every: int | None = None,
-                 resume: str | None = None, name: str | None = None) -> None:
+                 resume: str | None = None, name: str | None = None, env_kwargs: dict[str, Any] | None = None) -> None:
         self.agent = agent if isinstance(agent, Agent) else Agent(agent)
         if eval_every <= 0:
             raise ValueError(f"eval_every must be positive, got {eval_every}")
@@ -141,6 +153,7 @@ class Trainer:
         self.eval_seed = 10_000 + 100 * seed if eval_seed is None else eval_seed
         self.logdir, self.save_path, self.checkpoint_every = logdir, save, checkpoint_every
         self.resume_path = resume
+        self.env_kwargs = dict(env_kwargs or {})
         self.name = name or type(self.agent.alg).__name__
         self.steps = 0          # environment steps so far
         self.updates = 0        # learn calls so far
@@ -202,7 +215,8 @@ class Trainer:
             self._resume(self.resume_path)
         stop: list[Callback] = [StopOnThreshold(self.target)] if self.target is not None else []
         callbacks = as_callback([*stop, as_callback(callback)])
-        self.evaluator = Evaluator(self.env_id, self.eval_episodes, self.eval_seed, self._action_scale())
+        self.evaluator = Evaluator(self.env_id, self.eval_episodes, self.eval_seed, self._action_scale(),
+                                   self.env_kwargs)
         reporter = Reporter(self.name, total, self.steps, progress_bar, self.logdir)
         interrupted, stopped = False, None
         callbacks.on_training_start(self)

@@ -1,8 +1,10 @@
 """The evaluator: mean return of the greedy policy over a fixed set of seeded episodes."""
 from collections.abc import Callable
+from typing import Any
 
-import gymnasium as gym
 import numpy as np
+
+from parl_lite.utils.envs import make_vector_env
 
 __all__ = ["Evaluator"]
 
@@ -12,42 +14,40 @@ class Evaluator:
     ``reset(seed=seed + k)``, so every evaluation of a run, and of a repeated run, sees the same
     start states.
 
-    The episodes run side by side, one environment each: every step makes one batched
-    ``predict`` over the episodes still running (a tenth of the forwards of playing them one
-    after another, for the same actions).
+    The episodes run side by side, copies of one vector environment (an Atari game: whole games,
+    rewards unclipped, see :func:`parl_lite.utils.envs.make_vector_env`): every step makes one
+    batched ``predict``; a copy whose episode has ended plays on, unscored, until the last one ends.
 
     Args:
         env_id: a registered gymnasium id.
         episodes: episodes per evaluation.
         seed: seed of the first episode.
         action_scale: multiply actions by this before stepping (algorithms that act in [-1, 1]).
+        env_kwargs: keyword arguments for making the environment (see
+            :func:`parl_lite.utils.envs.make_vector_env`).
     """
 
-    def __init__(self, env_id: str, episodes: int, seed: int, action_scale: np.ndarray | None = None) -> None:
+    def __init__(self, env_id: str, episodes: int, seed: int, action_scale: np.ndarray | None = None,
+                 env_kwargs: dict[str, Any] | None = None) -> None:
         if episodes <= 0:
             raise ValueError(f"eval_episodes must be positive, got {episodes}")
-        self.envs = [gym.make(env_id) for _ in range(episodes)]
-        self.seed, self.action_scale = seed, action_scale
+        self.env, _ = make_vector_env(env_id, episodes, seed, evaluation=True, env_kwargs=env_kwargs)
+        self.episodes, self.seed, self.action_scale = episodes, seed, action_scale
 
     def __call__(self, predict: Callable[[np.ndarray], np.ndarray]) -> float:
         """Mean return of ``predict`` (a batch of observations -> a batch of actions)."""
-        obs = np.stack([env.reset(seed=self.seed + k)[0] for k, env in enumerate(self.envs)])
-        totals = np.zeros(len(self.envs))
-        running = np.arange(len(self.envs))
-        while running.size:
-            actions = predict(obs[running])
+        obs, _ = self.env.reset(seed=self.seed)
+        totals = np.zeros(self.episodes)
+        running = np.ones(self.episodes, dtype=bool)
+        while running.any():
+            actions = np.asarray(predict(obs))
             if self.action_scale is not None:
                 actions = actions * self.action_scale
-            still_running = []
-            for k, action in zip(running, actions, strict=True):
-                obs[k], reward, terminated, truncated, _ = self.envs[k].step(action)
-                totals[k] += float(reward)
-                if not (terminated or truncated):
-                    still_running.append(k)
-            running = np.asarray(still_running, dtype=np.int64)
+            obs, rewards, terminated, truncated, _ = self.env.step(actions)
+            totals += np.where(running, rewards, 0.0)
+            running &= ~(terminated | truncated)
         return float(totals.mean())
 
     def close(self) -> None:
         """Close the environments."""
-        for env in self.envs:
-            env.close()
+        self.env.close()

@@ -36,9 +36,10 @@ def advantage_batch(agent: Agent, rollout: dict[str, np.ndarray], gamma: float,
         The arrays, each ``[T*N, ...]``.
     """
     T, N = rollout["rewards"].shape
-    flat_obs = rollout["obs"].reshape(T * N, -1)
+    obs_shape = rollout["obs"].shape[2:]
+    flat_obs = rollout["obs"].reshape(T * N, *obs_shape)
     critic: Any = agent.alg  # an actor-critic algorithm (PPO, A2C): it has value(obs)
-    both = critic.value(np.concatenate([flat_obs, rollout["next_obs"].reshape(T * N, -1)])).reshape(-1)
+    both = critic.value(np.concatenate([flat_obs, rollout["next_obs"].reshape(T * N, *obs_shape)])).reshape(-1)
     values, next_values = both[:T * N].reshape(T, N), both[T * N:].reshape(T, N)
     advantages, returns = gae(rollout["rewards"], values, next_values, rollout["terminated"], rollout["ends"],
                               gamma, gae_lambda)
@@ -81,7 +82,7 @@ class OnPolicyTrainer(Trainer):
         for name, value in (("rollout_steps", rollout_steps), ("epochs", epochs), ("minibatch_size", minibatch_size)):
             if value is not None and value <= 0:
                 raise ValueError(f"{name} must be positive, got {value}")
-        self.rollout = VectorRollout(env_id, num_envs, seed=self.seed)
+        self.rollout = VectorRollout(env_id, num_envs, seed=self.seed, env_kwargs=self.env_kwargs)
         self.num_envs, self.rollout_steps = num_envs, rollout_steps
         self.gamma, self.gae_lambda, self.anneal = gamma, gae_lambda, anneal
         self.epochs, self.minibatch_size = epochs, minibatch_size

@@ -1,31 +1,45 @@
 """Gymnasium helpers shared by the training loops: vector environments and episode returns."""
 from collections import deque
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from parl_lite.env.atari import AtariSettings, AtariVectorEnv, atari_game
+
 __all__ = ["make_vector_env", "final_observations", "EpisodeReturns"]
 
 
-def make_vector_env(env_id: str, num_envs: int, seed: int) -> tuple[gym.vector.VectorEnv, np.ndarray]:
+def make_vector_env(env_id: str, num_envs: int, seed: int, evaluation: bool = False,
+                    env_kwargs: dict[str, Any] | None = None) -> tuple[gym.vector.VectorEnv, np.ndarray]:
     """``num_envs`` copies of ``env_id`` stepped in this process, reset in the same step.
 
     With same-step autoreset, the observation returned after an episode ends is the first one
     of the next episode; the last one of the ended episode is in ``info["final_obs"]`` (see
-    :func:`final_observations`).
+    :func:`final_observations`). An Atari id gets DeepMind's preprocessing, stepped in C++
+    (:class:`parl_lite.env.atari.AtariVectorEnv`).
 
     Args:
-        env_id: a registered gymnasium id, e.g. ``"CartPole-v1"``.
+        env_id: a registered gymnasium id, e.g. ``"CartPole-v1"``, or an ALE id.
         num_envs: number of copies (positive).
         seed: copy ``i`` is reset with ``seed + i``.
+        evaluation: the environment evaluates a policy (an Atari game then ends at game over
+            only and keeps its rewards unclipped; other ids are the same either way).
+        env_kwargs: keyword arguments of ``gymnasium.make`` for the id; for an Atari game, the
+            fields of :class:`parl_lite.env.atari.AtariSettings` (e.g. ``{"screen_size": 42}``).
 
     Returns:
         ``(env, first observations)``.
     """
     if num_envs <= 0:
         raise ValueError(f"num_envs must be positive, got {num_envs}")
-    env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync",
-                       vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP})
+    game = atari_game(env_id)
+    if game is not None:
+        env: gym.vector.VectorEnv = AtariVectorEnv(game, num_envs, AtariSettings.of(env_kwargs or {}),
+                                                   evaluation=evaluation)
+    else:
+        env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync",
+                           vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}, **(env_kwargs or {}))
     env.action_space.seed(seed)
     obs, _ = env.reset(seed=seed)
     return env, obs
@@ -55,13 +69,21 @@ class EpisodeReturns:
         self.finished: deque = deque(maxlen=window)
         self.episodes = 0
 
-    def update(self, rewards: np.ndarray, episode_end: np.ndarray) -> list[float]:
-        """Add one step's rewards; close the episodes that ended and return their returns."""
-        self.running += rewards
-        ended = []
-        for i in np.flatnonzero(episode_end):
-            ended.append(float(self.running[i]))
-            self.running[i] = 0.0
+    def update(self, rewards: np.ndarray, episode_end: np.ndarray, info: dict | None = None) -> list[float]:
+        """Add one step's rewards; close the episodes that ended and return their returns.
+
+        An environment that reports its episodes itself (``info["episode"]["r"]`` where
+        ``info["_episode"]``, as gymnasium's ``RecordEpisodeStatistics`` and the Atari games do:
+        whole games, unclipped) is taken at its word; ``rewards`` and ``episode_end`` are then what
+        the learner sees (a lost life, clipped rewards) and are not summed here."""
+        if info is not None and "_episode" in info:
+            ended = [float(value) for value in info["episode"]["r"][info["_episode"]]]
+        else:
+            self.running += rewards
+            ended = []
+            for i in np.flatnonzero(episode_end):
+                ended.append(float(self.running[i]))
+                self.running[i] = 0.0
         self.finished.extend(ended)
         self.episodes += len(ended)
         return ended

@@ -11,7 +11,7 @@ which is everything GAE and V-trace need with the learner's own value function, 
 actor (A3C, IMPALA): ``collect(weights, steps)`` loads the learner's weights, then collects.
 """
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium.spaces import Box
@@ -33,10 +33,12 @@ class VectorRollout:
         env_id: a registered gymnasium id.
         num_envs: number of environment copies.
         seed: copy ``i`` is reset with ``seed + i``.
+        env_kwargs: keyword arguments for making the environment (see
+            :func:`parl_lite.utils.envs.make_vector_env`).
     """
 
-    def __init__(self, env_id: str, num_envs: int, seed: int) -> None:
-        self.env, self.obs = make_vector_env(env_id, num_envs, seed)
+    def __init__(self, env_id: str, num_envs: int, seed: int, env_kwargs: dict[str, Any] | None = None) -> None:
+        self.env, self.obs = make_vector_env(env_id, num_envs, seed, env_kwargs=env_kwargs)
         space = self.env.single_action_space
         self.continuous = isinstance(space, Box)
         self.low: np.ndarray | None = space.low if isinstance(space, Box) else None
@@ -63,7 +65,7 @@ class VectorRollout:
             env_actions = np.clip(actions, self.low, self.high) if self.continuous else actions
             next_obs, rewards, terminated, truncated, info = self.env.step(env_actions)
             ends = terminated | truncated
-            episode_returns += self.returns.update(rewards, ends)
+            episode_returns += self.returns.update(rewards, ends, info)
             row = {"obs": self.obs, "actions": actions, **recorded, "rewards": rewards.astype(np.float32),
                    "terminated": terminated, "ends": ends, "next_obs": final_observations(next_obs, ends, info)}
             for key, value in row.items():
@@ -85,9 +87,11 @@ class RolloutWorker:
         env_id: a registered gymnasium id.
         num_envs: environment copies in this actor.
         seed: seeds the environments and the actor's paddle generator.
+        env_kwargs: keyword arguments for making the environment.
     """
 
-    def __init__(self, model_fn: Callable[[], "Model"], env_id: str, num_envs: int, seed: int) -> None:
+    def __init__(self, model_fn: Callable[[], "Model"], env_id: str, num_envs: int, seed: int,
+                 env_kwargs: dict[str, Any] | None = None) -> None:
         import paddle  # only the actor processes that run a policy pay for paddle
 
         from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
@@ -95,7 +99,7 @@ class RolloutWorker:
         paddle.seed(seed)
         self._paddle = paddle
         self.algorithm = ActorCriticAlgorithm(model_fn())
-        self.rollout = VectorRollout(env_id, num_envs, seed)
+        self.rollout = VectorRollout(env_id, num_envs, seed, env_kwargs)
 
     def _policy(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Actions drawn from the policy; their log-probabilities, and the logits of a discrete policy."""
