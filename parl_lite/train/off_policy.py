@@ -5,16 +5,16 @@ from typing import Any
 import numbers
 from pathlib import Path
 
-import gymnasium as gym
 import h5py
 import numpy as np
 
 from parl_lite.core.agent import Agent
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.io import checkpoint
-from parl_lite.train.base import Trainer, spaces_of
+from parl_lite.train.base import EnvSpaces, Trainer, spaces_of
 from parl_lite.train.exploration import ContinuousExploration, EpsilonGreedy, Exploration
-from parl_lite.utils.envs import EpisodeReturns
+from parl_lite.utils.envs import EpisodeReturns, final_observations, make_vector_env
+from parl_lite.utils.frame_replay import FrameReplayMemory
 from parl_lite.utils.replay_memory import GROUP as REPLAY_GROUP, ReplayMemory, ReplayMemoryError
 
 __all__ = ["OffPolicyTrainer"]
@@ -55,39 +55,35 @@ class OffPolicyTrainer(Trainer):
                             ("batch_size", batch_size)):
             if value <= 0:
                 raise ValueError(f"{name} must be positive, got {value}")
-        self.env = gym.make(env_id)
-        self.obs_dim, self.act_dim, self.continuous, self.action_high = spaces_of(self.env, env_id)
+        self.env, first_obs = make_vector_env(env_id, 1, self.seed, env_kwargs=self.env_kwargs)
+        self.spaces = spaces_of(self.env.single_observation_space, self.env.single_action_space, env_id)
+        self.obs_dim, self.act_dim, self.continuous, self.action_high = self.spaces[:4]
         if exploration is None:
             exploration = (ContinuousExploration(self.act_dim, 0.1, learning_starts, seed=self.seed) if self.continuous
                            else EpsilonGreedy(self.act_dim, seed=self.seed))
         self.exploration = exploration
         self.learning_starts, self.train_every, self.gradient_steps = learning_starts, train_every, gradient_steps
         self.batch_size, self.memory_size, self.target_every = batch_size, memory_size, target_every
-        self.memory: ReplayMemory | None = None
+        self.memory: ReplayMemory | FrameReplayMemory | None = None
         self.returns = EpisodeReturns(1)
-        self.obs: np.ndarray | None = None
+        self.obs: np.ndarray = first_obs
 
     def _action_scale(self) -> np.ndarray | None:
         return self.action_high
 
-    def _ensure_started(self, total_steps: int) -> tuple[ReplayMemory, np.ndarray]:
-        """The replay memory and the current observation, made on the first round."""
-        if self.memory is None:
-            self.memory = ReplayMemory(self.memory_size or total_steps, self.obs_dim,
-                                       self.act_dim if self.continuous else 0, seed=self.seed)
-        if self.obs is None:
-            self.obs, _ = self.env.reset(seed=self.seed)
-        return self.memory, self.obs
-
     def _round(self, total_steps: int) -> None:
-        memory, obs = self._ensure_started(total_steps)
+        if self.memory is None:
+            self.memory = _replay_memory(self.spaces, self.memory_size or total_steps, self.seed)
+        memory = self.memory
         step = self.steps + 1
-        action = self.exploration.act(self.agent, obs, step)
+        action = self.exploration.act(self.agent, self.obs[0], step)
         env_action = action * self.action_high if self.action_high is not None else action
-        next_obs, reward, terminated, truncated, _ = self.env.step(env_action)
-        memory.append(obs, action, float(reward), next_obs, terminated)
-        self.returns.update(np.array([reward]), np.array([terminated or truncated]))
-        self.obs = self.env.reset()[0] if terminated or truncated else next_obs
+        next_obs, reward, terminated, truncated, info = self.env.step(np.asarray([env_action]))
+        ends = terminated | truncated
+        memory.append(self.obs[0], action, float(reward[0]), final_observations(next_obs, ends, info)[0],
+                      bool(terminated[0]))
+        self.returns.update(reward, ends, info)
+        self.obs = next_obs
         self.steps = step
 
         if step > self.learning_starts and step % self.train_every == 0:
@@ -117,8 +113,7 @@ class OffPolicyTrainer(Trainer):
             raise checkpoint.CheckpointError(f"{path}: its replay memory's max_size {capacity!r} is not a positive "
                                              "integer")
         try:
-            self.memory = ReplayMemory(int(capacity), self.obs_dim, self.act_dim if self.continuous else 0,
-                                       seed=self.seed)
+            self.memory = _replay_memory(self.spaces, int(capacity), self.seed)
         except (MemoryError, ValueError):  # numpy: ValueError past the address space
             raise checkpoint.CheckpointError(f"{path}: its replay memory's max_size {capacity} transitions do not fit "
                                              "in this machine's memory") from None
@@ -129,3 +124,11 @@ class OffPolicyTrainer(Trainer):
 
     def _close(self) -> None:
         self.env.close()
+
+
+def _replay_memory(spaces: EnvSpaces, capacity: int, seed: int) -> ReplayMemory | FrameReplayMemory:
+    """The replay memory for an environment's observations: stacked frames kept once each for
+    images, whole transitions for vectors."""
+    if spaces.image:
+        return FrameReplayMemory(capacity, spaces.obs_shape[1:], spaces.obs_shape[0], seed=seed)
+    return ReplayMemory(capacity, spaces.obs_dim, spaces.act_dim if spaces.continuous else 0, seed=seed)
