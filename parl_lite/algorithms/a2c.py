@@ -20,6 +20,7 @@ from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
 from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter, reduction_of
 from parl_lite.algorithms.optimizers import RMSprop
 from parl_lite.core.model import Model
+from parl_lite.utils.distributions import Categorical
 
 __all__ = ["A2C", "A2CLosses"]
 
@@ -86,9 +87,9 @@ class A2C(ActorCriticAlgorithm):
         """
         if self.normalize_advantages and len(advantages) > 1:
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-        dist = self.distribution(obs)
+        dist, values = self.distribution_and_value(obs)
         pi_loss = -self.reduce(dist.log_prob(actions) * advantages)
-        vf_loss = 0.5 * self.reduce((self.value(obs).reshape([-1]) - target_values) ** 2)
+        vf_loss = 0.5 * self.reduce((values.reshape([-1]) - target_values) ** 2)
         entropy = self.reduce(dist.entropy())
         total_loss = pi_loss + vf_loss * self.vf_loss_coeff + entropy * (
             self.entropy_coeff if entropy_coeff is None else entropy_coeff)
@@ -101,10 +102,8 @@ class A2C(ActorCriticAlgorithm):
 
     def prob_and_value(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
         """The action probabilities ``[batch, num_actions]`` and ``V(obs)`` of a discrete policy
-        (``model.policy_and_value(obs)`` when the model has it)."""
-        both = getattr(self.model, "policy_and_value", None)
-        if both is not None:
-            logits, values = both(obs)
-        else:
-            logits, values = getattr(self.model, "policy", self.model)(obs), self.value(obs)
-        return F.softmax(logits, axis=-1), values
+        (one pass through a shared trunk: see :meth:`distribution_and_value`)."""
+        dist, values = self.distribution_and_value(obs)
+        if not isinstance(dist, Categorical):
+            raise ValueError("A2C.prob_and_value: the policy is continuous; action probabilities need a discrete one")
+        return F.softmax(dist.logits, axis=-1), values

@@ -47,7 +47,19 @@ class ActorCriticAlgorithm(Algorithm):
         Raises:
             ValueError: the policy's output does not match ``continuous_action``.
         """
-        output = getattr(self.model, "policy", self.model)(obs)
+        return self._distribution_of(getattr(self.model, "policy", self.model)(obs))
+
+    def distribution_and_value(self, obs: paddle.Tensor) -> tuple[Distribution, paddle.Tensor]:
+        """The policy's distribution and ``V(obs)`` (``[batch, 1]``) at ``obs``: one pass through
+        a shared trunk when the model has ``policy_and_value(obs)`` (a convolutional one), else
+        the two computed apart."""
+        both = getattr(self.model, "policy_and_value", None) if self.critic is None else None
+        if both is None:
+            return self.distribution(obs), self.value(obs)
+        output, value = both(obs)
+        return self._distribution_of(output), value
+
+    def _distribution_of(self, output: paddle.Tensor | tuple[paddle.Tensor, paddle.Tensor]) -> Distribution:
         if self.continuous_action is not None and isinstance(output, paddle.Tensor) == self.continuous_action:
             expected = "a (mean, std) pair" if self.continuous_action else "a logits tensor"
             raise ValueError(f"{type(self).__name__}: continuous_action={self.continuous_action}, so the policy must "

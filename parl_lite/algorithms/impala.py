@@ -122,10 +122,10 @@ class IMPALA(ActorCriticAlgorithm):
         def time_major(x: paddle.Tensor) -> np.ndarray:  # [B * T] -> [T, B] float64
             return x.numpy().astype(np.float64).reshape(trajectories, steps).T
 
-        dist = self.distribution(obs)
+        dist, values = self.distribution_and_value(obs)
+        values = values.reshape([-1])
         behaviour = make_distribution(behaviour_logits)
         target_log_probs = dist.log_prob(actions)
-        values = self.value(obs).reshape([-1])
         with paddle.no_grad():
             kl = dist.kl(behaviour).mean()
             all_values = time_major(values)

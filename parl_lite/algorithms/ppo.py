@@ -79,7 +79,7 @@ class PPO(ActorCriticAlgorithm):
         Returns:
             ``(value_loss, action_loss, entropy)`` as floats.
         """
-        dist = self.distribution(batch_obs)
+        dist, values = self.distribution_and_value(batch_obs)
         action_log_probs = dist.log_prob(batch_action)
         entropy = dist.entropy().mean()
         advantages = self._normalized_advantages(batch_adv) if self.norm_adv else batch_adv
@@ -88,7 +88,7 @@ class PPO(ActorCriticAlgorithm):
                                    paddle.clip(ratio, 1.0 - self.clip_param, 1.0 + self.clip_param) * advantages)
         action_loss = -surrogate.mean()
 
-        values = self.value(batch_obs).reshape([-1])
+        values = values.reshape([-1])
         value_losses = (values - batch_return) ** 2
         if self.use_clipped_value_loss:
             clipped = batch_value + paddle.clip(values - batch_value, -self.clip_param, self.clip_param)

@@ -35,14 +35,15 @@ _WRAPPED_MARK = "__wrapped_by_algorithm__"  # set on the methods __init_subclass
 
 def to_tensor(value: Any) -> Any:
     """A paddle tensor of ``value`` (a tensor passes through unchanged): floating and boolean
-    arrays become float32, integer arrays int64; anything else is returned as it is."""
+    arrays become float32, ``uint8`` arrays (images) stay ``uint8`` (the network scales them), other
+    integer arrays become int64; anything else is returned as it is."""
     if isinstance(value, paddle.Tensor) or value is None:
         return value
     if isinstance(value, (np.ndarray, np.generic, list, float, int, bool)):
         array = np.asarray(value)
         if array.dtype.kind in "fb":
             array = array.astype(np.float32, copy=False)
-        elif array.dtype.kind in "iu":
+        elif array.dtype.kind in "iu" and array.dtype != np.uint8:
             array = array.astype(np.int64, copy=False)
         return paddle.to_tensor(array)
     return value

@@ -7,7 +7,8 @@ import paddle.nn.functional as F
 from parl_lite.core.model import Model
 from parl_lite.utils.layers import Linear
 
-__all__ = ["orthogonal_linear", "mlp", "MLPActorCritic", "MLPQNetwork", "MLPActorQ"]
+__all__ = ["orthogonal_linear", "mlp", "MLPActorCritic", "MLPQNetwork", "MLPActorQ", "NatureCNN", "CompactCNN",
+           "CNNQNetwork", "CNNActorCritic"]
 
 
 def orthogonal_linear(in_dim: int, out_dim: int, gain: float) -> Linear:
@@ -140,3 +141,124 @@ class MLPActorQ(Model):
     def get_critic_params(self):
         critics = (self.critic1, self.critic2) if self.twin_q else (self.critic,)
         return [parameter for critic in critics for parameter in critic.parameters()]
+
+
+def _orthogonal(gain: float) -> dict[str, paddle.ParamAttr]:
+    return {"weight_attr": paddle.ParamAttr(initializer=paddle.nn.initializer.Orthogonal(float(gain))),
+            "bias_attr": paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.0))}
+
+
+class NatureCNN(paddle.nn.Layer):
+    """The convolutional torso of the Nature DQN (Mnih et al. 2015), as SB3's ``NatureCNN``: three
+    ReLU convolutions (32 8×8 stride 4, 64 4×4 stride 2, 64 3×3 stride 1) and a 512-unit ReLU layer,
+    orthogonal initialisation with gain √2.
+
+    Its input is a batch of stacked frames, channel first, ``uint8`` as the environment gives them
+    (or float in [0, 255]): it scales them to [0, 1] itself, so that observations stay ``uint8``
+    (a quarter of float32's bytes) through replay memories and between processes.
+
+    Args:
+        obs_shape: ``(channels, height, width)`` of one observation, e.g. ``(4, 84, 84)``.
+        features: units of the last layer.
+    """
+
+    def __init__(self, obs_shape: tuple[int, ...], features: int = 512) -> None:
+        super().__init__()
+        channels, height, width = obs_shape
+        gain = _orthogonal(math.sqrt(2))
+        self.conv1 = paddle.nn.Conv2D(channels, 32, 8, stride=4, **gain)
+        self.conv2 = paddle.nn.Conv2D(32, 64, 4, stride=2, **gain)
+        self.conv3 = paddle.nn.Conv2D(64, 64, 3, stride=1, **gain)
+        for kernel, stride in ((8, 4), (4, 2), (3, 1)):
+            height, width = (height - kernel) // stride + 1, (width - kernel) // stride + 1
+        if height <= 0 or width <= 0:
+            raise ValueError(f"NatureCNN: observations of shape {tuple(obs_shape)} are too small for its convolutions "
+                             "(at least 36 x 36)")
+        self.fc = Linear(64 * height * width, features, **gain)
+        self.features = features
+
+    def forward(self, obs: paddle.Tensor) -> paddle.Tensor:
+        x = obs.astype("float32") * (1.0 / 255.0)
+        x = F.relu(self.conv3(F.relu(self.conv2(F.relu(self.conv1(x))))))
+        return F.relu(self.fc(x.flatten(1)))
+
+
+class CompactCNN(paddle.nn.Layer):
+    """The smaller torso of PARL's IMPALA and A2C Atari examples (``AtariModel``), for 42×42 frames:
+    ReLU convolutions of 16 4×4 stride 2 (padding 1), 32 4×4 stride 2 (padding 2), and 256 over the
+    whole remaining map (11×11 for 42×42 frames), about a quarter of :class:`NatureCNN`'s
+    arithmetic per frame at 42×42. Input as :class:`NatureCNN`'s (``uint8`` frames, scaled here).
+
+    Args:
+        obs_shape: ``(channels, height, width)`` of one observation, e.g. ``(4, 42, 42)``.
+    """
+
+    def __init__(self, obs_shape: tuple[int, ...]) -> None:
+        super().__init__()
+        channels, height, width = obs_shape
+        gain = _orthogonal(math.sqrt(2))
+        self.conv1 = paddle.nn.Conv2D(channels, 16, 4, stride=2, padding=1, **gain)
+        self.conv2 = paddle.nn.Conv2D(16, 32, 4, stride=2, padding=2, **gain)
+        for padding in (1, 2):
+            height, width = (height + 2 * padding - 4) // 2 + 1, (width + 2 * padding - 4) // 2 + 1
+        self.conv3 = paddle.nn.Conv2D(32, 256, (height, width), **gain)
+        self.features = 256
+
+    def forward(self, obs: paddle.Tensor) -> paddle.Tensor:
+        x = obs.astype("float32") * (1.0 / 255.0)
+        return F.relu(self.conv3(F.relu(self.conv2(F.relu(self.conv1(x)))))).flatten(1)
+
+
+_TORSOS = {"nature": NatureCNN, "compact": CompactCNN}
+
+
+class CNNQNetwork(Model):
+    """The Nature DQN: :class:`NatureCNN` and one Q-value per action (SB3's DQN ``CnnPolicy``).
+
+    Args:
+        obs_shape: ``(channels, height, width)``.
+        act_dim: number of actions.
+    """
+
+    def __init__(self, obs_shape: tuple[int, ...], act_dim: int) -> None:
+        super().__init__()
+        self.torso = NatureCNN(obs_shape)
+        self.q = Linear(self.torso.features, act_dim)
+
+    def forward(self, obs: paddle.Tensor) -> paddle.Tensor:
+        return self.q(self.torso(obs))
+
+
+class CNNActorCritic(Model):
+    """A policy and a value on one convolutional torso, :class:`NatureCNN` (SB3's A2C/PPO
+    ``CnnPolicy``) or :class:`CompactCNN` (PARL's IMPALA and A2C examples), with PARL's
+    ``AtariModel`` roles: ``policy(obs)`` gives the logits, ``value(obs)`` ``[batch, 1]``, and
+    ``policy_and_value(obs)`` both from one pass through the torso (what the actor-critic
+    algorithms' updates call); the heads are orthogonal with gains 0.01 and 1.
+
+    Args:
+        obs_shape: ``(channels, height, width)``.
+        act_dim: number of actions.
+        torso: ``"nature"`` or ``"compact"``.
+    """
+
+    def __init__(self, obs_shape: tuple[int, ...], act_dim: int, torso: str = "nature") -> None:
+        super().__init__()
+        if torso not in _TORSOS:
+            raise ValueError(f"CNNActorCritic: torso must be one of {sorted(_TORSOS)}, got {torso!r}")
+        self.torso = _TORSOS[torso](obs_shape)
+        self.pi_out = orthogonal_linear(self.torso.features, act_dim, 0.01)
+        self.vf_out = orthogonal_linear(self.torso.features, 1, 1.0)
+
+    def policy(self, obs: paddle.Tensor) -> paddle.Tensor:
+        return self.pi_out(self.torso(obs))
+
+    def value(self, obs: paddle.Tensor) -> paddle.Tensor:
+        return self.vf_out(self.torso(obs))
+
+    def policy_and_value(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
+        features = self.torso(obs)
+        return self.pi_out(features), self.vf_out(features)
+
+    def forward(self, obs: paddle.Tensor) -> paddle.Tensor:
+        return self.policy(obs)
