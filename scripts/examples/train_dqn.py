@@ -3,13 +3,17 @@
     python scripts/examples/train_dqn.py --seed 1            # Double DQN (default)
     python scripts/examples/train_dqn.py --seed 1 --no-double
     python scripts/examples/train_dqn.py --env Acrobot-v1 --seed 1    # RL-Zoo's Acrobot values: see RL_ZOO
+    python scripts/examples/train_dqn.py --env PongNoFrameskip-v4     # Atari (pip install '.[atari]'): see ATARI
 
 Hyperparameters follow RL-Zoo's DQN CartPole-v1 except ``gradient_steps``: every ``train_every``
 (256) env steps the agent takes ``gradient_steps`` Adam steps on minibatches from the replay memory
 (64 here, RL-Zoo 128: the same 3 of 3 seeds solve in about as many env steps at half the compute),
 and the target network is copied every ``target_every`` env steps. Epsilon decays linearly. The
 tasks of ``RL_ZOO`` take RL-Zoo's values for every option left at its default; another environment
-takes CartPole-v1's values and, as its target, gymnasium's reward threshold for it. Every
+takes CartPole-v1's values and, as its target, gymnasium's reward threshold for it. An Atari game
+(``PongNoFrameskip-v4``, ``ALE/Pong-v5``) learns from DeepMind's preprocessed frames
+(:mod:`parl_lite.env.atari`) with the Nature DQN (:class:`parl_lite.utils.models.CNNQNetwork`), a
+replay memory that keeps each frame once, and the RL Zoo's Atari values (``ATARI``). Every
 ``--eval-every`` env steps the greedy policy plays 10 episodes; training stops when their mean
 reaches ``--target`` or after ``--total-steps``. The last line is the run's JSON summary.
 """
@@ -20,7 +24,7 @@ import paddle
 from parl_lite import train
 from parl_lite.algorithms import DDQN, DQN
 from parl_lite.train import arg
-from parl_lite.utils.models import MLPQNetwork
+from parl_lite.utils.models import CNNQNetwork, MLPQNetwork
 
 
 @dataclasses.dataclass
@@ -49,8 +53,9 @@ def main(args: Args) -> train.RunSummary:
     paddle.seed(args.seed)
     spaces = train.env_spaces(args.env)
     algorithm = DDQN if args.double else DQN
-    dqn = algorithm(MLPQNetwork(spaces.obs_dim, spaces.act_dim, args.hidden), gamma=args.gamma, lr=args.lr,
-                    loss="huber", max_grad_norm=args.max_grad_norm)
+    model = (CNNQNetwork(spaces.obs_shape, spaces.act_dim) if spaces.image
+             else MLPQNetwork(spaces.obs_dim, spaces.act_dim, args.hidden))
+    dqn = algorithm(model, gamma=args.gamma, lr=args.lr, loss="huber", max_grad_norm=args.max_grad_norm)
     exploration = train.EpsilonGreedy(spaces.act_dim, args.epsilon_start, args.epsilon_end, args.epsilon_steps,
                                       seed=args.seed)
     trainer = train.OffPolicyTrainer(dqn, args.env, exploration=exploration, learning_starts=args.learning_starts,
@@ -71,6 +76,12 @@ RL_ZOO = {"Acrobot-v1": ACROBOT, "LunarLander-v3": {**ACROBOT, "target": 200.0},
                                  target_every=600, train_every=16, gradient_steps=8, epsilon_steps=24_000,
                                  epsilon_end=0.07, total_steps=120_000, target=-110.0)}
 
+# RL-Zoo's DQN atari block (hyperparams/dqn.yml of DLR-RM/rl-baselines3-zoo at 22e3ff24): 1e7 steps, its
+# exploration_fraction 0.1 of them is epsilon_steps
+ATARI = dict(lr=1e-4, batch_size=32, memory_size=100_000, learning_starts=100_000, target_every=1_000, train_every=4,
+             gradient_steps=1, epsilon_steps=1_000_000, epsilon_end=0.01, total_steps=10_000_000, target=None,
+             eval_every=250_000)
+
 
 if __name__ == "__main__":
-    main(train.parse_args(Args, __doc__, env_defaults=RL_ZOO))
+    main(train.parse_args(Args, __doc__, env_defaults=RL_ZOO, atari_defaults=ATARI))

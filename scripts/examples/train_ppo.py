@@ -3,12 +3,14 @@
     python scripts/examples/train_ppo.py --env CartPole-v1 --seed 1
     python scripts/examples/train_ppo.py --env Pendulum-v1 --seed 1       # RL-Zoo's Pendulum values: see PENDULUM
     python scripts/examples/train_ppo.py --env LunarLander-v3 --seed 1    # needs gymnasium[box2d]
+    python scripts/examples/train_ppo.py --env PongNoFrameskip-v4         # pip install '.[atari]'; see ATARI
 
 Hyperparameters are RL-Zoo's: CartPole-v1's below, and those of the tasks in ``RL_ZOO`` for every
 option left at its default; another environment takes CartPole-v1's values and, as its target,
-gymnasium's reward threshold for it. Every ``--eval-every`` env steps the greedy policy plays 10
-episodes; training stops when their mean reaches ``--target`` or after ``--total-steps``. The last
-line is the run's JSON summary.
+gymnasium's reward threshold for it. An Atari game learns from DeepMind's preprocessed frames with
+the Nature CNN (:class:`parl_lite.utils.models.CNNActorCritic`) and the RL Zoo's Atari values.
+Every ``--eval-every`` env steps the greedy policy plays 10 episodes; training stops when their
+mean reaches ``--target`` or after ``--total-steps``. The last line is the run's JSON summary.
 """
 import dataclasses
 
@@ -17,7 +19,7 @@ import paddle
 from parl_lite import train
 from parl_lite.algorithms import PPO
 from parl_lite.train import arg
-from parl_lite.utils.models import MLPActorCritic
+from parl_lite.utils.models import CNNActorCritic, MLPActorCritic
 
 
 @dataclasses.dataclass
@@ -52,12 +54,18 @@ LUNAR_LANDER = dict(num_envs=16, rollout_steps=1024, minibatch_size=64, epochs=4
                     entropy_coef=0.01, initial_lr=3e-4, anneal=False, total_steps=1_000_000, target=200.0,
                     eval_every=16_384)
 RL_ZOO = {"Pendulum-v1": PENDULUM, "LunarLander-v3": LUNAR_LANDER, "LunarLanderContinuous-v3": LUNAR_LANDER}
+# RL-Zoo's PPO atari block (hyperparams/ppo.yml of DLR-RM/rl-baselines3-zoo at 22e3ff24): learning rate
+# lin_2.5e-4 and clip range lin_0.1 (both annealed to 0), vf_coef 0.5, ent_coef 0.01
+ATARI = dict(num_envs=8, rollout_steps=128, minibatch_size=256, epochs=4, gamma=0.99, gae_lambda=0.95,
+             initial_lr=2.5e-4, clip_param=0.1, anneal=True, entropy_coef=0.01, value_loss_coef=1.0,
+             total_steps=10_000_000, target=None, eval_every=250_000)
 
 
 def main(args: Args) -> train.RunSummary:
     paddle.seed(args.seed)
     spaces = train.env_spaces(args.env)
-    model = MLPActorCritic(spaces.obs_dim, spaces.act_dim, args.hidden, spaces.continuous, args.shared)
+    model = (CNNActorCritic(spaces.obs_shape, spaces.act_dim) if spaces.image
+             else MLPActorCritic(spaces.obs_dim, spaces.act_dim, args.hidden, spaces.continuous, args.shared))
     ppo = PPO(model, clip_param=args.clip_param, value_loss_coef=args.value_loss_coef,
               entropy_coef=args.entropy_coef, initial_lr=args.initial_lr, max_grad_norm=args.max_grad_norm,
               use_clipped_value_loss=args.use_clipped_value_loss, continuous_action=spaces.continuous)
@@ -68,4 +76,4 @@ def main(args: Args) -> train.RunSummary:
 
 
 if __name__ == "__main__":
-    main(train.parse_args(Args, __doc__, env_defaults=RL_ZOO))
+    main(train.parse_args(Args, __doc__, env_defaults=RL_ZOO, atari_defaults=ATARI))
