@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from parl_lite.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from parl_lite.train.args import AsyncTrainArgs, ContinuousOffPolicyArgs, TrainArgs, arg, parse_args
+    from parl_lite.train.args import AsyncTrainArgs, ContinuousOffPolicyArgs, RemoteArgs, TrainArgs, arg, parse_args
     from parl_lite.train.asynchronous import AsyncTrainer
     from parl_lite.train.base import EnvSpaces, RunStopped, Trainer, env_spaces, learn_stats
     from parl_lite.train.callbacks import Callback, CallbackList, EveryNSteps, StopOnThreshold
@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 # ``parl-lite es-train`` (which must not import paddle) can use the reporter and the summary
 _LAZY = {
     "TrainArgs": "parl_lite.train.args", "AsyncTrainArgs": "parl_lite.train.args",
-    "ContinuousOffPolicyArgs": "parl_lite.train.args", "arg": "parl_lite.train.args",
+    "ContinuousOffPolicyArgs": "parl_lite.train.args", "RemoteArgs": "parl_lite.train.args",
+    "arg": "parl_lite.train.args",
     "parse_args": "parl_lite.train.args",
     "AsyncTrainer": "parl_lite.train.asynchronous",
     "EnvSpaces": "parl_lite.train.base", "Trainer": "parl_lite.train.base", "RunStopped": "parl_lite.train.base",
@@ -60,7 +61,7 @@ _LAZY = {
 
 __all__ = ["AsyncTrainArgs", "AsyncTrainer", "Callback", "CallbackList", "ContinuousExploration",
            "ContinuousOffPolicyArgs", "EnvSpaces", "EpisodicTrainer", "EpsilonGreedy", "Evaluator",
-           "EveryNSteps", "Exploration", "OffPolicyTrainer", "OnPolicyTrainer", "Reporter", "RunStopped",
+           "EveryNSteps", "Exploration", "OffPolicyTrainer", "OnPolicyTrainer", "RemoteArgs", "Reporter", "RunStopped",
            "RunSummary", "StopOnThreshold", "TrainArgs", "Trainer", "advantage_batch", "arg", "env_spaces",
            "learn_stats", "parse_args"]
 

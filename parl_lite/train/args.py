@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_h
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["arg", "TrainArgs", "ContinuousOffPolicyArgs", "AsyncTrainArgs", "parse_args"]
+__all__ = ["arg", "TrainArgs", "ContinuousOffPolicyArgs", "RemoteArgs", "AsyncTrainArgs", "parse_args"]
 
 ArgsT = TypeVar("ArgsT", bound="DataclassInstance")
 
@@ -68,15 +68,11 @@ class ContinuousOffPolicyArgs(TrainArgs):
 
 
 @dataclasses.dataclass
-class AsyncTrainArgs(TrainArgs):
-    """What an :class:`parl_lite.train.AsyncTrainer` script takes besides: its rollout actors, and
-    where they run."""
+class RemoteArgs(TrainArgs):
+    """What a script with remote actors takes besides: where they run."""
 
-    actors: int = arg(2, "remote rollout actors to start with (a lost one is replaced)")
-    max_actors: int | None = arg(None, "the most rollout actors: more are added while a cluster has free CPUs "
-                                       "(default: --actors)")
-    address: str | None = arg(None, "a parl_lite cluster's master, host:port, for the actors (default: the "
-                                    "local pool)")
+    address: str | None = arg(None, "where the actors run: a parl_lite cluster's master, host:port, or ray://... "
+                                    "(default: the local pool)")
 
     def connect(self) -> None:
         """Connect ``parl_lite`` to ``--address`` (nothing to do for the local pool)."""
@@ -84,6 +80,16 @@ class AsyncTrainArgs(TrainArgs):
             from parl_lite.remote.api import connect
 
             connect(self.address)
+
+
+@dataclasses.dataclass
+class AsyncTrainArgs(RemoteArgs):
+    """What an :class:`parl_lite.train.AsyncTrainer` script takes besides: its rollout actors, and
+    where they run."""
+
+    actors: int = arg(2, "remote rollout actors to start with (a lost one is replaced)")
+    max_actors: int | None = arg(None, "the most rollout actors: more are added while a cluster has free CPUs "
+                                       "(default: --actors)")
 
     def actor_options(self) -> dict[str, Any]:
         """The keyword arguments of :class:`parl_lite.train.AsyncTrainer` about its actors."""

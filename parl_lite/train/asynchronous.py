@@ -27,11 +27,10 @@ from parl_lite.core.model import Model
 from parl_lite.remote.group import ActorGroup, ActorGroupError
 from parl_lite.train.base import RunStopped, Trainer
 from parl_lite.train.on_policy import advantage_batch
-from parl_lite.utils.rollout import RolloutWorker
+from parl_lite.train.remote_rollouts import RemoteRolloutWorker, rebuild_fn
 
 __all__ = ["AsyncTrainer", "impala_batch"]
 
-RemoteRolloutWorker = parl_lite.remote_class(RolloutWorker, wait=False)
 _WAIT = 0.5  # seconds between two looks at the actor group while no rollout arrives
 _CLOSE_WAIT = 10.0  # seconds the rollouts in flight get to finish when the run ends
 _log = logging.getLogger("parl_lite.train")
@@ -71,7 +70,7 @@ class AsyncTrainer(Trainer):
         self.max_actors = actors if max_actors is None else max_actors
         self.capacity_wait = capacity_wait
         self.gamma, self.gae_lambda = gamma, gae_lambda
-        self.model_fn = model_fn or _rebuild_fn(self.agent.alg.model)
+        self.model_fn = model_fn or rebuild_fn(self.agent.alg.model, "AsyncTrainer")
         steps = getattr(self.agent.alg, "sample_batch_steps", None)
         if gae_lambda is None and steps != rollout_steps + 1:
             raise ValueError(f"AsyncTrainer: IMPALA's sample_batch_steps ({steps}) must be rollout_steps + 1 = "
@@ -183,21 +182,3 @@ def impala_batch(algorithm: Any, rollout: dict[str, np.ndarray], gamma: float) -
     return {"obs": trajectories(rollout["obs"], rollout["next_obs"][-1]), "actions": padded(rollout["actions"]),
             "behaviour_logits": padded(rollout["behaviour_logits"]), "rewards": padded(rewards),
             "dones": padded(rollout["ends"])}
-
-
-def _rebuild_fn(model: Model) -> Callable[[], Model]:
-    kwargs = model.constructor_args()
-    if kwargs is None:
-        raise ValueError(f"AsyncTrainer: {type(model).__name__} did not record its constructor arguments; "
-                         "pass model_fn= (a function that builds the actors' model)")
-    return _ModelBuilder(type(model), kwargs)
-
-
-class _ModelBuilder:
-    """A picklable ``cls(**kwargs)``."""
-
-    def __init__(self, cls: type, kwargs: dict) -> None:
-        self.cls, self.kwargs = cls, kwargs
-
-    def __call__(self) -> Model:
-        return self.cls(**self.kwargs)

@@ -1,7 +1,8 @@
-"""The on-policy loop (PPO, A2C): rollouts from a vector environment, advantages, ``learn`` on the
-batch (A2C) or on its minibatches over several epochs (PPO)."""
+"""The on-policy loop (PPO, A2C): rollouts from a vector environment (here, or in remote actors
+gathered synchronously), advantages, ``learn`` on the batch (A2C) or on its minibatches over
+several epochs (PPO)."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,9 @@ import paddle
 from parl_lite.algorithms.ppo import PPO
 from parl_lite.core.agent import Agent
 from parl_lite.core.algorithm import Algorithm, to_tensor
+from parl_lite.core.model import Model
 from parl_lite.train.base import Trainer
+from parl_lite.train.remote_rollouts import RemoteRollouts, rebuild_fn
 from parl_lite.utils.gae import gae
 from parl_lite.utils.rollout import VectorRollout
 from parl_lite.utils.scheduler import LinearDecayScheduler
@@ -71,19 +74,36 @@ class OnPolicyTrainer(Trainer):
         minibatch_size: rows per ``learn``; None (or at least the batch size): the whole batch,
             unshuffled (its mean loss does not depend on the order).
         anneal: decay the learning rate (and PPO's ``clip_param``) linearly to 0 over the budget.
+        actors: 0: the environments step in this process; more: that many remote rollout actors of
+            ``num_envs`` environments each (on the local pool, or the cluster or Ray
+            ``parl_lite.connect`` gave), which play every round with the current weights, as
+            PARL's A2C example (:class:`parl_lite.train.remote_rollouts.RemoteRollouts`).
+        model_fn: builds the actors' copy of the model; default: the model's class with its
+            recorded constructor arguments.
         **options: the :class:`Trainer` options (seed, target, eval_every, save, ...); ``seed``
             also seeds the minibatch shuffling.
     """
 
     def __init__(self, agent: Agent | Algorithm, env_id: str, *, num_envs: int = 8, rollout_steps: int = 32,
                  gamma: float = 0.99, gae_lambda: float = 0.95, epochs: int = 1, minibatch_size: int | None = None,
-                 anneal: bool = False, **options) -> None:
+                 anneal: bool = False, actors: int = 0, model_fn: Callable[[], Model] | None = None,
+                 **options) -> None:
         super().__init__(agent, env_id, **options)
         for name, value in (("rollout_steps", rollout_steps), ("epochs", epochs), ("minibatch_size", minibatch_size)):
             if value is not None and value <= 0:
                 raise ValueError(f"{name} must be positive, got {value}")
-        self.rollout = VectorRollout(env_id, num_envs, seed=self.seed, env_kwargs=self.env_kwargs)
+        if actors < 0:
+            raise ValueError(f"actors must be 0 (environments here) or more, got {actors}")
+        self.rollout: VectorRollout | RemoteRollouts
+        if actors:
+            self.rollout = RemoteRollouts(model_fn or rebuild_fn(self.agent.alg.model, "OnPolicyTrainer"), env_id,
+                                          actors=actors, num_envs=num_envs, seed=self.seed,
+                                          env_kwargs=self.env_kwargs, name=self.name)
+        else:
+            self.rollout = VectorRollout(env_id, num_envs, seed=self.seed, env_kwargs=self.env_kwargs)
+        self.num_actors = actors or None
         self.num_envs, self.rollout_steps = num_envs, rollout_steps
+        self._per_round = rollout_steps * num_envs * max(actors, 1)  # steps of a round with every actor
         self.gamma, self.gae_lambda, self.anneal = gamma, gae_lambda, anneal
         self.epochs, self.minibatch_size = epochs, minibatch_size
         self.rng = np.random.default_rng(self.seed)
@@ -93,7 +113,7 @@ class OnPolicyTrainer(Trainer):
         self._schedule: LinearDecayScheduler | None = None
 
     def _budget(self, total_steps: int) -> int:
-        per_round = self.rollout_steps * self.num_envs
+        per_round = self._per_round
         num_updates = max(1, total_steps // per_round)
         if self.anneal:
             self._schedule = LinearDecayScheduler(1.0, num_updates, end_value=0.0)
@@ -105,12 +125,15 @@ class OnPolicyTrainer(Trainer):
 
     def _round(self, total_steps: int) -> None:
         if self._schedule is not None and self._base_lr is not None:  # both set when annealing
-            fraction = self._schedule.value_at(self.steps // (self.rollout_steps * self.num_envs))
+            fraction = self._schedule.value_at(self.steps // self._per_round)
             alg: Any = self.agent.alg
             alg.optimizer.set_lr(self._base_lr * fraction)
             if self._base_clip is not None:
                 alg.clip_param = self._base_clip * max(fraction, 1e-3)
-        rollout = self.rollout.collect(self._policy, self.rollout_steps)
+        if isinstance(self.rollout, RemoteRollouts):
+            rollout = self.rollout.collect(self.agent.get_weights(), self.rollout_steps)
+        else:
+            rollout = self.rollout.collect(self._policy, self.rollout_steps)
         batch = {key: to_tensor(value) for key, value in
                  advantage_batch(self.agent, rollout, self.gamma, self.gae_lambda).items()}
         size = len(next(iter(batch.values())))
@@ -118,7 +141,7 @@ class OnPolicyTrainer(Trainer):
             for minibatch in self._minibatches(batch, size):
                 self.last_learned = self.agent.learn(**minibatch)
                 self.updates += 1
-        self.steps += self.rollout_steps * self.num_envs
+        self.steps += rollout["rewards"].size
 
     def _minibatches(self, batch: dict[str, paddle.Tensor], size: int) -> Iterator[dict[str, paddle.Tensor]]:
         """One epoch's minibatches: the whole batch, or shuffled slices of ``minibatch_size`` rows."""
@@ -134,4 +157,4 @@ class OnPolicyTrainer(Trainer):
         return self.rollout.returns.recent_mean
 
     def _close(self) -> None:
-        self.rollout.env.close()
+        self.rollout.close()

@@ -84,9 +84,13 @@ class EpisodeReturns:
             for i in np.flatnonzero(episode_end):
                 ended.append(float(self.running[i]))
                 self.running[i] = 0.0
-        self.finished.extend(ended)
-        self.episodes += len(ended)
+        self.add(ended)
         return ended
+
+    def add(self, returns: list[float]) -> None:
+        """Count episodes that ended elsewhere (in remote actors), with their returns."""
+        self.finished.extend(returns)
+        self.episodes += len(returns)
 
     @property
     def recent_mean(self) -> float:

@@ -76,6 +76,10 @@ class VectorRollout:
         batch["episode_returns"] = np.asarray(episode_returns, dtype=np.float64)
         return batch
 
+    def close(self) -> None:
+        """Close the environments."""
+        self.env.close()
+
 
 class RolloutWorker:
     """A rollout actor: a :class:`VectorRollout` and its own copy of the policy.

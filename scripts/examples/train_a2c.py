@@ -1,6 +1,9 @@
-"""A2C on CartPole-v1 or an Atari game: 8 environments stepped in this process, one update per 5 steps.
+"""A2C on CartPole-v1 or an Atari game: 8 environments stepped in this process (or in remote actors:
+``--actors``), one update per 5 steps.
 
     python scripts/examples/train_a2c.py --seed 1
+    python scripts/examples/train_a2c.py --seed 1 --actors 2 --num-envs 4   # PARL's A2C: actors on the pool
+    python scripts/examples/train_a2c.py --actors 4 --address HOST:8010     # ... or on a cluster
     python scripts/examples/train_a2c.py --env PongNoFrameskip-v4     # pip install '.[atari]'; see ATARI
 
 Hyperparameters are RL-Zoo's A2C CartPole-v1 (SB3 defaults: RMSprop, n-step returns). Every
@@ -22,9 +25,11 @@ from parl_lite.utils.models import CNNActorCritic, MLPActorCritic
 
 
 @dataclasses.dataclass
-class Args(train.TrainArgs):
+class Args(train.RemoteArgs):
     env: str = arg("CartPole-v1", "gymnasium id")
-    num_envs: int = arg(8, "environments stepped together")
+    actors: int = arg(0, "0: the environments step here; more: remote rollout actors of --num-envs each, every one "
+                         "playing each round with the latest weights (PARL's A2C)")
+    num_envs: int = arg(8, "environments stepped together (per actor with --actors)")
     rollout_steps: int = arg(5, "steps per environment between updates (n of the n-step returns)")
     gamma: float = arg(0.99, "discount")
     gae_lambda: float = arg(1.0, "GAE lambda (1: n-step returns)")
@@ -39,6 +44,7 @@ class Args(train.TrainArgs):
 
 
 def main(args: Args) -> train.RunSummary:
+    args.connect()
     paddle.seed(args.seed)
     spaces = train.env_spaces(args.env)
     model = (CNNActorCritic(spaces.obs_shape, spaces.act_dim) if spaces.image
@@ -46,7 +52,8 @@ def main(args: Args) -> train.RunSummary:
     a2c = A2C(model, args.vf_loss_coeff, lr=args.lr, optimizer="rmsprop", max_grad_norm=args.max_grad_norm,
               reduction="mean", entropy_coeff=args.entropy_coeff)
     trainer = train.OnPolicyTrainer(a2c, args.env, num_envs=args.num_envs, rollout_steps=args.rollout_steps,
-                                    gamma=args.gamma, gae_lambda=args.gae_lambda, **args.run_options())
+                                    gamma=args.gamma, gae_lambda=args.gae_lambda, actors=args.actors,
+                                    **args.run_options())
     return trainer.run(args.total_steps, progress_bar=args.progress_bar)
 
 
