@@ -4,17 +4,22 @@ nodes are real processes started in their own folders; fake masters are real ser
 import os
 import signal
 import subprocess
+import sys
+import textwrap
+import threading
 from pathlib import Path
 
 import pytest
 
 import parl_lite
 from parl_lite import remote_class
+from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.limits import LimitError, Limits
+from parl_lite.ext.cluster.server import Role, Server
 
 from backends import Cluster, connect_client
 from remote_actors import Counter
-from remote_helpers import processes_with, true_within, wait_for_exit
+from remote_helpers import processes_with, true_within, wait_for_exit, wait_for_file
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -83,6 +88,116 @@ def test_start_with_a_new_token_names_the_nodes_it_orphans(tmp_path):
         alive = _nodes_alive(cluster)  # a node started with the new token, not the orphan
         assert len(alive) == 1 and orphan["address"] not in alive
     finally:
+        cluster.stop()
+
+
+# --- a node refused when it rejoins -------------------------------------------------------------------
+OTHER_VERSION_MASTER = textwrap.dedent("""
+    import sys
+    import parl_lite.version
+    parl_lite.version.__version__ = "0.0.1"    # what another release of parl_lite would say
+    from parl_lite.ext.cluster import master
+    master.main(sys.argv[1:])
+""")
+
+
+@pytest.mark.parametrize("misfit", ["token", "version"])
+def test_a_node_refused_when_it_rejoins_says_why_and_exits_after_its_grace(tmp_path, misfit):
+    cluster = Cluster(tmp_path)
+    replacement = None
+    try:
+        cluster.start(1, "--no-monitor", "--reconnect-grace", "3")
+        node = next(entry for entry in cluster.processes() if entry["role"] == "node")
+        _crash_master(cluster)
+        token_file = cluster.token_file
+        if misfit == "token":
+            token_file = str(tmp_path / "other-token")
+            Path(token_file).write_text("another-token\n")
+            os.chmod(token_file, 0o600)
+        host, port = wire.split_address(cluster.address)
+        ready = tmp_path / "replacement.ready"
+        start = ["-m", "parl_lite.ext.cluster.master"] if misfit == "token" else ["-c", OTHER_VERSION_MASTER]
+        replacement = subprocess.Popen([sys.executable, *start, "--host", host, "--port", str(port), "--token-file",
+                                        token_file, "--ready-file", str(ready)], env=cluster.env, cwd=tmp_path,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert wait_for_file(str(ready), timeout=30)
+        assert wait_for_exit(node["pid"], timeout=30)  # after its grace
+        log = Path(node["log"]).read_text()
+        reason = "refused our token" if misfit == "token" else "version mismatch: parl_lite"
+        warnings = [line for line in log.splitlines() if "WARNING" in line and "refused this node" in line]
+        assert warnings and all(reason in line for line in warnings), log
+        assert "did not come back" not in log, log
+    finally:
+        if replacement is not None:
+            replacement.terminate()
+            replacement.wait(timeout=30)
+        cluster.stop()
+
+
+class _NoIdMaster:
+    """A master that accepts nodes without giving them an id (the first one with an id, when
+    ``first_with_id``, then it closes that connection): a real server on 127.0.0.1."""
+
+    def __init__(self, token: bytes, first_with_id: bool) -> None:
+        self.joins = 0
+        self._first_with_id = first_with_id
+        self._lock = threading.Lock()
+        self.server = Server("127.0.0.1", 0, token, {"node": Role(self._answer)}, Limits())
+        self.address = f"127.0.0.1:{self.server.port}"
+
+    def _answer(self, framed: wire.FramedSocket, hello: dict) -> None:
+        with self._lock:
+            self.joins += 1
+            first = self.joins == 1
+        if first and self._first_with_id:
+            framed.send_json({"ok": True, "node_id": "0123abcd"})
+        else:
+            framed.send_json({"ok": True})
+            try:
+                while True:
+                    framed.receive()
+            except (EOFError, OSError, ValueError):
+                pass
+        framed.close()
+
+
+def _cluster_with_token(folder: Path) -> tuple[Cluster, bytes]:
+    cluster = Cluster(folder)
+    cluster.home.mkdir(mode=0o700)
+    token = b"a-token-for-these-tests"
+    Path(cluster.token_file).write_bytes(token + b"\n")
+    os.chmod(cluster.token_file, 0o600)
+    return cluster, token
+
+
+def test_a_master_reply_without_a_node_id_is_named_when_a_node_joins(tmp_path):
+    cluster, token = _cluster_with_token(tmp_path)
+    fake = _NoIdMaster(token, first_with_id=False)
+    try:
+        cluster.address = fake.address
+        (tmp_path / "node").mkdir()
+        result = cluster.cli("connect", "--address", fake.address, "--cpus", "1", cwd=tmp_path / "node", check=False)
+        assert result.returncode != 0
+        assert "accepted this node without giving it a node id" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr, result.stderr
+        assert cluster.processes() == []
+    finally:
+        fake.server.close()
+        cluster.stop()
+
+
+def test_a_master_reply_without_a_node_id_on_rejoin_stops_the_node_after_its_grace(tmp_path):
+    cluster, token = _cluster_with_token(tmp_path)
+    fake = _NoIdMaster(token, first_with_id=True)
+    try:
+        cluster.address = fake.address
+        node = cluster.add_node("node", 1, "--reconnect-grace", "1")
+        assert wait_for_exit(node["pid"], timeout=20)  # it ran on for ever, its master thread dead of a KeyError
+        log = Path(node["log"]).read_text()
+        assert "accepted this node without giving it a node id" in log and "KeyError" not in log, log
+        assert fake.joins >= 2
+    finally:
+        fake.server.close()
         cluster.stop()
 
 
