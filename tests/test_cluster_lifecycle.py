@@ -201,6 +201,33 @@ def test_a_master_reply_without_a_node_id_on_rejoin_stops_the_node_after_its_gra
         cluster.stop()
 
 
+# --- a client whose master is gone --------------------------------------------------------------------
+def test_a_client_whose_master_is_gone_is_told_its_actors_answer_and_reconnects_to_a_restarted_master(tmp_path):
+    parl_lite.shutdown()
+    cluster = Cluster(tmp_path)
+    try:
+        cluster.start(2, "--no-monitor")
+        backend = connect_client(cluster)
+        actor = RemoteCounter(0)
+        before = _nodes_alive(cluster)
+        _crash_master(cluster)
+        with pytest.raises(wire.ClusterError, match="master .* is gone") as gone:
+            RemoteCounter(1)
+        assert "creating actors fails until a master answers on that address again" in str(gone.value)
+        assert "the actors already created keep answering" in str(gone.value)
+        assert "lost" not in str(gone.value)
+        assert actor.add(1) == 1  # they do
+        _restart(cluster)
+        assert true_within(lambda: _nodes_alive(cluster) == before, 15)
+        assert RemoteCounter(5).add(1) == 6  # the same connection: parl_lite.connect is not called again
+        assert actor.add(1) == 2
+        clients = cluster.status()["clients"]
+        assert [(client["id"], client["actors"]) for client in clients] == [(backend.client_id, 2)]  # under its id
+    finally:
+        parl_lite.shutdown()
+        cluster.stop()
+
+
 # --- values refused before anything starts ------------------------------------------------------------
 BAD_VALUES = {
     "grace nan": (["start", "--reconnect-grace", "nan"], {}, "--reconnect-grace must be a positive number, got 'nan'"),

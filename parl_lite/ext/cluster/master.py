@@ -48,7 +48,8 @@ logger = logging.getLogger("parl_lite.cluster")
 NODE_HELLO = {"serve_address": hello.ADDRESS, "cpus": hello.COUNT, "host": hello.TEXT, "pid": hello.WHOLE,
               "node_id": hello.optional(hello.ID)}  # node_id: the id it had, when it rejoins
 CLIENT_HELLO = {"pid": hello.optional(hello.WHOLE), "host": hello.optional(hello.TEXT),
-                "script": hello.optional(hello.TEXT)}
+                "script": hello.optional(hello.TEXT),
+                "client_id": hello.optional(hello.ID)}  # the id it had, when it comes back to a restarted master
 
 
 @dataclass
@@ -279,12 +280,13 @@ class Master:
     # --- clients --------------------------------------------------------------------------------
     def _serve_client(self, framed: wire.FramedSocket, hello: dict[str, Any]) -> None:
         framed.limit = CONTROL_FRAME_BYTES
-        client_id = uuid.uuid4().hex[:8]
+        # a client back after a restart of the master keeps its id: its sessions on the nodes have it
+        client_id = hello.get("client_id") or uuid.uuid4().hex[:8]
+        record = {"id": client_id, "script": hello.get("script"), "host": hello.get("host"), "pid": hello.get("pid"),
+                  "started_at": time.time()}
         if hello["role"] == "client":
             with self._cond:
-                self._clients[client_id] = {"id": client_id, "script": hello.get("script"),
-                                            "host": hello.get("host"), "pid": hello.get("pid"),
-                                            "started_at": time.time()}
+                self._clients[client_id] = record
         framed.send_json({"ok": True, "client_id": client_id})
         try:
             while True:
@@ -300,7 +302,8 @@ class Master:
         except (EOFError, OSError):
             pass
         with self._cond:
-            self._clients.pop(client_id, None)
+            if self._clients.get(client_id) is record:  # not the same client's newer connection
+                del self._clients[client_id]
         framed.close()
 
     def _answer(self, client_id: str, request: Any) -> dict[str, Any]:
