@@ -186,6 +186,28 @@ def test_a_node_late_with_its_reports_is_suspect_and_gets_no_new_actor(master):
         client.close()
 
 
+def test_the_load_history_goes_on_when_the_wall_clock_is_set_back(master, monkeypatch):
+    from parl_lite.ext.cluster import master as master_module
+
+    monkeypatch.setattr(master_module, "_LOAD_EVERY", 0.05)  # a point every 50 ms, not every 5 s
+    node = HandNode(master, cpus=1)
+    stop = threading.Event()
+    node.keep_reporting(stop, period=0.02)
+
+    def points() -> list:
+        return next(n for n in master.status()["nodes"] if n["id"] == node.id)["load"]
+
+    try:
+        assert true_within(lambda: len(points()) >= 2, 10)
+        wall_clock = time.time
+        monkeypatch.setattr(time, "time", lambda: wall_clock() - 3600)  # set back an hour (NTP, a user)
+        set_back = len(points())
+        assert true_within(lambda: len(points()) >= set_back + 3, 10)  # it froze for the hour before
+        assert points()[-1][0] < points()[0][0]  # the points carry the wall clock, as it now reads
+    finally:
+        stop.set()
+
+
 # --- real nodes -------------------------------------------------------------------------------------
 class Flapper:
     """Stops and continues a process (SIGSTOP / SIGCONT) in a loop, as a machine that freezes now and

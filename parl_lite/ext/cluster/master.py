@@ -70,7 +70,10 @@ class NodeRecord:
     filed: int = 0  # the placeable CPUs it is filed under for placement (0: not filed)
     mem_used_mb: float = 0.0
     mem_total_mb: float = 0.0
+    # [wall time, load] points, one per _LOAD_EVERY seconds of time.monotonic(): a wall clock set back
+    # does not stop the sampling
     load: collections.deque[list[float]] = field(default_factory=lambda: collections.deque(maxlen=_LOAD_POINTS))
+    load_sampled_at: float = -math.inf  # time.monotonic() of the last point
 
     @property
     def cpus_free(self) -> int:
@@ -215,8 +218,9 @@ class Master:
             node.last_report = now
             node.mem_used_mb = report["mem_used_mb"]
             node.mem_total_mb = report["mem_total_mb"]
-            if not node.load or time.time() - node.load[-1][0] >= _LOAD_EVERY:
+            if now - node.load_sampled_at >= _LOAD_EVERY:
                 node.load.append([time.time(), report["load1"]])
+                node.load_sampled_at = now
             # reservation -> client id: ours, or those it had when it rejoined; left out when unchanged
             live = node.live = report.get("reservations", node.live)
             for key, client in live.items():
