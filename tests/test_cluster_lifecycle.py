@@ -92,12 +92,16 @@ def test_start_with_a_new_token_names_the_nodes_it_orphans(tmp_path):
 
 
 # --- a node refused when it rejoins -------------------------------------------------------------------
-OTHER_VERSION_MASTER = textwrap.dedent("""
-    import sys
+REPLACEMENT_MASTER = textwrap.dedent("""
+    import os, sys, time
     import parl_lite.version
-    parl_lite.version.__version__ = "0.0.1"    # what another release of parl_lite would say
+    if sys.argv[1] == "version":
+        parl_lite.version.__version__ = "0.0.1"    # what another release of parl_lite would say
     from parl_lite.ext.cluster import master
-    master.main(sys.argv[1:])
+    open(sys.argv[2], "w").write("imported")     # the slow part is done
+    while not os.path.exists(sys.argv[3]):       # serve once the master it replaces is gone
+        time.sleep(0.01)
+    master.main(sys.argv[4:])
 """)
 
 
@@ -106,20 +110,22 @@ def test_a_node_refused_when_it_rejoins_says_why_and_exits_after_its_grace(tmp_p
     cluster = Cluster(tmp_path)
     replacement = None
     try:
-        cluster.start(1, "--no-monitor", "--reconnect-grace", "3")
+        cluster.start(1, "--no-monitor", "--reconnect-grace", "5")
         node = next(entry for entry in cluster.processes() if entry["role"] == "node")
-        _crash_master(cluster)
         token_file = cluster.token_file
         if misfit == "token":
             token_file = str(tmp_path / "other-token")
             Path(token_file).write_text("another-token\n")
             os.chmod(token_file, 0o600)
         host, port = wire.split_address(cluster.address)
-        ready = tmp_path / "replacement.ready"
-        start = ["-m", "parl_lite.ext.cluster.master"] if misfit == "token" else ["-c", OTHER_VERSION_MASTER]
-        replacement = subprocess.Popen([sys.executable, *start, "--host", host, "--port", str(port), "--token-file",
-                                        token_file, "--ready-file", str(ready)], env=cluster.env, cwd=tmp_path,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        imported, go, ready = (tmp_path / name for name in ("imported", "go", "replacement.ready"))
+        replacement = subprocess.Popen([sys.executable, "-c", REPLACEMENT_MASTER, misfit, imported, go, "--host", host,
+                                        "--port", str(port), "--token-file", token_file, "--ready-file", str(ready)],
+                                       env=cluster.env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)
+        assert wait_for_file(str(imported), timeout=60)
+        _crash_master(cluster)
+        go.touch()
         assert wait_for_file(str(ready), timeout=30)
         assert wait_for_exit(node["pid"], timeout=30)  # after its grace
         log = Path(node["log"]).read_text()
