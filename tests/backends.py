@@ -100,6 +100,12 @@ class Cluster:
         assert_cluster_gone(self.folder, entries, node_pids)
 
 
+def connect_client(cluster: Cluster, **options) -> Backend:
+    """``parl_lite.connect`` to ``cluster`` with its token, shipping the test actors' module."""
+    return parl_lite.connect(cluster.address, token_file=cluster.token_file,
+                             distributed_files=[ACTORS_MODULE], **options)
+
+
 def assert_cluster_gone(folder: Path, entries: List[Dict], node_pids: List[int]) -> None:
     """No recorded process, no worker or zygote of a node, no segment and no node folder is left."""
     alive = [entry["pid"] for entry in entries if not wait_for_exit(entry["pid"], timeout=15)]

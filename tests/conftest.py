@@ -44,6 +44,24 @@ def backend(request, tmp_path_factory):
         yield connected
 
 
+@pytest.fixture
+def cluster(tmp_path):
+    """A master with a node of 2 CPUs (``parl-lite start``) and a second node of 2 CPUs
+    (``parl-lite connect``, folder ``node-b``); afterwards ``parl-lite stop`` must leave nothing behind."""
+    import parl_lite
+    from backends import Cluster
+
+    parl_lite.shutdown()
+    started = Cluster(tmp_path)
+    try:
+        started.start(cpus=2)
+        started.add_node("node-b", cpus=2)
+        yield started
+    finally:
+        parl_lite.shutdown()
+        started.stop()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def clusters_are_stopped():
     """The clusters the ``backend`` fixture started are stopped (and checked) at the end."""

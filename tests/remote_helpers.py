@@ -3,7 +3,8 @@ import glob
 import os
 import select
 import time
-from typing import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from parl_lite.remote.shm import session_segments
 
@@ -28,6 +29,16 @@ def wait_for_file(path: str, timeout: float) -> bool:
         if os.path.exists(path) and os.path.getsize(path) > 0:
             return True
         time.sleep(0.005)
+    return False
+
+
+def true_within(predicate: Callable[[], Any], timeout: float) -> bool:
+    """Whether ``predicate()`` becomes true within ``timeout`` seconds (asked every 20 ms)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
     return False
 
 

@@ -7,13 +7,16 @@ import time
 import pytest
 
 import parl_lite
+from parl_lite import remote_class
 from parl_lite.remote.group import ActorGroup, ActorGroupError
 
-from backends import Cluster
+from backends import Cluster, connect_client
+from remote_actors import Counter
 from remote_helpers import wait_for_exit
-from test_cluster import RemoteCounter, _connect
 
 pytestmark = pytest.mark.timeout(150)
+
+RemoteCounter = remote_class(Counter)
 
 
 def _make(index: int):
@@ -96,7 +99,7 @@ def _kill_node_of(cluster: Cluster, *actors) -> None:
 
 
 def test_the_group_grows_when_a_node_joins_and_replaces_an_actor_of_a_killed_node(small_cluster):
-    _connect(small_cluster)
+    connect_client(small_cluster)
     group = ActorGroup(_make, size=1, max_size=3, check_every=0.2, name="counter")
     try:
         first, = group.start()
@@ -126,7 +129,7 @@ def test_the_group_grows_when_a_node_joins_and_replaces_an_actor_of_a_killed_nod
 
 
 def test_with_no_actor_and_no_room_the_group_fails_after_its_capacity_wait(small_cluster):
-    _connect(small_cluster, placement_timeout=0.5)
+    connect_client(small_cluster, placement_timeout=0.5)
     group = ActorGroup(_make, size=1, check_every=0.2, capacity_wait=2.0, name="counter")
     try:
         only, = group.start()
@@ -144,7 +147,7 @@ def test_with_no_actor_and_no_room_the_group_fails_after_its_capacity_wait(small
 
 
 def test_the_group_fails_soon_after_the_cluster_master_is_killed(small_cluster):
-    _connect(small_cluster)
+    connect_client(small_cluster)
     group = ActorGroup(_make, size=1, check_every=0.2, name="counter")
     try:
         only, = group.start()

@@ -19,10 +19,9 @@ from parl_lite import train
 from parl_lite.algorithms import A2C, IMPALA
 from parl_lite.utils.models import MLPActorCritic
 
-from backends import Cluster
+from backends import Cluster, connect_client
 from remote_helpers import wait_for_exit
 from test_actor_group import small_cluster  # noqa: F401 (a fixture: a node of 1 CPU)
-from test_cluster import _connect, cluster  # noqa: F401 (cluster: a fixture, 2 nodes of 2 CPUs)
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts" / "examples"
 
@@ -74,7 +73,7 @@ class KillANode(train.Callback):
 
 @pytest.mark.timeout(420)
 def test_impala_on_a_cluster_loses_a_node_replaces_its_actor_and_reaches_475(cluster, caplog):
-    _connect(cluster)
+    connect_client(cluster)
     killer = KillANode(cluster, at=2_000)
     # the first evaluation at 20,000 steps: one at 5,000 reached 500 by luck once, on a loaded machine,
     # and the run ended before the replacement of the actor killed at 2,000 steps was made
@@ -147,7 +146,7 @@ class NodesJoin(train.Callback):
 @pytest.mark.timeout(300)
 def test_nodes_that_join_mid_run_get_rollout_actors_and_misfits_are_refused(small_cluster, caplog):
     cluster = small_cluster  # a node of 1 CPU
-    _connect(cluster)
+    connect_client(cluster)
     joins = NodesJoin(cluster, at=1_000)
     summary, events = _impala_run(caplog, joins, 1_000_000, actors=1, max_actors=3, eval_every=100_000)
     assert "refused our token" in joins.refused["token"]

@@ -19,43 +19,14 @@ from parl_lite import remote_class
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.shipping import write_files
 
-from backends import ACTORS_MODULE, Cluster
+from backends import ACTORS_MODULE, Cluster, connect_client
 from remote_actors import Counter
-from remote_helpers import wait_for_exit, wait_for_file
+from remote_helpers import true_within, wait_for_exit, wait_for_file
 
 pytestmark = pytest.mark.timeout(120)
 
 RemoteCounter = remote_class(Counter)
 AsyncCounter = remote_class(Counter, wait=False)
-
-
-@pytest.fixture
-def cluster(tmp_path):
-    """A master with a node of 2 CPUs (``parl-lite start``) and a second node of 2 CPUs
-    (``parl-lite connect``); afterwards ``parl-lite stop`` must leave nothing behind."""
-    parl_lite.shutdown()
-    started = Cluster(tmp_path)
-    try:
-        started.start(cpus=2)
-        started.add_node("node-b", cpus=2)
-        yield started
-    finally:
-        parl_lite.shutdown()
-        started.stop()
-
-
-def _connect(cluster: Cluster, **options):
-    return parl_lite.connect(cluster.address, token_file=cluster.token_file,
-                             distributed_files=[ACTORS_MODULE], **options)
-
-
-def _wait_until(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 DRIVER = textwrap.dedent("""
@@ -101,8 +72,8 @@ def test_actors_spread_over_both_nodes_with_the_users_files(cluster, tmp_path):
     nodes = {path.split(os.sep + ".parl_lite_node_")[0] for path in report["where"]}
     assert nodes == {str(tmp_path / "master"), str(tmp_path / "node-b")}  # both nodes, 2 actors each
     # the client left: its actors and work folders go within 3 s
-    assert _wait_until(lambda: not list(tmp_path.glob("*/.parl_lite_node_*/client-*")), 3.0)
-    assert _wait_until(lambda: all(n["cpus_used"] == 0 for n in cluster.status()["nodes"]), 3.0)
+    assert true_within(lambda: not list(tmp_path.glob("*/.parl_lite_node_*/client-*")), 3.0)
+    assert true_within(lambda: all(n["cpus_used"] == 0 for n in cluster.status()["nodes"]), 3.0)
 
 
 def test_a_killed_client_frees_its_actors_within_3_s(cluster, tmp_path):
@@ -118,14 +89,14 @@ def test_a_killed_client_frees_its_actors_within_3_s(cluster, tmp_path):
         process.kill()
         process.wait()
     killed = time.monotonic()
-    assert _wait_until(lambda: all(n["cpus_used"] == 0 for n in cluster.status()["nodes"]), 3.0)
-    assert _wait_until(lambda: not list(tmp_path.glob("*/.parl_lite_node_*/client-*")), 3.0)
+    assert true_within(lambda: all(n["cpus_used"] == 0 for n in cluster.status()["nodes"]), 3.0)
+    assert true_within(lambda: not list(tmp_path.glob("*/.parl_lite_node_*/client-*")), 3.0)
     assert time.monotonic() - killed < 3.0
     assert cluster.status()["clients"] == []
 
 
 def test_sigkill_of_a_node_fails_its_actors_within_3_s_and_the_rest_goes_on(cluster, tmp_path):
-    _connect(cluster)
+    connect_client(cluster)
     actors = [AsyncCounter(0) for _ in range(2)]
     by_node = {actor._channel.node.address: actor for actor in actors}
     assert len(by_node) == 2  # the second actor went to the node with more free CPUs
@@ -143,14 +114,14 @@ def test_sigkill_of_a_node_fails_its_actors_within_3_s_and_the_rest_goes_on(clus
     with pytest.raises(parl_lite.ActorDiedError):
         doomed.add(1).result(timeout=10)
     assert survivor.add(5).result(timeout=10) == 5  # the other node's actor goes on
-    assert _wait_until(lambda: [n["alive"] for n in cluster.status()["nodes"]].count(False) == 1, 3.0)
+    assert true_within(lambda: [n["alive"] for n in cluster.status()["nodes"]].count(False) == 1, 3.0)
     assert RemoteCounter(1).add(1) == 2  # the master places on the living node
     cluster.add_node("node-c", cpus=1)  # a node may (re)join
     assert sum(node["alive"] for node in cluster.status()["nodes"]) == 2
 
 
 def test_a_silent_node_is_taken_for_dead_by_its_clients_and_the_master(cluster, tmp_path):
-    _connect(cluster)
+    connect_client(cluster)
     actors = [AsyncCounter(0) for _ in range(2)]
     node_b = next(e for e in cluster.processes() if e["role"] == "node" and e["cwd"] == str(tmp_path / "node-b"))
     port_b = node_b["address"].rsplit(":", 1)[1]
@@ -165,29 +136,29 @@ def test_a_silent_node_is_taken_for_dead_by_its_clients_and_the_master(cluster, 
             pending.result(timeout=10)
         # the silence limit, counted from the last beat before the stop
         assert wire.SILENCE_LIMIT - wire.HEARTBEAT_PERIOD < time.monotonic() - stopped < 5.0
-        assert _wait_until(lambda: [n["alive"] for n in cluster.status()["nodes"]].count(False) == 1, 3.0)
+        assert true_within(lambda: [n["alive"] for n in cluster.status()["nodes"]].count(False) == 1, 3.0)
     finally:
         os.kill(node_b["pid"], signal.SIGKILL)
         os.kill(node_b["pid"], signal.SIGCONT)
 
 
 def test_placement_waits_then_names_the_capacity(cluster):
-    _connect(cluster, placement_timeout=0.5)
+    connect_client(cluster, placement_timeout=0.5)
     actors = [RemoteCounter() for _ in range(4)]
     started = time.monotonic()
     with pytest.raises(wire.ClusterError, match=r"2 node\(s\) with 4 CPU\(s\), all in use"):
         RemoteCounter()
     assert time.monotonic() - started >= 0.5
     actors[0].close()  # a freed CPU is placed again
-    assert _wait_until(lambda: sum(n["cpus_used"] for n in cluster.status()["nodes"]) == 3, 3.0)
+    assert true_within(lambda: sum(n["cpus_used"] for n in cluster.status()["nodes"]) == 3, 3.0)
     assert RemoteCounter(3).add(1) == 4
 
 
 def test_status_command_lists_nodes_clients_and_actors(cluster):
-    _connect(cluster)
+    connect_client(cluster)
     actor = RemoteCounter()
     actor.shout("visible to the master")
-    assert _wait_until(lambda: any(a["calls_served"] >= 2 for a in cluster.status()["actors"]), 3.0)
+    assert true_within(lambda: any(a["calls_served"] >= 2 for a in cluster.status()["actors"]), 3.0)
     text = cluster.cli("status").stdout
     assert f"cluster at {cluster.address}: 2 node(s) alive, 1/4 CPUs used, 1 client(s)" in text
     for entry in cluster.processes():
@@ -258,7 +229,7 @@ def test_a_pickle_sent_before_authentication_never_runs(cluster, tmp_path):
     # and a local pickle.loads of the same payload would indeed have created it
     pickle.loads(payload)
     assert marker.exists()
-    _connect(cluster)
+    connect_client(cluster)
     assert RemoteCounter(1).add(1) == 2  # the cluster still serves
 
 
@@ -274,7 +245,7 @@ def test_a_peer_with_other_versions_is_refused_with_both_named(cluster):
 
 
 def test_stop_while_actors_run_leaves_nothing(cluster):
-    _connect(cluster)
+    connect_client(cluster)
     actor = RemoteCounter()
     assert actor.add(1) == 1
     cluster.stop()  # checks: no recorded process, zygote, worker, segment or node folder left
@@ -290,7 +261,7 @@ def test_after_the_masters_death_actors_serve_until_the_nodes_reconnect_grace_en
     cluster = Cluster(tmp_path)
     try:
         cluster.start(1, "--reconnect-grace", "2")
-        _connect(cluster)
+        connect_client(cluster)
         actor = RemoteCounter()
         master = next(entry for entry in cluster.processes() if entry["role"] == "master")
         os.kill(master["pid"], signal.SIGKILL)
@@ -416,7 +387,7 @@ def test_es_train_on_the_cluster_matches_the_local_pool(cluster, tmp_path):
 
     on_cluster = _es_train(cluster, str(tmp_path / "cluster"), "--address", cluster.address)
     samplers = lambda: [a for a in cluster.status()["actors"] if a["class"] == "Sampler" and a["calls_served"] > 1]
-    assert _wait_until(lambda: len(samplers()) == 2, 3.0)  # the samplers ran on the nodes
+    assert true_within(lambda: len(samplers()) == 2, 3.0)  # the samplers ran on the nodes
     assert {a["node"] for a in samplers()} == {n["id"] for n in cluster.status()["nodes"]}
     local = _es_train(cluster, str(tmp_path / "local"))
     summaries = [json.loads(run.stdout.splitlines()[-1]) for run in (on_cluster, local)]

@@ -23,16 +23,20 @@ import numpy as np
 import pytest
 
 import parl_lite
+from parl_lite import remote_class
 from parl_lite.ext.cluster import wire
 
-from backends import Cluster
-from remote_helpers import wait_for_exit, wait_for_file
-from test_cluster import AsyncCounter, RemoteCounter, _connect, _wait_until, cluster  # noqa: F401 (cluster: a fixture)
+from backends import Cluster, connect_client
+from remote_actors import Counter
+from remote_helpers import true_within, wait_for_exit, wait_for_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "bench"))
 import bench_cluster_attack as attack  # noqa: E402 (the attackers live with their benchmark)
 
 pytestmark = pytest.mark.timeout(180)
+
+RemoteCounter = remote_class(Counter)
+AsyncCounter = remote_class(Counter, wait=False)
 
 
 # --- minor: arguments and addresses that are wrong ---------------------------------------------
@@ -167,7 +171,7 @@ def test_strangers_hold_a_bounded_number_of_connections_and_no_thread_each(tmp_p
         try:
             assert all(_read(stranger, 36)[:4] == b"PLC1" for stranger in strangers)  # all were accepted
             # the oldest are dropped as the newer come (the old server held each for 5 s, with a thread)
-            assert _wait_until(lambda: sum(_closed_within(s, 0.001) < 1 for s in strangers) >= 190, 3)
+            assert true_within(lambda: sum(_closed_within(s, 0.001) < 1 for s in strangers) >= 190, 3)
             assert _open_descriptors(master) <= descriptors + 10  # the newest 10 of this address
             assert _threads(master) <= threads + 1
             assert _connects_within(cluster, 5)  # a token holder from the same address gets in
@@ -189,7 +193,7 @@ def test_an_attacker_exhausting_a_low_ulimit_and_another_user_holding_the_monito
         cluster.start(2, "--monitor-port", "0")
         master, node = _entry(cluster, "master"), _entry(cluster, "node")
         monitor_port = int(master["monitor"].rstrip("/").rsplit(":", 1)[1])
-        _connect(cluster)
+        connect_client(cluster)
         actor = RemoteCounter(0)
         attackers = [attack.start_holders(cluster.address, 400), attack.start_holders(node["address"], 400),
                      attack.start_holders(f"127.0.0.1:{monitor_port}", 200, attack.http_opening(monitor_port),
@@ -225,7 +229,7 @@ def test_after_an_attacker_exhausting_a_low_ulimit_a_token_holder_connects_withi
         attacker.wait_until_held(100, timeout=20)
         attacker.stop()
         assert _connects_within(cluster, 5)
-        _connect(cluster)
+        connect_client(cluster)
         assert RemoteCounter(1).add(1) == 2
     finally:
         parl_lite.shutdown()
@@ -245,13 +249,13 @@ def test_the_accept_loop_survives_running_out_of_file_descriptors(tmp_path):
         attacker = attack.start_holders(cluster.address, 50)
         try:
             # exhausted (one below: the oldest stranger is dropped each time it runs out)
-            assert _wait_until(lambda: _open_descriptors(master["pid"]) >= limit - 1, 30)
-            _wait_until(lambda: "Too many open files" in Path(master["log"]).read_text(), 5)  # it tried again
+            assert true_within(lambda: _open_descriptors(master["pid"]) >= limit - 1, 30)
+            true_within(lambda: "Too many open files" in Path(master["log"]).read_text(), 5)  # it tried again
         finally:
             attacker.stop()
         resource.prlimit(master["pid"], resource.RLIMIT_NOFILE, (1024, hard))
         assert _connects_within(cluster, 5)  # the loop went on (the old one had returned)
-        _connect(cluster)
+        connect_client(cluster)
         assert RemoteCounter(1).add(1) == 2
         assert "accept() paused: Too many open files" in Path(master["log"]).read_text()
     finally:
@@ -271,7 +275,7 @@ def test_refused_connections_are_logged_as_one_line_per_interval(cluster):
     lines = log.read_text().splitlines()[before:]
     refusals = [line for line in lines if "refused" in line]
     assert 1 <= len(refusals) <= 3, lines  # the first at once, the rest counted (10 s apart)
-    assert _wait_until(lambda: sum(int(n) for n in re.findall(r"(\d+) wrong token", log.read_text())) == 1000, 15)
+    assert true_within(lambda: sum(int(n) for n in re.findall(r"(\d+) wrong token", log.read_text())) == 1000, 15)
 
 
 def test_the_monitor_holds_a_bounded_number_of_connections_for_a_bounded_time():
@@ -292,7 +296,7 @@ def test_the_monitor_holds_a_bounded_number_of_connections_for_a_bounded_time():
             for holder in holders:
                 holder.sendall(attack.http_opening(port))  # and never the rest
             assert request(server.url + "api/status")[0] == 200  # the oldest was dropped for it
-            assert _wait_until(lambda: threading.active_count() < 8 + 10, 5)
+            assert true_within(lambda: threading.active_count() < 8 + 10, 5)
             alive = [holder for holder in holders if _closed_within(holder, 0.001) == math.inf]
             assert len(alive) <= 8
             assert all(_closed_within(holder, 3) < 3 for holder in alive)  # their time ran out
@@ -340,7 +344,7 @@ def test_a_frame_over_the_limit_is_refused_before_anything_is_allocated(cluster,
 
 
 def test_an_actor_connection_announcing_a_huge_buffer_gets_an_error_not_a_hang(cluster):
-    _connect(cluster)
+    connect_client(cluster)
     actor = RemoteCounter(1)
     framed = actor._channel._framed
     framed.sock.sendall(struct.pack("!IH", 8, 1) + struct.pack("!Q", 2**62) + b"\x80\x05N.\0\0\0\0")
@@ -366,7 +370,7 @@ def test_a_placement_timeout_that_is_not_a_number_is_named_by_the_master(cluster
 
 def test_arguments_over_the_frame_limit_are_refused_before_they_are_sent(cluster, monkeypatch):
     monkeypatch.setenv("PARL_LITE_MAX_FRAME_MB", "1")
-    _connect(cluster)
+    connect_client(cluster)
     actor = RemoteCounter(1)
     with pytest.raises(parl_lite.SerializationError, match=r"over the limit of 1048576 bytes .*PARL_LITE_MAX_FRAME_MB"):
         actor.echo(np.zeros(2**18, dtype=np.float64))  # 2 MB
@@ -387,7 +391,7 @@ def _on(cluster: Cluster, actor, folder: str) -> bool:
 
 
 def test_a_node_stopped_for_6_s_rejoins_and_its_actors_are_dead_not_half_alive(cluster, tmp_path):
-    _connect(cluster)
+    connect_client(cluster)
     actors = [AsyncCounter(0) for _ in range(2)]
     doomed = next(actor for actor in actors if _on(cluster, actor, "node-b"))
     survivor = next(actor for actor in actors if actor is not doomed)
@@ -402,7 +406,7 @@ def test_a_node_stopped_for_6_s_rejoins_and_its_actors_are_dead_not_half_alive(c
     try:
         with pytest.raises(parl_lite.ActorDiedError, match="is gone"):  # its client gives it up after 3 s
             pending.result(timeout=10)
-        assert _wait_until(lambda: not all(n["alive"] for n in cluster.status()["nodes"]), 5)
+        assert true_within(lambda: not all(n["alive"] for n in cluster.status()["nodes"]), 5)
         assert survivor.add(1).result(timeout=10) == 1
         time.sleep(max(0.0, stopped + 6 - time.monotonic()))  # the stall the issue describes
     finally:
@@ -414,7 +418,7 @@ def test_a_node_stopped_for_6_s_rejoins_and_its_actors_are_dead_not_half_alive(c
         actor = next((a for a in status["actors"] if a["id"] == doomed._channel.actor_id), None)
         return node["alive"] and node["cpus_used"] == 0 and actor is not None and actor["state"] != "alive"
 
-    assert _wait_until(rejoined, 10)  # under its id, its CPU free, its actor not listed alive
+    assert true_within(rejoined, 10)  # under its id, its CPU free, its actor not listed alive
     assert wait_for_exit(worker, timeout=5)  # nor running on: its client had given it up
     assert len(cluster.status()["nodes"]) == 2
     assert not wait_for_exit(node_b["pid"], timeout=0.1)  # the same process: it did not exit
@@ -426,7 +430,7 @@ def test_a_node_stopped_for_6_s_rejoins_and_its_actors_are_dead_not_half_alive(c
 
 
 def test_a_master_stopped_for_6_s_keeps_its_nodes_and_their_actors(cluster):
-    _connect(cluster)
+    connect_client(cluster)
     actor = RemoteCounter(0)
     master = _entry(cluster, "master")
     created = []
@@ -445,7 +449,7 @@ def test_a_master_stopped_for_6_s_keeps_its_nodes_and_their_actors(cluster):
     creator.join(timeout=20)
     assert created and created[0].add(1) == 11
     # the master took the silence for its own: no node is dead, none left
-    assert not _wait_until(lambda: not all(n["alive"] for n in cluster.status()["nodes"]), 4)
+    assert not true_within(lambda: not all(n["alive"] for n in cluster.status()["nodes"]), 4)
     assert all(not wait_for_exit(pid, timeout=0.1) for pid in cluster.node_pids())
     assert "is gone" not in Path(master["log"]).read_text()
     assert actor.add(1) == calls + 1
@@ -465,15 +469,15 @@ def test_a_cluster_paused_as_a_whole_keeps_its_nodes_when_the_master_resumes_fir
     finally:
         for pid in (master["pid"], *nodes):
             os.kill(pid, signal.SIGCONT)
-    assert not _wait_until(lambda: not all(n["alive"] for n in cluster.status()["nodes"]), 4)
+    assert not true_within(lambda: not all(n["alive"] for n in cluster.status()["nodes"]), 4)
     assert all(not wait_for_exit(pid, timeout=0.1) for pid in nodes)
     assert "is gone" not in Path(master["log"]).read_text()
-    _connect(cluster)
+    connect_client(cluster)
     assert [RemoteCounter(i).add(1) for i in range(4)] == [1, 2, 3, 4]
 
 
 def test_nodes_rejoin_a_master_restarted_on_its_address_with_their_actors(cluster, tmp_path):
-    _connect(cluster)
+    connect_client(cluster)
     actors = [RemoteCounter(i) for i in range(2)]
     before = {node["address"]: node["id"] for node in cluster.status()["nodes"]}
     master = _entry(cluster, "master")
@@ -485,17 +489,17 @@ def test_nodes_rejoin_a_master_restarted_on_its_address_with_their_actors(cluste
                                   str(port), "--token-file", cluster.token_file, "--ready-file", str(ready)],
                                  env=cluster.env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
-        assert _wait_until(ready.exists, 30)
+        assert true_within(ready.exists, 30)
 
         def rejoined():
             nodes = cluster.status()["nodes"]
             return {n["address"]: n["id"] for n in nodes if n["alive"]} == before and \
                 sum(n["cpus_used"] for n in nodes) == 2
 
-        assert _wait_until(rejoined, 15)  # both, under their ids, with the CPUs of their actors
+        assert true_within(rejoined, 15)  # both, under their ids, with the CPUs of their actors
         assert [actor.add(1) for actor in actors] == [1, 2]  # served all along
         parl_lite.shutdown()
-        _connect(cluster)
+        connect_client(cluster)
         assert RemoteCounter(5).add(1) == 6
     finally:
         parl_lite.shutdown()
@@ -506,8 +510,8 @@ def test_nodes_rejoin_a_master_restarted_on_its_address_with_their_actors(cluste
 def test_a_placement_with_no_live_node_answers_at_once(cluster):
     for pid in cluster.node_pids():
         os.kill(pid, signal.SIGKILL)
-    assert _wait_until(lambda: not any(n["alive"] for n in cluster.status()["nodes"]), 10)
-    _connect(cluster, placement_timeout=30)
+    assert true_within(lambda: not any(n["alive"] for n in cluster.status()["nodes"]), 10)
+    connect_client(cluster, placement_timeout=30)
     started = time.monotonic()
     with pytest.raises(wire.ClusterError, match="has no node") as refused:
         RemoteCounter()
@@ -545,12 +549,12 @@ def test_a_killed_clients_busy_actor_is_stopped_at_once(cluster, tmp_path):
                               cwd=tmp_path / "driver", stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         worker = json.loads(driver.stdout.readline())["pid"]
-        assert _wait_until(marker.exists, 20)  # inside its call
+        assert true_within(marker.exists, 20)  # inside its call
     finally:
         driver.kill()
         driver.wait()
     killed = time.monotonic()
     assert wait_for_exit(worker, timeout=3)
-    assert _wait_until(lambda: all(n["cpus_used"] == 0 for n in cluster.status()["nodes"]), 3)
-    assert _wait_until(lambda: not list(tmp_path.glob("*/.parl_lite_node_*/client-*")), 3)
+    assert true_within(lambda: all(n["cpus_used"] == 0 for n in cluster.status()["nodes"]), 3)
+    assert true_within(lambda: not list(tmp_path.glob("*/.parl_lite_node_*/client-*")), 3)
     assert time.monotonic() - killed < 3.0

@@ -14,13 +14,17 @@ from pathlib import Path
 import pytest
 
 import parl_lite
+from parl_lite import remote_class
 from parl_lite.ext.cluster import wire
 from parl_lite.remote.status import read_status
 
-from backends import Cluster
-from test_cluster import RemoteCounter, _connect, _wait_until, cluster  # noqa: F401 (cluster: a fixture)
+from backends import Cluster, connect_client
+from remote_actors import Counter
+from remote_helpers import true_within
 
 pytestmark = pytest.mark.timeout(180)
+
+RemoteCounter = remote_class(Counter)
 
 SCALE_BENCH = os.path.join(os.path.dirname(__file__), "..", "scripts", "bench", "bench_cluster_scale.py")
 
@@ -41,11 +45,11 @@ def _actor_hosts(node_pid: int) -> list:
 def test_a_node_builds_an_actor_host_per_free_cpu_and_keeps_no_shared_memory(cluster):
     node = _node_entry(cluster, "node-b")
     # a host for each of its 2 CPUs, before any client asks (actors then wait for no process, no import)
-    assert _wait_until(lambda: len(_actor_hosts(node["pid"])) == 2, 20)
+    assert true_within(lambda: len(_actor_hosts(node["pid"])) == 2, 20)
     # arguments reach a node's actors over TCP: its pool keeps no shared memory for them (it kept
     # 64 MB per node, 6.4 GB for 100 nodes)
     assert glob.glob(f"/dev/shm/parl_lite_{node['pid']}_*") == []
-    _connect(cluster)
+    connect_client(cluster)
     actors = [RemoteCounter(index) for index in range(4)]
     assert [actor.add(1) for actor in actors] == [1, 2, 3, 4]
     hosts = _actor_hosts(node["pid"])
@@ -53,7 +57,7 @@ def test_a_node_builds_an_actor_host_per_free_cpu_and_keeps_no_shared_memory(clu
     for actor in actors:
         actor.close()
     # the actors' workers end and spares take their place
-    assert _wait_until(lambda: len(_actor_hosts(node["pid"])) == 2 and
+    assert true_within(lambda: len(_actor_hosts(node["pid"])) == 2 and
                        not ({host["pid"] for host in _actor_hosts(node["pid"])} & {h["pid"] for h in hosts}), 20)
 
 
@@ -65,14 +69,14 @@ def test_a_spare_host_killed_before_an_actor_takes_it_is_replaced_and_its_link_c
     """Each spare host links to the node's hand-over socket as it is built; an actor's client socket
     goes down that link. A spare that died unused is passed over, and its link closed with it."""
     node = _node_entry(cluster, "node-b")
-    assert _wait_until(lambda: len(_actor_hosts(node["pid"])) == 2, 20)
+    assert true_within(lambda: len(_actor_hosts(node["pid"])) == 2, 20)
     descriptors = _open_descriptors(node["pid"])  # its spares' pool connections and links among them
     os.kill(_actor_hosts(node["pid"])[0]["pid"], signal.SIGKILL)
-    _connect(cluster)
+    connect_client(cluster)
     actors = [RemoteCounter(index) for index in range(4)]  # every CPU: node-b takes both its spares, one dead
     assert [actor.add(1) for actor in actors] == [1, 2, 3, 4]
     parl_lite.shutdown()
-    assert _wait_until(lambda: len(_actor_hosts(node["pid"])) == 2 and
+    assert true_within(lambda: len(_actor_hosts(node["pid"])) == 2 and
                        _open_descriptors(node["pid"]) == descriptors, 20), \
         (_open_descriptors(node["pid"]), descriptors, os.listdir(f"/proc/{node['pid']}/fd"))
 
@@ -154,7 +158,7 @@ def test_the_master_forgets_the_actors_that_ended_first(master):
     def known():
         return {actor["id"] for actor in master.status()["actors"]}
 
-    assert _wait_until(lambda: "000000fe" in known(), 10)
+    assert true_within(lambda: "000000fe" in known(), 10)
     assert "a0a0a0a0" in known() and "a1a1a1a1" not in known() and len(known()) == 256
 
 
@@ -180,6 +184,28 @@ def test_a_node_late_with_its_reports_is_suspect_and_gets_no_new_actor(master):
     finally:
         stop.set()
         client.close()
+
+
+def test_the_load_history_goes_on_when_the_wall_clock_is_set_back(master, monkeypatch):
+    from parl_lite.ext.cluster import master as master_module
+
+    monkeypatch.setattr(master_module, "_LOAD_EVERY", 0.05)  # a point every 50 ms, not every 5 s
+    node = HandNode(master, cpus=1)
+    stop = threading.Event()
+    node.keep_reporting(stop, period=0.02)
+
+    def points() -> list:
+        return next(n for n in master.status()["nodes"] if n["id"] == node.id)["load"]
+
+    try:
+        assert true_within(lambda: len(points()) >= 2, 10)
+        wall_clock = time.time
+        monkeypatch.setattr(time, "time", lambda: wall_clock() - 3600)  # set back an hour (NTP, a user)
+        set_back = len(points())
+        assert true_within(lambda: len(points()) >= set_back + 3, 10)  # it froze for the hour before
+        assert points()[-1][0] < points()[0][0]  # the points carry the wall clock, as it now reads
+    finally:
+        stop.set()
 
 
 # --- real nodes -------------------------------------------------------------------------------------
@@ -219,7 +245,7 @@ def test_a_node_that_flaps_gets_no_new_work_while_suspect(tmp_path):
     try:
         two_nodes.start(1)  # a steady node of 1 CPU
         flapping = two_nodes.add_node("flapping", cpus=3)  # more free CPUs: placement would prefer it
-        _connect(two_nodes, placement_timeout=1.0)
+        connect_client(two_nodes, placement_timeout=1.0)
         flapper = Flapper(flapping["pid"], stopped_for=1.2, running_for=1.0)
         try:
             time.sleep(SUSPECT_AFTER + 0.2)
@@ -236,7 +262,7 @@ def test_a_node_that_flaps_gets_no_new_work_while_suspect(tmp_path):
         finally:
             flapper.stop()
         calm = time.monotonic()
-        assert _wait_until(lambda: not any(node["suspect"] for node in two_nodes.status()["nodes"]), PROBATION + 5)
+        assert true_within(lambda: not any(node["suspect"] for node in two_nodes.status()["nodes"]), PROBATION + 5)
         assert time.monotonic() - calm > PROBATION - 3  # on probation after its last late report
         assert RemoteCounter(1).add(1) == 2  # steady again: it gets work
     finally:
@@ -245,7 +271,7 @@ def test_a_node_that_flaps_gets_no_new_work_while_suspect(tmp_path):
 
 
 def test_status_and_the_status_command_show_a_clients_actors_per_node(cluster):
-    _connect(cluster)
+    connect_client(cluster)
     actors = [RemoteCounter(index) for index in range(3)]
     status = cluster.status()
     ids = {node["address"]: node["id"] for node in status["nodes"]}
@@ -263,7 +289,7 @@ def test_status_and_the_status_command_show_a_clients_actors_per_node(cluster):
 def test_the_calls_an_actor_served_reach_the_status_after_each_burst_of_calls(cluster):
     # the host sends its figures to the node after calls (a note over its pool connection at most
     # every 0.5 s), no file
-    _connect(cluster)
+    connect_client(cluster)
     actor = RemoteCounter()
 
     def served() -> int | None:  # None until the node has reported the actor
@@ -275,7 +301,7 @@ def test_the_calls_an_actor_served_reach_the_status_after_each_burst_of_calls(cl
         for _ in range(burst):
             actor.add(1)
         calls += burst
-        assert _wait_until(lambda expected=calls: served() == expected, 10), (served(), calls)
+        assert true_within(lambda expected=calls: served() == expected, 10), (served(), calls)
     shown = next(a for a in cluster.status()["actors"] if a["id"] == actor._channel.actor_id)
     assert shown["rss_mb"] > 0  # its worker's memory, read at the node's first report of it
     private = [folder for entry in cluster.processes() if entry["role"] == "node"
@@ -285,7 +311,7 @@ def test_the_calls_an_actor_served_reach_the_status_after_each_burst_of_calls(cl
 
 def test_an_actor_closed_right_after_its_calls_is_reported_with_all_of_them(cluster):
     # the host returns its final figures as its serving ends (closed before it sent any note)
-    _connect(cluster)
+    connect_client(cluster)
     actor = RemoteCounter()
     actor_id = actor._channel.actor_id
     for _ in range(3):
@@ -295,7 +321,7 @@ def test_an_actor_closed_right_after_its_calls_is_reported_with_all_of_them(clus
     def entry() -> dict | None:
         return next((a for a in cluster.status()["actors"] if a["id"] == actor_id), None)
 
-    assert _wait_until(lambda: (entry() or {}).get("state") == "closed", 10), entry()
+    assert true_within(lambda: (entry() or {}).get("state") == "closed", 10), entry()
     assert entry()["calls_served"] == 4  # __init__ and the three calls
 
 
@@ -371,7 +397,7 @@ def test_a_node_beats_on_a_session_opened_after_it_had_none(master, tmp_path, mo
                 assert framed.receive_json() == {"type": "alive"}
             finally:
                 framed.close()
-            assert _wait_until(lambda: not node._sessions, 10)
+            assert true_within(lambda: not node._sessions, 10)
     finally:
         node.close()
 
@@ -385,7 +411,7 @@ def test_a_node_frozen_while_the_client_opens_its_session_does_not_hold_up_actor
     try:
         two_nodes.start(1)
         frozen = two_nodes.add_node("freezes", cpus=3)  # more free CPUs: the first placement goes there
-        _connect(two_nodes)
+        connect_client(two_nodes)
         os.kill(frozen["pid"], signal.SIGSTOP)  # as it is placed on, before the master knows
         outcome: list = []
         opening = threading.Thread(target=lambda: outcome.append(_created_or_error()), daemon=True)

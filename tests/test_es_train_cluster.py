@@ -21,8 +21,7 @@ from evokit_py.config import resolve_config
 from evokit_py.train import train
 
 from backends import Cluster
-from remote_helpers import wait_for_exit
-from test_cluster import _wait_until
+from remote_helpers import true_within, wait_for_exit
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -152,7 +151,7 @@ def _kill_a_sampler_node(nodes: ESCluster, run: subprocess.Popen, lines: list[st
     master_node = next(entry["address"] for entry in nodes.processes()
                        if entry["role"] == "node" and entry["cwd"] == str(nodes.folder / "master"))
     _progress(run, lines, 1)
-    assert _wait_until(lambda: sum(_sampler_nodes(nodes).values()) == 2, 30)  # the nodes report every so often
+    assert true_within(lambda: sum(_sampler_nodes(nodes).values()) == 2, 30)  # the nodes report every so often
     victim = next(address for address in _sampler_nodes(nodes) if address != master_node)
     _kill_node(nodes, victim)
     recovered, _ = _read_until(run, lines, PROGRESS + ".*worker\\(s\\) lost",
@@ -174,7 +173,7 @@ def test_a_sync_run_that_loses_a_node_ends_with_the_parameters_of_an_undisturbed
     run, lines = nodes.es_train(tmp_path / "disturbed", "train.generations=1000", "train.eval_every=3"), []
     victim, recovered = _kill_a_sampler_node(nodes, run, lines)
     _progress(run, lines, recovered + 1)  # a generation with the replacement
-    assert _wait_until(lambda: list(_sampler_nodes(nodes).values()) == [1, 1], 30)
+    assert true_within(lambda: list(_sampler_nodes(nodes).values()) == [1, 1], 30)
     assert victim not in _sampler_nodes(nodes)
     run.send_signal(signal.SIGINT)  # stops after the generation under way, with its checkpoint
     out = _finish(run, lines)
@@ -217,7 +216,7 @@ def test_with_every_node_lost_the_run_stops_with_its_checkpoint_and_resumes_to_t
     # held still while its nodes go: on a quiet machine it would otherwise finish its 6 generations first
     run.send_signal(signal.SIGSTOP)
     try:
-        assert _wait_until(lambda: len(_sampler_nodes(nodes)) == 2, 30)  # on the master's own node and node-b
+        assert true_within(lambda: len(_sampler_nodes(nodes)) == 2, 30)  # on the master's own node and node-b
         for address in list(_sampler_nodes(nodes)):
             _kill_node(nodes, address)
     finally:

@@ -11,7 +11,6 @@ import pytest
 
 from backends import Cluster
 from monitor_helpers import UserScript, browser, request, rows_js, wait_until  # noqa: F401 (browser: a fixture)
-from test_cluster import cluster  # noqa: F401 (a fixture: start with a node of 2 CPUs, connect a second)
 
 pytestmark = pytest.mark.timeout(180)
 

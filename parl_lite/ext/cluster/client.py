@@ -4,6 +4,10 @@ Creating an actor asks the master for a node with a free CPU, ships the user's f
 once (a *session* connection that stays open: the node sends on it why an actor died), then opens a
 connection of the actor's own to the node, which hands it to the worker process hosting the actor.
 From then on calls and replies travel between this process and that worker directly.
+
+So the actors do not need the master: when it goes away they keep answering (for their nodes'
+reconnect grace), and only asking the master (creating an actor, the status, the free CPUs) fails,
+until a master answers on its address again: the client then reconnects, under its id.
 """
 import math
 import numbers
@@ -91,11 +95,7 @@ class ClusterBackend(Backend):
         self._frame_limit = Limits.from_environment().max_frame_bytes  # an actor's arguments or reply
         self._token = load_token(token_file)
         self._files = collect_files(list(distributed_files), max_ship_mb)
-        main = sys.modules.get("__main__")
-        self._master, reply = wire.open_connection(
-            address, self._token, "client", pid=os.getpid(), host=socket.gethostname(),
-            script=getattr(main, "__file__", None) or "<interactive>")
-        self.client_id = reply["client_id"]
+        self._master, self.client_id = self._open_master(None)
         self._master_lock = threading.Lock()
         self._sessions: dict[str, NodeSession] = {}
         self._sessions_lock = threading.Lock()
@@ -159,17 +159,42 @@ class ClusterBackend(Backend):
         self._master.close()
 
     # --- internals ------------------------------------------------------------------------------
+    def _open_master(self, client_id: str | None) -> tuple[wire.FramedSocket, str]:
+        """A connection to the master and this client's id there (``client_id`` if given)."""
+        main = sys.modules.get("__main__")
+        framed, reply = wire.open_connection(
+            self.address, self._token, "client", pid=os.getpid(), host=socket.gethostname(),
+            script=getattr(main, "__file__", None) or "<interactive>", client_id=client_id)
+        return framed, reply["client_id"]
+
     def _ask_master(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The master's reply to ``request``; a master that went away is reached again (it may have
+        been restarted on its address) once per request.
+
+        Raises:
+            ClusterError: the master is gone and does not answer again, or answered with an error.
+        """
         with self._master_lock:
             try:
-                self._master.send_json(request)
-                reply = self._master.receive_json()
-            except (EOFError, OSError) as exc:
-                raise wire.ClusterError(f"the parl_lite cluster master at {self.address} is gone "
-                                        f"({exc}); its actors are lost") from exc
+                reply = self._exchange(request)
+            except (EOFError, OSError) as lost:
+                self._master.close()
+                try:
+                    self._master, self.client_id = self._open_master(self.client_id)
+                    reply = self._exchange(request)
+                except (EOFError, OSError) as again:  # ClusterError too
+                    raise wire.ClusterError(
+                        f"the parl_lite cluster master at {self.address} is gone ({lost}; then: {again}): creating "
+                        f"actors fails until a master answers on that address again (`parl-lite start` there: its "
+                        f"nodes rejoin it), and the actors already created keep answering meanwhile, as long as "
+                        f"their nodes wait for it (their reconnect grace)") from lost
         if "error" in reply:
             raise wire.ClusterError(reply["error"])
         return reply
+
+    def _exchange(self, request: dict[str, Any]) -> dict[str, Any]:
+        self._master.send_json(request)
+        return self._master.receive_json()
 
     def _session(self, node_id: str, address: str, host: str) -> NodeSession:
         """This client's open session with the node (opened now if there is none: sessions with

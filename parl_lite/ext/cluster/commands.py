@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from parl_lite.ext.cluster import local_state, wire
+from parl_lite.ext.cluster.limits import LimitError, Limits, check_node_cpus, checked_value
 from parl_lite.ext.cluster.node import PRIVATE_PREFIX
 from parl_lite.remote.status import StatusError, read_status, survey
 
@@ -23,10 +24,12 @@ __all__ = ["start", "connect", "stop", "status", "cluster_status", "print_cluste
 
 _READY_TIMEOUT = 60.0
 _MODULE_MARK = "parl_lite.ext.cluster."
+_PORT = click.IntRange(0, 65535)
 
 
-def _spawn(role: str, arguments: list[str], token_file: str | None) -> dict[str, Any]:
-    """Start ``python -m parl_lite.ext.cluster.<role>`` in the background and wait until it is ready."""
+def _spawn(role: str, arguments: list[str], token_file: str | None, **recorded: Any) -> dict[str, Any]:
+    """Start ``python -m parl_lite.ext.cluster.<role>`` in the background and wait until it is ready;
+    ``recorded`` goes into its entry of the state file."""
     home = local_state.cluster_home(create=True)
     ready = home / f"{role}-{os.getpid()}-{time.time_ns()}.ready"
     log_path = home / f"{role}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
@@ -36,19 +39,22 @@ def _spawn(role: str, arguments: list[str], token_file: str | None) -> dict[str,
     with open(log_path, "ab") as log:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
-    deadline = time.monotonic() + _READY_TIMEOUT
-    while not ready.exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            if process.poll() is None:
-                process.kill()
-            process.wait()
-            tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-15:])
-            raise click.ClickException(f"the {role} did not start (log {log_path}):\n{tail}")
-        time.sleep(0.02)
+    try:  # a start that fails, or is interrupted, leaves no process behind
+        deadline = time.monotonic() + _READY_TIMEOUT
+        while not ready.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-15:])
+                raise click.ClickException(f"the {role} did not start (log {log_path}):\n{tail}")
+            time.sleep(0.02)
+    except BaseException:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        raise
     info = json.loads(ready.read_text())
     ready.unlink()
     entry = {"pid": process.pid, "role": role, "address": info["address"], "cwd": os.getcwd(),
-             "log": str(log_path), "started_at": time.time(), "monitor": info.get("monitor")}
+             "log": str(log_path), "started_at": time.time(), "monitor": info.get("monitor"), **recorded}
     local_state.record_process(entry)
     return entry
 
@@ -66,11 +72,37 @@ def _is_ours(pid: int) -> bool:
         return False
 
 
+class _Seconds(click.ParamType):
+    """A limit's value (:mod:`~parl_lite.ext.cluster.limits`) given as an option, checked as its
+    variable is."""
+
+    name = "seconds"
+
+    def __init__(self, limit: str) -> None:
+        self.limit = limit
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            return float(checked_value(self.limit, value, param.opts[0] if param else self.limit))
+        except LimitError as error:
+            raise click.UsageError(str(error), ctx) from None
+
+
 def _grace_option(function):
-    return click.option("--reconnect-grace", type=click.FloatRange(min=0, min_open=True), default=None,
+    return click.option("--reconnect-grace", type=_Seconds("reconnect_grace"), default=None,
                         help="Seconds a node keeps trying to rejoin a master that went away (its actors keep "
                              "serving meanwhile) before it stops them and exits (default: "
-                             "$PARL_LITE_RECONNECT_GRACE, else 60).")(function)
+                             "$PARL_LITE_RECONNECT_GRACE, else 60; at least 0.1).")(function)
+
+
+def _check_limits(cpus: int, reconnect_grace: float | None) -> None:
+    """Refuse, before anything starts, what would make the node (or the master) fail: the limits'
+    variables, and more CPUs than this machine holds actor processes for."""
+    try:
+        Limits.from_environment(reconnect_grace=reconnect_grace)
+        check_node_cpus(cpus)
+    except LimitError as error:
+        raise click.ClickException(str(error)) from None
 
 
 def _grace_arguments(reconnect_grace: float | None) -> list[str]:
@@ -116,46 +148,55 @@ def _token_option(function):
 
 
 @click.command()
-@click.option("--port", type=int, default=8010, show_default=True, help="TCP port of the master (0: any free one).")
+@click.option("--port", type=_PORT, default=8010, show_default=True, help="TCP port of the master (0: any free one).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Interface to listen on; 0.0.0.0 lets other machines join (they need the token).")
-@click.option("--cpus", "--cpu_num", "cpus", type=int, default=None,
+@click.option("--cpus", "--cpu_num", "cpus", type=click.IntRange(min=0), default=None,
               help="CPUs of this machine given to actors (default: all usable; 0: master only).")
-@click.option("--monitor-port", "--monitor_port", "monitor_port", type=int, default=None,
+@click.option("--monitor-port", "--monitor_port", "monitor_port", type=_PORT, default=None,
               help="Port of the web monitor (default: the master's port + 1; 0: any free one). Off "
                    "127.0.0.1 the page asks for the cluster token.")
 @click.option("--no-monitor", is_flag=True, help="Do not serve the web monitor.")
+@click.option("--new-token", is_flag=True,
+              help="Write a new token instead of reusing this machine's (nodes holding the old one can no "
+                   "longer join or rejoin).")
 @_grace_option
 @_xparl_options("--gpu", "--gpu_cluster", "--log_server_port_range", "--debug")
-def start(port: int, host: str, cpus: int | None, monitor_port: int | None, no_monitor: bool,
+def start(port: int, host: str, cpus: int | None, monitor_port: int | None, no_monitor: bool, new_token: bool,
           reconnect_grace: float | None, **xparl_options: Any) -> None:
     """Start a cluster master on this machine (and a node with this machine's CPUs).
 
-    A new random token is written to ~/.parl_lite/token (mode 0600); every other machine needs a
-    copy of it (--token-file or PARL_LITE_TOKEN) to join or use the cluster. xparl's spellings
-    --cpu_num and --monitor_port work too.
+    The token in ~/.parl_lite/token (mode 0600) is reused, so that the nodes of a master that
+    crashed rejoin this one; the first start, or --new-token, writes a new random one. Every other
+    machine needs a copy of it (--token-file or PARL_LITE_TOKEN) to join or use the cluster. xparl's
+    spellings --cpu_num and --monitor_port work too.
+
+    Everything is checked before anything starts, and a start that fails stops what it started.
     """
     _refuse_xparl_options(**xparl_options)
-    if any(entry["role"] == "master" for entry in _live_entries()):
+    cpus = len(os.sched_getaffinity(0)) if cpus is None else cpus
+    _check_limits(cpus, reconnect_grace)
+    entries = _live_entries()
+    if any(entry["role"] == "master" for entry in entries):
         raise click.ClickException("a cluster master started from this machine is running; "
                                    "`parl-lite stop` it first")
-    token = local_state.create_token()
+    token, reused = _start_token(new_token, [entry for entry in entries if entry["role"] == "node"])
     if monitor_port is None:
-        monitor_port = port + 1 if port else 0
+        monitor_port = port + 1 if port and port < 65535 else 0
     monitor = [] if no_monitor else ["--monitor-port", str(monitor_port)]
     master = _spawn("master", ["--host", host, "--port", str(port), *monitor], str(token))
-    click.echo(f"parl_lite cluster master at {master['address']} (pid {master['pid']})")
-    if master["monitor"]:
-        from parl_lite.ext.monitor.server import LOOPBACK_HOSTS  # http.server: only where needed
-
-        asks = "" if host in LOOPBACK_HOSTS else " (asks for the cluster token)"
-        click.echo(f"web monitor: {master['monitor']}{asks}")
-    click.echo(f"token: {token} (mode 0600; copy it to machines that join)")
-    cpus = len(os.sched_getaffinity(0)) if cpus is None else cpus
-    if cpus > 0:
-        node = _spawn("node", ["--address", master["address"], "--cpus", str(cpus), "--host", host,
-                               *_grace_arguments(reconnect_grace)], str(token))
-        click.echo(f"node with {cpus} CPU(s) at {node['address']} (pid {node['pid']}), working folder {node['cwd']}")
+    local_state.forget_processes([entry["pid"] for entry in local_state.read_state()["processes"]
+                                  if entry["role"] == "master" and not _is_ours(entry["pid"])])  # those it replaces
+    try:
+        _announce_master(master, host, token)
+        _start_own_node(master["address"], cpus, host, reconnect_grace, str(token), reused)
+    except BaseException as error:
+        _terminate(master["pid"])
+        local_state.forget_processes([master["pid"]])
+        if isinstance(error, click.ClickException):
+            raise click.ClickException(f"{error.message}\nstopped the master this start had started (pid "
+                                       f"{master['pid']}): nothing of it is left running") from None
+        raise
     if host in ("0.0.0.0", "::"):
         click.echo(f"other machines reach it at {socket.gethostname()}:{master['address'].rsplit(':', 1)[1]} "
                    "(or this machine's IP address)")
@@ -163,18 +204,65 @@ def start(port: int, host: str, cpus: int | None, monitor_port: int | None, no_m
     click.echo(f"use:    parl_lite.connect(\"{master['address']}\")")
 
 
+def _start_token(new: bool, nodes: list[dict[str, Any]]) -> tuple[Path, bool]:
+    """The token file for the master and whether it was reused: this machine's, or a new one (then
+    the nodes that hold the old one are named: they cannot rejoin)."""
+    had_one = local_state.token_path().exists()
+    try:
+        token, reused = local_state.start_token(new)
+    except (PermissionError, ValueError) as error:
+        raise click.ClickException(f"{error}; or give --new-token to write a new one") from None
+    if not reused and had_one:
+        orphans = "".join(f"\n  node at {node['address']} (pid {node['pid']}, folder {node['cwd']})" for node in nodes)
+        click.echo("a new token: nodes that hold the previous one cannot join or rejoin"
+                   + (f"; on this machine:{orphans}" if orphans else "") + "\n(stop them, or copy the new token "
+                   "to their machines and `parl-lite connect` them again)")
+    return token, reused
+
+
+def _announce_master(master: dict[str, Any], host: str, token: Path) -> None:
+    click.echo(f"parl_lite cluster master at {master['address']} (pid {master['pid']})")
+    if master["monitor"]:
+        from parl_lite.ext.monitor.server import LOOPBACK_HOSTS  # http.server: only where needed
+
+        asks = "" if host in LOOPBACK_HOSTS else " (asks for the cluster token)"
+        click.echo(f"web monitor: {master['monitor']}{asks}")
+    click.echo(f"token: {token} (mode 0600; copy it to machines that join)")
+
+
+def _start_own_node(address: str, cpus: int, host: str, reconnect_grace: float | None, token: str,
+                    same_token: bool) -> None:
+    """Give this machine's CPUs to the master at ``address``, unless a node of this machine that
+    joined a master there before rejoins it (with its actors; it holds the ``same_token``): a second
+    node would count the same CPUs twice."""
+    if cpus == 0:
+        return
+    rejoining = [entry for entry in _live_entries()
+                 if same_token and entry["role"] == "node" and entry.get("master") == address]
+    for node in rejoining:
+        click.echo(f"node at {node['address']} (pid {node['pid']}, working folder {node['cwd']}) was serving "
+                   f"the master that was here before: it rejoins this one with its actors")
+    if rejoining:
+        click.echo("no other node started for this machine's CPUs (`parl-lite connect` adds one)")
+        return
+    node = _spawn("node", ["--address", address, "--cpus", str(cpus), "--host", host,
+                           *_grace_arguments(reconnect_grace)], token, master=address)
+    click.echo(f"node with {cpus} CPU(s) at {node['address']} (pid {node['pid']}), working folder {node['cwd']}")
+
+
 @click.command()
 @click.option("--address", required=True, help="The master's host:port.")
 @click.option("--cpus", "--cpu_num", "cpus", type=int, default=None, help="CPUs given to actors (default: all usable).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface clients reach this node on.")
-@click.option("--port", type=int, default=0, show_default=True, help="TCP port for clients (0: any free one).")
+@click.option("--port", type=_PORT, default=0, show_default=True, help="TCP port for clients (0: any free one).")
 @_token_option
 @_grace_option
 @_xparl_options("--gpu", "--log_server_port_range")
 def connect(address: str, cpus: int | None, host: str, port: int, token_file: str | None,
             reconnect_grace: float | None, **xparl_options: Any) -> None:
     """Add this machine's CPUs to a cluster; the current folder is the node's working folder
-    (xparl's --cpu_num works too)."""
+    (xparl's --cpu_num works too). A node keeps a process per CPU: --cpus is bounded by the
+    memory this machine has available (32 MB a process at the least)."""
     _refuse_xparl_options(**xparl_options)
     try:
         wire.split_address(address)
@@ -183,8 +271,9 @@ def connect(address: str, cpus: int | None, host: str, port: int, token_file: st
     cpus = len(os.sched_getaffinity(0)) if cpus is None else cpus
     if cpus < 1:
         raise click.BadParameter(f"a node needs at least one CPU, got {cpus}", param_hint="--cpus")
+    _check_limits(cpus, reconnect_grace)
     node = _spawn("node", ["--address", address, "--cpus", str(cpus), "--host", host, "--port", str(port),
-                           *_grace_arguments(reconnect_grace)], token_file)
+                           *_grace_arguments(reconnect_grace)], token_file, master=address)
     click.echo(f"node with {cpus} CPU(s) at {node['address']} (pid {node['pid']}) joined {address}")
 
 
@@ -197,10 +286,7 @@ def stop() -> None:
     for entry in ordered:
         if not _is_ours(entry["pid"]):
             continue
-        os.kill(entry["pid"], signal.SIGTERM)
-        if not _wait_for_exit(entry["pid"], 15.0):
-            os.kill(entry["pid"], signal.SIGKILL)
-            _wait_for_exit(entry["pid"], 5.0)
+        _terminate(entry["pid"])
         click.echo(f"stopped the {entry['role']} at {entry['address']} (pid {entry['pid']})")
         stopped += 1
     for entry in entries:  # a node that was SIGKILLed could not remove its private folder
@@ -210,6 +296,17 @@ def stop() -> None:
     local_state.forget_processes([entry["pid"] for entry in entries])
     if not stopped:
         click.echo("no cluster process started from this machine is running")
+
+
+def _terminate(pid: int) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within 15 s."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    if not _wait_for_exit(pid, 15.0):
+        os.kill(pid, signal.SIGKILL)
+        _wait_for_exit(pid, 5.0)
 
 
 def _wait_for_exit(pid: int, timeout: float) -> bool:

@@ -2,8 +2,9 @@
 
 Both live in this user's private folder, ``$PARL_LITE_HOME`` or ``~/.parl_lite`` (mode 0700, owned by
 this user, not a symlink; anything else is refused, not repaired, since another user may have
-planted it). ``token`` (mode 0600) holds the cluster's shared secret; ``cluster.json`` lists the pids
-``start`` and ``connect`` started, which are all ``parl-lite stop`` ever signals.
+planted it). ``token`` (mode 0600) holds the cluster's shared secret, written by the first ``start``
+and reused by the next ones (a master restarted after a crash gets its nodes back); ``cluster.json``
+lists the pids ``start`` and ``connect`` started, which are all ``parl-lite stop`` ever signals.
 """
 import json
 import os
@@ -14,8 +15,8 @@ from typing import Any
 
 from parl_lite.io.atomic import write_atomically
 
-__all__ = ["cluster_home", "token_path", "create_token", "load_token", "read_state", "record_process",
-           "forget_processes", "TOKEN_VARIABLE"]
+__all__ = ["cluster_home", "token_path", "create_token", "start_token", "load_token", "read_state",
+           "record_process", "forget_processes", "TOKEN_VARIABLE"]
 
 TOKEN_VARIABLE = "PARL_LITE_TOKEN"
 HOME_VARIABLE = "PARL_LITE_HOME"
@@ -57,6 +58,25 @@ def create_token() -> Path:
             handle.write(secrets.token_hex(32) + "\n")
 
     return write_atomically(path, write)
+
+
+def start_token(new: bool) -> tuple[Path, bool]:
+    """The token file ``parl-lite start`` gives its master, and whether it was there before: this
+    machine's token, reused (the nodes of a master that crashed hold it and rejoin the new one), or
+    a new one if there is none or ``new``.
+
+    Raises:
+        PermissionError: the token file can be read by other users.
+        ValueError: the token file is empty.
+    """
+    path = token_path()
+    if not new:
+        try:
+            load_token(str(path))
+            return path, True
+        except FileNotFoundError:
+            pass
+    return create_token(), False
 
 
 def load_token(token_file: str | None = None) -> bytes:

@@ -48,7 +48,8 @@ logger = logging.getLogger("parl_lite.cluster")
 NODE_HELLO = {"serve_address": hello.ADDRESS, "cpus": hello.COUNT, "host": hello.TEXT, "pid": hello.WHOLE,
               "node_id": hello.optional(hello.ID)}  # node_id: the id it had, when it rejoins
 CLIENT_HELLO = {"pid": hello.optional(hello.WHOLE), "host": hello.optional(hello.TEXT),
-                "script": hello.optional(hello.TEXT)}
+                "script": hello.optional(hello.TEXT),
+                "client_id": hello.optional(hello.ID)}  # the id it had, when it comes back to a restarted master
 
 
 @dataclass
@@ -69,7 +70,10 @@ class NodeRecord:
     filed: int = 0  # the placeable CPUs it is filed under for placement (0: not filed)
     mem_used_mb: float = 0.0
     mem_total_mb: float = 0.0
+    # [wall time, load] points, one per _LOAD_EVERY seconds of time.monotonic(): a wall clock set back
+    # does not stop the sampling
     load: collections.deque[list[float]] = field(default_factory=lambda: collections.deque(maxlen=_LOAD_POINTS))
+    load_sampled_at: float = -math.inf  # time.monotonic() of the last point
 
     @property
     def cpus_free(self) -> int:
@@ -214,8 +218,9 @@ class Master:
             node.last_report = now
             node.mem_used_mb = report["mem_used_mb"]
             node.mem_total_mb = report["mem_total_mb"]
-            if not node.load or time.time() - node.load[-1][0] >= _LOAD_EVERY:
+            if now - node.load_sampled_at >= _LOAD_EVERY:
                 node.load.append([time.time(), report["load1"]])
+                node.load_sampled_at = now
             # reservation -> client id: ours, or those it had when it rejoined; left out when unchanged
             live = node.live = report.get("reservations", node.live)
             for key, client in live.items():
@@ -279,12 +284,13 @@ class Master:
     # --- clients --------------------------------------------------------------------------------
     def _serve_client(self, framed: wire.FramedSocket, hello: dict[str, Any]) -> None:
         framed.limit = CONTROL_FRAME_BYTES
-        client_id = uuid.uuid4().hex[:8]
+        # a client back after a restart of the master keeps its id: its sessions on the nodes have it
+        client_id = hello.get("client_id") or uuid.uuid4().hex[:8]
+        record = {"id": client_id, "script": hello.get("script"), "host": hello.get("host"), "pid": hello.get("pid"),
+                  "started_at": time.time()}
         if hello["role"] == "client":
             with self._cond:
-                self._clients[client_id] = {"id": client_id, "script": hello.get("script"),
-                                            "host": hello.get("host"), "pid": hello.get("pid"),
-                                            "started_at": time.time()}
+                self._clients[client_id] = record
         framed.send_json({"ok": True, "client_id": client_id})
         try:
             while True:
@@ -300,7 +306,8 @@ class Master:
         except (EOFError, OSError):
             pass
         with self._cond:
-            self._clients.pop(client_id, None)
+            if self._clients.get(client_id) is record:  # not the same client's newer connection
+                del self._clients[client_id]
         framed.close()
 
     def _answer(self, client_id: str, request: Any) -> dict[str, Any]:

@@ -457,10 +457,21 @@ class NodeAgent:
     # --- the master -----------------------------------------------------------------------------
     def _join(self, node_id: str | None,
               timeout: float = wire.CONNECT_TIMEOUT) -> tuple[wire.FramedSocket, dict[str, Any]]:
-        """Register with the master (again, under ``node_id``, when it comes back)."""
+        """Register with the master (again, under ``node_id``, when it comes back).
+
+        Raises:
+            ClusterError: the master cannot be reached, refused this node, or accepted it without
+                giving it an id.
+        """
         framed, reply = wire.open_connection(self._master_address, self._token, "node", timeout=timeout,
                                              cpus=self.cpus, host=self.hostname, pid=os.getpid(),
                                              serve_address=self._serve_address, node_id=node_id)
+        if not hello.ID.check(reply.get("node_id")):
+            framed.close()
+            shown = repr(reply)
+            raise wire.ClusterError(f"the master at {self._master_address} accepted this node without giving it "
+                                    f"a node id ({hello.ID.what}); its reply: "
+                                    f"{shown if len(shown) <= 200 else shown[:197] + '...'}")
         # a report that cannot be sent for this long ends the connection (its sender would block,
         # and a half-sent report cannot be taken back): the node then reconnects
         seconds, fraction = divmod(wire.SILENCE_LIMIT, 1)
@@ -469,7 +480,15 @@ class NodeAgent:
         return framed, reply
 
     def _keep_master(self) -> None:
-        """Watch the master's connection; when it ends, rejoin within the grace, or stop the node."""
+        """Watch the master's connection; when it ends, rejoin within the grace, or stop the node
+        (also if this thread fails: a node that cannot rejoin must not run on for ever)."""
+        try:
+            self._watch_master()
+        except BaseException:
+            logger.exception("the node's watch over its master failed: stopping this node's actors and exiting")
+            self.stopped.set()
+
+    def _watch_master(self) -> None:
         while True:
             try:
                 while True:
@@ -481,23 +500,35 @@ class NodeAgent:
             grace = self.limits.reconnect_grace
             logger.warning("lost the master at %s: trying to rejoin for %g s (the actors keep serving)",
                            self._master_address, grace)
-            if not self._rejoin(time.monotonic() + grace):
-                if not self.stopped.is_set():
-                    logger.warning("the master did not come back within %g s: stopping this node's actors "
-                                   "and exiting", grace)
-                self.stopped.set()
-                return
+            refusal = self._rejoin(time.monotonic() + grace)
+            if refusal is None:
+                continue
+            if not self.stopped.is_set():
+                ending = (f"the master at {self._master_address} did not take this node back within its reconnect "
+                          f"grace ({grace:g} s); it came back but refused it: {refusal}" if refusal
+                          else f"the master did not come back within {grace:g} s")
+                logger.warning("%s: stopping this node's actors and exiting", ending)
+            self.stopped.set()
+            return
 
-    def _rejoin(self, deadline: float) -> bool:
+    def _rejoin(self, deadline: float) -> str | None:
+        """Rejoin the master before ``deadline``: None once it did, else why not (the master's last
+        refusal; empty if it never answered)."""
         delay = _REJOIN_FIRST_DELAY
+        refusal = ""
         while not self.stopped.wait(delay):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return False
+                return refusal
             try:
                 framed, reply = self._join(self.node_id, timeout=min(wire.CONNECT_TIMEOUT, remaining))
             except wire.ClusterError as error:
-                logger.debug("rejoining the master failed: %s", error)
+                if not _is_refusal(error):
+                    logger.debug("rejoining the master failed: %s", error)
+                elif str(error) != refusal:  # said once, not at every try
+                    refusal = str(error)
+                    logger.warning("the master is back but refused this node: %s (trying again for %.0f s)",
+                                   error, max(deadline - time.monotonic(), 0.0))
                 delay = min(2 * delay, _REJOIN_MOST_DELAY, max(deadline - time.monotonic(), 0.0))
                 continue
             with self._master_lock:
@@ -506,8 +537,8 @@ class NodeAgent:
             old.close()
             logger.info("rejoined the master at %s as node %s", self._master_address, self.node_id)
             self._send_report()  # at once: the master learns our actors and their CPUs
-            return True
-        return False
+            return None
+        return refusal
 
     def _report(self) -> None:
         while not self.stopped.wait(wire.HEARTBEAT_PERIOD):
@@ -594,6 +625,12 @@ class NodeAgent:
             self.pool.shutdown()
         finally:
             shutil.rmtree(self.private, ignore_errors=True)
+
+
+def _is_refusal(error: wire.ClusterError) -> bool:
+    """The master answered and turned this node down (another token, another version, a reply
+    without a node id), as opposed to not answering (not back yet: the error comes from the socket)."""
+    return isinstance(error, (wire.AuthenticationError, wire.VersionMismatchError)) or error.__cause__ is None
 
 
 def main(argv: list[str] | None = None) -> None:

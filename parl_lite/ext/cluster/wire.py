@@ -220,6 +220,7 @@ def _open_once(address: str, token: bytes, role: str, versions: dict[str, str] |
 def split_address(address: str) -> tuple[str, int]:
     """``"host:port"`` -> ``("host", port)``, with a clear error for anything else."""
     host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"a cluster address is host:port (e.g. 127.0.0.1:8010), got {address!r}")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"a cluster address is host:port with a port from 1 to 65535 (e.g. 127.0.0.1:8010), "
+                         f"got {address!r}")
     return host, int(port)
