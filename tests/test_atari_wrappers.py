@@ -12,10 +12,10 @@ import pytest
 pytest.importorskip("ale_py", reason="the Atari wrappers need the atari extra: pip install '.[atari]'")
 cv2 = pytest.importorskip("cv2", reason="the Atari wrappers need the atari extra: pip install '.[atari]'")
 
-from parl_lite.env import CompatWrapper  # noqa: E402
+from parl_lite.env import CompatWrapper, atari_wrappers  # noqa: E402
 from parl_lite.env.atari_wrappers import (ClipRewardEnv, EpisodicLifeEnv, FireResetEnv, FrameStack,  # noqa: E402
-                                          MaxAndSkipEnv, MonitorEnv, NoopResetEnv, TestEnv, WarpFrame,
-                                          get_wrapper_by_cls, wrap_deepmind)
+                                          MaxAndSkipEnv, MonitorEnv, NoopResetEnv, WarpFrame, get_wrapper_by_cls,
+                                          wrap_deepmind)
 
 PONG, BREAKOUT, SPACE_INVADERS = "PongNoFrameskip-v4", "BreakoutNoFrameskip-v4", "SpaceInvadersNoFrameskip-v4"
 ASTERIX = "AsterixNoFrameskip-v4"  # 3 lives, no FIRE action: nothing steps between a game's reset and the next
@@ -241,6 +241,8 @@ def test_test_env_reports_each_evaluation_of_whole_games_only():
 def test_bad_arguments_are_refused_with_their_name():
     with pytest.raises(TypeError, match="wrap_deepmind needs an Atari environment"):
         wrap_deepmind(gym.make("CartPole-v1"))
+    with pytest.raises(TypeError, match="adds the CompatWrapper; got one already wrapped"):
+        wrap_deepmind(CompatWrapper(gym.make(PONG)))
     with pytest.raises(ValueError, match="obs_format must be 'NHWC' or 'NCHW', got 'CHW'"):
         wrap_deepmind(gym.make(PONG), obs_format="CHW")
     with pytest.raises(ValueError, match="dim must be a positive int"):
@@ -250,7 +252,7 @@ def test_bad_arguments_are_refused_with_their_name():
     with pytest.raises(ValueError, match="FrameStack needs 2-D frames"):
         FrameStack(_old_gym(PONG), 4)
     with pytest.raises(ValueError, match="TestEnv needs a MonitorEnv"):
-        TestEnv(WarpFrame(_old_gym(PONG), 84))
+        atari_wrappers.TestEnv(WarpFrame(_old_gym(PONG), 84))  # (imported as TestEnv, pytest would collect it)
     with pytest.raises(ValueError, match=r"FireResetEnv needs an Atari environment whose action 1 is FIRE, got "
                                          r"action meanings \['NOOP', 'UP', 'DOWN'\]"):
         FireResetEnv(_old_gym("FreewayNoFrameskip-v4"))

@@ -310,8 +310,6 @@ class TestEnv(ForwardingWrapper):
         test_episodes: games per evaluation.
     """
 
-    __test__ = False  # a wrapper, not a pytest test class
-
     def __init__(self, env: gym.Env, test_episodes: int = 3) -> None:
         super().__init__(env)
         if isinstance(test_episodes, bool) or not isinstance(test_episodes, int | np.integer) or test_episodes < 1:
@@ -362,13 +360,16 @@ def wrap_deepmind(env: gym.Env, dim: int = 84, framestack: bool = True, obs_form
         test_episodes: games per evaluation, with ``test``.
 
     Raises:
-        TypeError: ``env`` is not an Atari environment of ale-py.
+        TypeError: ``env`` is not an Atari environment of ale-py, or has a ``CompatWrapper`` already.
         ValueError: ``obs_format``, ``dim`` or ``test_episodes`` is out of range.
     """
     game = getattr(env, "unwrapped", None)
     if not isinstance(game, ale_py.AtariEnv):
         raise TypeError(f"wrap_deepmind needs an Atari environment of ale-py (gym.make('PongNoFrameskip-v4')), "
                         f"got {env}")
+    if get_wrapper_by_cls(env, CompatWrapper) is not None:
+        raise TypeError(f"wrap_deepmind takes the gymnasium environment itself and adds the CompatWrapper; got "
+                        f"one already wrapped: {env}")
     if obs_format not in _OBS_FORMATS:
         raise ValueError(f"wrap_deepmind: obs_format must be 'NHWC' or 'NCHW', got {obs_format!r}")
     skips_frames = game._frameskip != 1
