@@ -5,7 +5,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from parl_lite.env import ActionMappingWrapper, CompatWrapper, is_gym_version_ge
+from parl_lite.env import ActionMappingWrapper, CompatWrapper, VectorEnv, is_gym_version_ge
 from parl_lite.env.mujoco_wrappers import VecNormalizeEnv, get_ob_rms, wrap_rms
 
 
@@ -140,3 +140,27 @@ def test_wrap_rms_normalises_and_reports_raw_episode_returns():
     assert np.allclose(first, np.clip((expected.reset() - stats.mean) / np.sqrt(stats.var + 1e-8), -10, 10))
     with pytest.raises(ValueError, match="gamma is None"):
         wrap_rms(gym.make("Pendulum-v1"), gamma=None)
+
+
+def test_vector_env_steps_a_list_and_resets_each_environment_that_ends():
+    envs = [CompatWrapper(gym.make("CartPole-v1")) for _ in range(3)]
+    for seed, env in enumerate(envs):
+        env.seed(seed)
+    vector = VectorEnv(envs)
+    assert vector.envs_num == 3
+    obs_batch = vector.reset()
+    assert isinstance(obs_batch, list) and len(obs_batch) == 3
+    ended = 0
+    for _ in range(200):
+        actions = np.ones(3, dtype=np.int64)  # always right: an episode ends within a few dozen steps
+        obs_batch, reward_batch, done_batch, info_batch = vector.step(actions)
+        assert [len(batch) for batch in (obs_batch, reward_batch, done_batch, info_batch)] == [3, 3, 3, 3]
+        for obs, done in zip(obs_batch, done_batch, strict=True):
+            if done:  # the observation is the new episode's first: CartPole starts within 0.05 of upright
+                ended += 1
+                assert np.all(np.abs(obs) <= 0.05)
+    assert ended >= 6
+    with pytest.raises(ValueError, match="actions holds 2 action\\(s\\) for 3 environments"):
+        vector.step([0, 1])
+    with pytest.raises(ValueError, match="envs is empty"):
+        VectorEnv([])

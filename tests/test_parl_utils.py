@@ -1,5 +1,5 @@
 """parl_lite.utils under PARL's names: logger, summary's folder, CSVLogger, ports, GPUs, time and
-window statistics, schedulers."""
+window statistics, schedulers, rl_utils."""
 import csv
 import os
 import socket
@@ -9,16 +9,19 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import parl_lite.utils as utils
 from parl_lite.utils import CSVLogger, LinearDecayScheduler, PiecewiseScheduler, TimeStat, WindowStat, logger
 from parl_lite.utils import machine_info
+from parl_lite.utils.rl_utils import calc_discount_sum_rewards, calc_gae
 
 
 def test_parl_names_are_exported():
     for name in ("logger", "summary", "machine_info", "CSVLogger", "ReplayMemory", "get_free_tcp_port",
-                 "is_port_available", "PiecewiseScheduler", "LinearDecayScheduler", "TimeStat", "WindowStat"):
+                 "is_port_available", "PiecewiseScheduler", "LinearDecayScheduler", "TimeStat", "WindowStat",
+                 "calc_gae", "calc_discount_sum_rewards"):
         assert getattr(utils, name) is not None, name
     from parl_lite.utils.replay_memory import ReplayMemory
 
@@ -263,3 +266,25 @@ def test_schedulers_parl_style():
     assert PiecewiseScheduler([(0, 0.1), (3, 0.2)]).step(step_num=3) == 0.2
     with pytest.raises(ValueError, match="increase strictly"):
         PiecewiseScheduler([(10, 0.1), (1, 0.2)])
+
+
+# ---------------------------------------------------------------- rl_utils, as PARL's A2C actor calls it
+def test_calc_discount_sum_rewards_is_the_reward_to_go():
+    returns = calc_discount_sum_rewards([1.0, 0.0, 2.0], 0.5)
+    np.testing.assert_allclose(returns, [1.5, 1.0, 2.0])
+    np.testing.assert_allclose(calc_discount_sum_rewards(np.ones(4), 1.0), [4, 3, 2, 1])
+
+
+def test_calc_gae_matches_the_definition_and_takes_parls_argument_types():
+    rewards, values, next_value, gamma, lam = [1.0, 0.0, 1.0, -1.0], [0.5, 0.2, 0.1, 0.4], 0.3, 0.9, 0.8
+    deltas = np.array(rewards) + gamma * np.array(values[1:] + [next_value]) - np.array(values)
+    expected = [sum((gamma * lam) ** k * deltas[t + k] for k in range(len(deltas) - t)) for t in range(len(deltas))]
+    np.testing.assert_allclose(calc_gae(rewards, values, next_value, gamma, lam), expected, rtol=1e-6)
+    # PARL's A2C actor: values a list of float32 scalars, next_value agent.value(obs[None]) of shape [1]
+    advantages = calc_gae(rewards, [np.float32(v) for v in values], np.array([next_value], np.float32), gamma, lam)
+    np.testing.assert_allclose(advantages, expected, rtol=1e-6)
+    np.testing.assert_allclose(calc_gae([1.0, 2.0], [0.0, 0.0], 0, 0.5, 1.0), calc_discount_sum_rewards([1, 2], 0.5))
+    with pytest.raises(ValueError, match="next_value must be one value"):
+        calc_gae(rewards, values, [0.1, 0.2], gamma, lam)
+    with pytest.raises(ValueError, match="shapes differ"):
+        calc_gae(rewards[:3], values, next_value, gamma, lam)
