@@ -27,7 +27,8 @@ import numpy as np
 
 __all__ = ["AtariSettings", "AtariVectorEnv", "atari_game", "is_atari", "INSTALL_HINT"]
 
-INSTALL_HINT = "pip install '.[atari]' (ale-py, which ships the ROMs)"
+INSTALL_HINT = ("pip install '.[atari]' from the project's folder (the atari extra: ale-py, the emulator with the "
+                "Atari ROMs, and opencv-python-headless)")
 _ENTRY_POINT = "ale_py.env:AtariEnv"
 
 

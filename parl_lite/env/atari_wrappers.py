@@ -23,13 +23,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.wrappers import FrameStackObservation, MaxAndSkipObservation
 
+from parl_lite.env.atari import INSTALL_HINT
 from parl_lite.env.compat_wrappers import CompatWrapper
 from parl_lite.env.forwarding import ForwardingWrapper
 from parl_lite.env.gymnasium_stage import GymnasiumStage
 
-_MISSING = ("parl_lite.env.atari_wrappers needs {} (the atari extra: ale-py, the emulator with the Atari "
-            "ROMs, and opencv-python-headless): pip install 'parl_lite[atari]' (from a checkout: "
-            "pip install '.[atari]')")
+_MISSING = "parl_lite.env.atari_wrappers needs {}: " + INSTALL_HINT
 try:
     import ale_py
 except ImportError as error:
