@@ -15,13 +15,13 @@ from parl_lite.algorithms import SAC, TD3
 from parl_lite.utils.models import MLPActorQ
 
 ROOT = Path(__file__).resolve().parents[1]
-SHORT = ["--total-steps", "300", "--learning-starts", "150", "--batch-size", "32", "--hidden", "16",
+SHORT = ["--total-steps", "300", "--learning-starts", "150", "--batch-size", "32", "--net-arch", "16,16",
          "--eval-every", "150", "--eval-episodes", "1"]
 
 
 def run_script(name: str, tmp_path: Path, *extra: str) -> dict:
     save = tmp_path / f"{name}.h5"
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "examples" / f"{name}_pendulum.py"), *SHORT,
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "examples" / f"train_{name}.py"), *SHORT,
                            "--save", str(save), *extra], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])

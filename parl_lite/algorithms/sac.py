@@ -55,12 +55,19 @@ class SAC(SoftTargetActorCritic):
         alpha_lr: Adam learning rate of ``log_alpha``, which then steers the policy's entropy toward
             ``target_entropy``; None (PARL's behaviour) keeps alpha fixed.
         target_entropy: entropy the temperature steers toward; default ``-act_dim``.
+        log_std_bounds: the policy's log standard deviation is clipped to these: ``(-5, 2)``
+            (PARL's, the default) or ``(-20, 2)`` (SB3's), or any other pair.
     """
 
     def __init__(self, model: Model, gamma: float = 0.99, tau: float = 0.005, alpha: float = 0.2,
                  actor_lr: float = 3e-4, critic_lr: float = 3e-4, *, alpha_lr: float | None = None,
-                 target_entropy: float | None = None) -> None:
+                 target_entropy: float | None = None,
+                 log_std_bounds: tuple[float, float] = (LOG_STD_MIN, LOG_STD_MAX)) -> None:
         super().__init__(model, gamma, tau, actor_lr, critic_lr)
+        low, high = (float(bound) for bound in log_std_bounds)
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise ValueError(f"log_std_bounds must be two finite numbers, low < high, got {log_std_bounds!r}")
+        self.log_std_bounds = (low, high)
         check_hyperparameter("alpha", alpha, 0.0, float("inf"), low_open=True)
         self.temperature = EntropyTemperature(alpha)
         self.alpha_optimizer = None
@@ -77,7 +84,7 @@ class SAC(SoftTargetActorCritic):
     def sample(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
         """A reparameterised action ``tanh(mean + std * eps)`` and its log-probability ``[batch, 1]``."""
         mean, log_std = self.model.policy(obs)
-        log_std = log_std.clip(LOG_STD_MIN, LOG_STD_MAX)
+        log_std = log_std.clip(*self.log_std_bounds)
         eps = paddle.randn(mean.shape)
         action = paddle.tanh(mean + log_std.exp() * eps)
         # Gaussian log-density of u, minus log |d tanh(u) / du| (the change of variables)

@@ -44,10 +44,12 @@ class Model(paddle.nn.Layer, ModelBase):
         return self.__dict__.get("_constructor_args")
 
     def sync_weights_to(self, target_model: "Model", decay: float = 0.0) -> None:
-        """Blend this model's parameters and buffers into ``target_model``.
+        """Blend this model's parameters into ``target_model`` and copy its buffers there.
 
-        ``target = decay * target + (1 - decay) * self`` for every parameter and buffer
-        (batch-norm statistics included); ``decay=0`` copies.
+        ``target = decay * target + (1 - decay) * self`` for every parameter; ``decay=0`` copies.
+        Running statistics (batch norm's, an observation normaliser's: buffers and untrainable
+        parameters) are copied, as SB3's target updates do: a target network sees its inputs as
+        the online network does.
 
         Args:
             target_model: a model with the same structure (same names, shapes and dtypes).
@@ -62,11 +64,14 @@ class Model(paddle.nn.Layer, ModelBase):
         if target_model is self:
             raise ValueError("sync_weights_to: target_model is this model itself")
         pairs = _paired_tensors(self, target_model)
+        # running statistics: buffers, and paddle's batch norm's untrainable parameters
+        statistics = {id(buffer) for _, buffer in target_model.named_buffers()} | {
+            id(parameter) for parameter in target_model.parameters() if not parameter.trainable}
         # one weight tensor per dtype: lerp_ given a float builds a new tensor per call (~100 us)
         weights: dict[paddle.dtype, paddle.Tensor] = {}
         with paddle.no_grad():
             for source, target in pairs:
-                if decay == 0.0 or not target.is_floating_point():
+                if decay == 0.0 or not target.is_floating_point() or id(target) in statistics:
                     paddle.assign(source, output=target)
                     continue
                 weight = weights.get(target.dtype)

@@ -52,19 +52,41 @@ class TrainArgs:
 @dataclasses.dataclass
 class ContinuousOffPolicyArgs(TrainArgs):
     """:class:`TrainArgs` and what DDPG, TD3 and SAC share: an actor and a critic learning from a
-    replay memory, one update per step, on Pendulum-v1 by default."""
+    replay memory, on Pendulum-v1 by default; every knob of the RL Zoo's files for these algorithms
+    is an option (their names are SB3's where ours differ only in spelling)."""
 
     env: str = arg("Pendulum-v1", "gymnasium id (a continuous action space)")
     learning_starts: int = arg(500, "uniform random steps before learning")
     batch_size: int = arg(256, "minibatch size")
-    hidden: int = arg(64, "units of each of the two hidden layers")
+    net_arch: tuple[int, ...] = arg((64, 64), "units of each hidden layer of the actor and of each critic")
+    activation: str = arg("relu", "activation of the hidden layers", choices=("relu", "tanh"))
+    init: str = arg("default", "layer initialisation: paddle's, or torch's (SB3's)", choices=("default", "torch"))
     gamma: float = arg(0.99, "discount")
     tau: float = arg(0.005, "soft target update rate")
     actor_lr: float = arg(1e-3, "Adam learning rate of the actor")
     critic_lr: float = arg(1e-3, "Adam learning rate of the critic(s)")
+    buffer_size: int | None = arg(None, "replay memory capacity in transitions (default: the step budget)")
+    train_freq: int = arg(1, "environment steps between rounds of updates")
+    gradient_steps: int = arg(1, "updates per round")
+    normalize: bool = arg(False, "standardise observations by running statistics (in the model: saved with "
+                                 "its weights and in the exported ONNX policy)")
+    normalize_reward: bool = arg(False, "scale the learning rewards by the running std of the discounted return")
     total_steps: int = 30_000
     target: float | None = -200.0
     eval_every: int = 500
+
+    def model_options(self) -> dict[str, Any]:
+        """The keyword arguments of :class:`parl_lite.utils.models.MLPActorQ` these fields give."""
+        return {"net_arch": list(self.net_arch), "activation": self.activation, "init": self.init,
+                "normalize_obs": self.normalize}
+
+    def loop_options(self) -> dict[str, Any]:
+        """The keyword arguments of :class:`parl_lite.train.OffPolicyTrainer` these fields give
+        (with :meth:`run_options`)."""
+        return {"learning_starts": self.learning_starts, "batch_size": self.batch_size,
+                "memory_size": self.buffer_size, "train_every": self.train_freq,
+                "gradient_steps": self.gradient_steps, "normalize_reward": self.normalize_reward,
+                "gamma": self.gamma, **self.run_options()}
 
 
 @dataclasses.dataclass
@@ -103,7 +125,8 @@ def parse_args(cls: type[ArgsT], description: str | None = None, argv: Sequence[
 
     Args:
         cls: the dataclass; field ``foo_bar`` becomes ``--foo-bar``; a boolean that defaults to
-            True becomes ``--no-foo-bar``, one that defaults to False or None ``--foo-bar``.
+            True becomes ``--no-foo-bar``, one that defaults to False or None ``--foo-bar``; a
+            ``tuple[int, ...]`` (layer sizes) is written ``--net-arch 400,300``.
         description: the ``--help`` text (usually the script's docstring).
         argv: arguments (default: ``sys.argv[1:]``).
         env_defaults: other defaults per value of the ``env`` field (RL-Zoo's values differ per
@@ -129,7 +152,11 @@ def parse_args(cls: type[ArgsT], description: str | None = None, argv: Sequence[
                 parser.add_argument(option, dest=field.name, action="store_true", default=field.default,
                                     help=help_text)
             continue
-        shown = "" if field.default is None else f" (default: {field.default})"
+        if kind is tuple:
+            kind, default = _positive_ints, ",".join(map(str, field.default))
+        else:
+            default = field.default
+        shown = "" if default is None else f" (default: {default})"
         parser.add_argument(option, dest=field.name, type=kind, default=field.default,
                             choices=metadata.get("choices"), help=help_text + shown)
     fields = {field.name: field for field in dataclasses.fields(cls)}
@@ -177,8 +204,21 @@ def _metadata(cls: type, name: str) -> Mapping[str, Any]:
     return {}
 
 
+def _positive_ints(text: str) -> tuple[int, ...]:
+    """``"400,300"`` -> ``(400, 300)`` (layer sizes)."""
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        sizes = ()
+    if not sizes or min(sizes) <= 0:
+        raise argparse.ArgumentTypeError(f"expected positive integers separated by commas (e.g. 400,300), got {text!r}")
+    return sizes
+
+
 def _base_type(hint: Any) -> type:
-    """``int | None`` (or ``Optional[int]``) -> int."""
+    """``int | None`` (or ``Optional[int]``) -> int; ``tuple[int, ...]`` -> tuple."""
+    if get_origin(hint) is tuple:
+        return tuple
     if get_origin(hint) is None:
         return hint
     arguments = [a for a in get_args(hint) if a is not type(None)]

@@ -23,6 +23,7 @@ from parl_lite.train.evaluation import Evaluator
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
 from parl_lite.utils.envs import make_vector_env
+from parl_lite.utils.normalization import ObsNormalizer, RewardScaler
 
 __all__ = ["Trainer", "RunStopped", "EnvSpaces", "env_spaces", "spaces_of", "learn_stats"]
 
@@ -155,6 +156,7 @@ class Trainer:
         self.resume_path = resume
         self.env_kwargs = dict(env_kwargs or {})
         self.name = name or type(self.agent.alg).__name__
+        self.reward_scaler: RewardScaler | None = None  # a loop that normalises rewards sets it
         self.steps = 0          # environment steps so far
         self.updates = 0        # learn calls so far
         self.last_learned: Any = None  # what the last learn returned (PARL's values)
@@ -314,9 +316,18 @@ class Trainer:
         checkpoint.save(path, models=alg.models(), optimizers=alg.optimizers(), owner=type(self.agent), extra=extra)
 
     def _state(self) -> dict[str, Any]:
-        return {"algo": self.name, "env": self.env_id, "steps": self.steps, "updates": self.updates,
-                "last_eval_steps": self.last_eval_steps, "train_seconds": self.train_seconds,
-                "train_cpu_seconds": self.train_cpu_seconds}
+        state = {"algo": self.name, "env": self.env_id, "steps": self.steps, "updates": self.updates,
+                 "last_eval_steps": self.last_eval_steps, "train_seconds": self.train_seconds,
+                 "train_cpu_seconds": self.train_cpu_seconds}
+        if self.reward_scaler is not None:
+            state.update(self.reward_scaler.state())
+        return state
+
+    @property
+    def obs_normalizer(self) -> ObsNormalizer | None:
+        """The model's observation normaliser, which the loop feeds the observations it collects
+        (None: the model has none)."""
+        return getattr(self.agent.alg.model, "obs_normalizer", None)
 
     def _resume(self, path: str) -> None:
         with checkpoint.open_checkpoint(Path(path)) as file:
@@ -330,6 +341,12 @@ class Trainer:
         self.steps, self.updates = int(state["steps"]), int(state["updates"])
         self.last_eval_steps = int(state["last_eval_steps"])
         self.train_seconds, self.train_cpu_seconds = float(state["train_seconds"]), float(state["train_cpu_seconds"])
+        if self.reward_scaler is not None:
+            try:
+                self.reward_scaler.load_state(state)
+            except (KeyError, ValueError) as error:
+                raise checkpoint.CheckpointError(f"{path}: its reward normalisation statistics cannot be used "
+                                                 f"({error}); was the run made without normalize_reward?") from None
         self._read_extra(path)
 
 

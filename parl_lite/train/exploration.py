@@ -16,6 +16,9 @@ class Exploration:
         """The action for one observation at environment step ``step`` (1-based)."""
         raise NotImplementedError
 
+    def episode_ended(self) -> None:
+        """The episode the last action was played in has ended (time-correlated noise starts again)."""
+
 
 class EpsilonGreedy(Exploration):
     """A uniformly random action with probability epsilon, else the greedy one; epsilon decays
@@ -40,22 +43,44 @@ class EpsilonGreedy(Exploration):
         return int(agent.predict(obs[None])[0])
 
 
+NOISE_TYPES = ("normal", "ornstein-uhlenbeck")
+
+
 class ContinuousExploration(Exploration):
     """Uniform random actions in [-1, 1] for ``warmup_steps``, then the deterministic action plus
-    Gaussian noise (DDPG, TD3), or, with ``noise_std`` None, the policy's own sample (SAC).
+    noise (DDPG, TD3), or, with ``noise_std`` None, the policy's own sample (SAC).
 
     Args:
         act_dim: action dimensions.
-        noise_std: standard deviation of the Gaussian noise, in units of the action range; None:
+        noise_std: standard deviation of the noise, in units of the action range; None:
             ``agent.sample``.
         warmup_steps: steps of uniform random actions.
         seed: seed of the warm-up actions and (a second generator) of the noise.
+        noise_type: ``"normal"`` (independent Gaussian noise each step) or ``"ornstein-uhlenbeck"``
+            (time-correlated, SB3's: ``theta=0.15``, ``dt=0.01``, from 0 at each episode's start).
     """
 
-    def __init__(self, act_dim: int, noise_std: float | None, warmup_steps: int, seed: int = 0) -> None:
+    def __init__(self, act_dim: int, noise_std: float | None, warmup_steps: int, seed: int = 0,
+                 noise_type: str = "normal") -> None:
+        if noise_type not in NOISE_TYPES:
+            raise ValueError(f"noise_type must be one of {NOISE_TYPES}, got {noise_type!r}")
         self.act_dim, self.noise_std, self.warmup_steps = act_dim, noise_std, warmup_steps
+        self.noise_type = noise_type
         self.warmup_rng = np.random.default_rng(seed)
         self.noise_rng = np.random.default_rng(seed)
+        self._ou_state = np.zeros(act_dim)
+
+    def episode_ended(self) -> None:
+        self._ou_state = np.zeros(self.act_dim)
+
+    def _noise(self) -> np.ndarray:
+        assert self.noise_std is not None
+        if self.noise_type == "normal":
+            return self.noise_rng.normal(0.0, self.noise_std, self.act_dim)
+        theta, dt = 0.15, 1e-2
+        self._ou_state = (self._ou_state - theta * self._ou_state * dt
+                          + self.noise_std * np.sqrt(dt) * self.noise_rng.normal(size=self.act_dim))
+        return self._ou_state
 
     def act(self, agent: Agent, obs: np.ndarray, step: int) -> np.ndarray:
         if step <= self.warmup_steps:
@@ -63,5 +88,4 @@ class ContinuousExploration(Exploration):
         if self.noise_std is None:
             action, _ = agent.sample(obs[None])
             return action[0]
-        noise = self.noise_rng.normal(0.0, self.noise_std, self.act_dim)
-        return np.clip(agent.predict(obs[None])[0] + noise, -1.0, 1.0).astype(np.float32)
+        return np.clip(agent.predict(obs[None])[0] + self._noise(), -1.0, 1.0).astype(np.float32)

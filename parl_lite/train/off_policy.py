@@ -15,6 +15,7 @@ from parl_lite.train.base import EnvSpaces, Trainer, spaces_of
 from parl_lite.train.exploration import ContinuousExploration, EpsilonGreedy, Exploration
 from parl_lite.utils.envs import EpisodeReturns, final_observations, make_vector_env
 from parl_lite.utils.frame_replay import FrameReplayMemory
+from parl_lite.utils.normalization import RewardScaler
 from parl_lite.utils.replay_memory import GROUP as REPLAY_GROUP, ReplayMemory, ReplayMemoryError
 
 __all__ = ["OffPolicyTrainer"]
@@ -44,12 +45,18 @@ class OffPolicyTrainer(Trainer):
         memory_size: replay capacity (default: the step budget).
         target_every: call ``algorithm.sync_target()`` every this many steps (DQN's hard copy);
             None: the algorithm updates its target itself (DDPG, TD3, SAC).
+        normalize_reward: divide the rewards the algorithm learns from by the running standard
+            deviation of the discounted return (SB3's ``VecNormalize(norm_reward=True)``: the memory
+            keeps raw rewards, scaled when sampled); the model's observation normaliser, if it has
+            one, is fed every observation either way.
+        gamma: the discount of that return (the algorithm's).
         **options: the :class:`Trainer` options (seed, target, eval_every, save, ...).
     """
 
     def __init__(self, agent: Agent | Algorithm, env_id: str, *, exploration: Exploration | None = None,
                  learning_starts: int = 1_000, train_every: int = 1, gradient_steps: int = 1, batch_size: int = 256,
-                 memory_size: int | None = None, target_every: int | None = None, **options) -> None:
+                 memory_size: int | None = None, target_every: int | None = None, normalize_reward: bool = False,
+                 gamma: float = 0.99, **options) -> None:
         super().__init__(agent, env_id, **options)
         for name, value in (("train_every", train_every), ("gradient_steps", gradient_steps),
                             ("batch_size", batch_size)):
@@ -67,6 +74,7 @@ class OffPolicyTrainer(Trainer):
         self.memory: ReplayMemory | FrameReplayMemory | None = None
         self.returns = EpisodeReturns(1)
         self.obs: np.ndarray = first_obs
+        self.reward_scaler = RewardScaler(1, gamma) if normalize_reward else None
 
     def _action_scale(self) -> np.ndarray | None:
         return self.action_high
@@ -75,6 +83,9 @@ class OffPolicyTrainer(Trainer):
         if self.memory is None:
             self.memory = _replay_memory(self.spaces, self.memory_size or total_steps, self.seed)
         memory = self.memory
+        normalizer = self.obs_normalizer
+        if normalizer is not None and self.steps == 0:
+            normalizer.update(self.obs)
         step = self.steps + 1
         action = self.exploration.act(self.agent, self.obs[0], step)
         env_action = action * self.action_high if self.action_high is not None else action
@@ -83,12 +94,20 @@ class OffPolicyTrainer(Trainer):
         memory.append(self.obs[0], action, float(reward[0]), final_observations(next_obs, ends, info)[0],
                       bool(terminated[0]))
         self.returns.update(reward, ends, info)
+        if ends[0]:
+            self.exploration.episode_ended()
+        if normalizer is not None:
+            normalizer.update(next_obs)
+        if self.reward_scaler is not None:
+            self.reward_scaler.observe(reward, ends)
         self.obs = next_obs
         self.steps = step
 
         if step > self.learning_starts and step % self.train_every == 0:
             for _ in range(self.gradient_steps):
                 batch = memory.sample_batch(self.batch_size)
+                if self.reward_scaler is not None:
+                    batch = (batch[0], batch[1], self.reward_scaler.scale(batch[2]), batch[3], batch[4])
                 self.last_learned = self.agent.learn(**dict(zip(BATCH_KEYS, batch, strict=True)))
                 self.updates += 1
         if self.target_every is not None and step % self.target_every == 0:

@@ -15,6 +15,7 @@ from parl_lite.core.model import Model
 from parl_lite.train.base import Trainer
 from parl_lite.train.remote_rollouts import RemoteRollouts, rebuild_fn
 from parl_lite.utils.gae import gae
+from parl_lite.utils.normalization import RewardScaler
 from parl_lite.utils.rollout import VectorRollout
 from parl_lite.utils.scheduler import LinearDecayScheduler
 
@@ -74,6 +75,11 @@ class OnPolicyTrainer(Trainer):
         minibatch_size: rows per ``learn``; None (or at least the batch size): the whole batch,
             unshuffled (its mean loss does not depend on the order).
         anneal: decay the learning rate (and PPO's ``clip_param``) linearly to 0 over the budget.
+        normalize_reward: divide the rewards the algorithm learns from by the running standard
+            deviation of the discounted return (SB3's ``VecNormalize(norm_reward=True)``); the
+            model's observation normaliser, if it has one, is fed each rollout's observations
+            after the algorithm learned from it, so a rollout is collected and learned from with
+            the same statistics.
         actors: 0: the environments step in this process; more: that many remote rollout actors of
             ``num_envs`` environments each (on the local pool, or the cluster or Ray
             ``parl_lite.connect`` gave), which play every round with the current weights, as
@@ -86,8 +92,8 @@ class OnPolicyTrainer(Trainer):
 
     def __init__(self, agent: Agent | Algorithm, env_id: str, *, num_envs: int = 8, rollout_steps: int = 32,
                  gamma: float = 0.99, gae_lambda: float = 0.95, epochs: int = 1, minibatch_size: int | None = None,
-                 anneal: bool = False, actors: int = 0, model_fn: Callable[[], Model] | None = None,
-                 **options) -> None:
+                 anneal: bool = False, normalize_reward: bool = False, actors: int = 0,
+                 model_fn: Callable[[], Model] | None = None, **options) -> None:
         super().__init__(agent, env_id, **options)
         for name, value in (("rollout_steps", rollout_steps), ("epochs", epochs), ("minibatch_size", minibatch_size)):
             if value is not None and value <= 0:
@@ -111,6 +117,7 @@ class OnPolicyTrainer(Trainer):
         self._base_lr = alg.optimizer.get_lr() if anneal else None
         self._base_clip: float | None = getattr(alg, "clip_param", None) if anneal else None
         self._schedule: LinearDecayScheduler | None = None
+        self.reward_scaler = RewardScaler(num_envs * max(actors, 1), gamma) if normalize_reward else None
 
     def _budget(self, total_steps: int) -> int:
         per_round = self._per_round
@@ -134,6 +141,8 @@ class OnPolicyTrainer(Trainer):
             rollout = self.rollout.collect(self.agent.get_weights(), self.rollout_steps)
         else:
             rollout = self.rollout.collect(self._policy, self.rollout_steps)
+        if self.reward_scaler is not None:
+            rollout["rewards"] = self._scaled_rewards(rollout["rewards"], rollout["ends"])
         batch = {key: to_tensor(value) for key, value in
                  advantage_batch(self.agent, rollout, self.gamma, self.gae_lambda).items()}
         size = len(next(iter(batch.values())))
@@ -141,7 +150,18 @@ class OnPolicyTrainer(Trainer):
             for minibatch in self._minibatches(batch, size):
                 self.last_learned = self.agent.learn(**minibatch)
                 self.updates += 1
+        if self.obs_normalizer is not None:
+            self.obs_normalizer.update(rollout["obs"])
         self.steps += rollout["rewards"].size
+
+    def _scaled_rewards(self, rewards: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """``[T, N]`` rewards scaled step by step, each with the statistics of its time (as SB3's)."""
+        assert self.reward_scaler is not None
+        scaled = np.empty(rewards.shape, dtype=np.float32)
+        for t in range(len(rewards)):
+            self.reward_scaler.observe(rewards[t], ends[t])
+            scaled[t] = self.reward_scaler.scale(rewards[t])
+        return scaled
 
     def _minibatches(self, batch: dict[str, paddle.Tensor], size: int) -> Iterator[dict[str, paddle.Tensor]]:
         """One epoch's minibatches: the whole batch, or shuffled slices of ``minibatch_size`` rows."""

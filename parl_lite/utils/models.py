@@ -1,14 +1,16 @@
 """Ready-made networks for the example scripts and tests (importable in actor processes too)."""
 import math
+from collections.abc import Sequence
 
 import paddle
 import paddle.nn.functional as F
 
 from parl_lite.core.model import Model
 from parl_lite.utils.layers import Linear
+from parl_lite.utils.normalization import ObsNormalizer
 
-__all__ = ["orthogonal_linear", "mlp", "MLPActorCritic", "MLPQNetwork", "MLPActorQ", "NatureCNN", "CompactCNN",
-           "CNNQNetwork", "CNNActorCritic"]
+__all__ = ["orthogonal_linear", "linear", "mlp", "MLPActorCritic", "MLPQNetwork", "MLPActorQ", "NatureCNN",
+           "CompactCNN", "CNNQNetwork", "CNNActorCritic"]
 
 
 def orthogonal_linear(in_dim: int, out_dim: int, gain: float) -> Linear:
@@ -20,17 +22,56 @@ def orthogonal_linear(in_dim: int, out_dim: int, gain: float) -> Linear:
         bias_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.0)))
 
 
-def mlp(in_dim: int, hidden: int, out_dim: int) -> paddle.nn.Sequential:
-    """Two hidden ReLU layers of ``hidden`` units (the continuous-control scripts' networks)."""
-    return paddle.nn.Sequential(
-        Linear(in_dim, hidden), paddle.nn.ReLU(),
-        Linear(hidden, hidden), paddle.nn.ReLU(),
-        Linear(hidden, out_dim),
-    )
+_ACTIVATIONS = {"tanh": paddle.nn.Tanh, "relu": paddle.nn.ReLU}
+INITS = ("default", "orthogonal", "torch")
+
+
+def linear(in_dim: int, out_dim: int, init: str = "default", gain: float = 1.0) -> Linear:
+    """A linear layer initialised as ``init`` says: ``"default"`` (paddle's: Xavier-uniform
+    weights, zero bias), ``"orthogonal"`` (orthogonal weights scaled by ``gain``, zero bias: the
+    usual actor-critic initialisation, SB3's ``ortho_init=True``) or ``"torch"`` (torch's default,
+    which SB3 keeps with ``ortho_init=False`` and for its off-policy networks: weights and bias
+    uniform in ``±1/sqrt(in_dim)``)."""
+    if init == "orthogonal":
+        return orthogonal_linear(in_dim, out_dim, gain)
+    if init == "torch":
+        bound = 1.0 / math.sqrt(in_dim)
+        uniform = {"weight_attr": paddle.ParamAttr(initializer=paddle.nn.initializer.Uniform(-bound, bound)),
+                   "bias_attr": paddle.ParamAttr(initializer=paddle.nn.initializer.Uniform(-bound, bound))}
+        return Linear(in_dim, out_dim, **uniform)
+    if init != "default":
+        raise ValueError(f"init must be one of {INITS}, got {init!r}")
+    return Linear(in_dim, out_dim)
+
+
+def _arch(name: str, arch: "int | Sequence[int]") -> list[int]:
+    sizes = [arch] if isinstance(arch, int) else list(arch)
+    if not sizes or not all(isinstance(size, int) and not isinstance(size, bool) and size > 0 for size in sizes):
+        raise ValueError(f"{name} must be a positive number of units or a list of them, got {arch!r}")
+    return sizes
+
+
+def _activation(name: str) -> type[paddle.nn.Layer]:
+    if name not in _ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {name!r}")
+    return _ACTIVATIONS[name]
+
+
+def mlp(in_dim: int, hidden: "int | Sequence[int]", out_dim: int, activation: str = "relu",
+        init: str = "default") -> paddle.nn.Sequential:
+    """Hidden layers of ``hidden`` units each (an int: two such layers; a list: one layer per
+    entry, e.g. TD3's ``[400, 300]``), ``activation`` after each, then a linear output."""
+    sizes = [hidden, hidden] if isinstance(hidden, int) else _arch("net_arch", hidden)
+    layers: list[paddle.nn.Layer] = []
+    for size in sizes:
+        layers += [linear(in_dim, size, init), _activation(activation)()]
+        in_dim = size
+    return paddle.nn.Sequential(*layers, linear(in_dim, out_dim, init))
 
 
 class MLPActorCritic(Model):
-    """Two-layer tanh MLPs for the policy and the value (SB3's ``MlpPolicy``).
+    """MLPs for the policy and the value (SB3's ``MlpPolicy``): by default two tanh layers of 64
+    units each, orthogonally initialised.
 
     ``policy(obs)`` returns logits, or ``(mean, std)`` with a state-independent ``std =
     exp(log_std)`` when ``continuous`` (PARL's PPO convention); ``value(obs)`` returns ``[batch, 1]``.
@@ -38,35 +79,65 @@ class MLPActorCritic(Model):
     Args:
         obs_dim: observation size.
         act_dim: number of actions (discrete) or action dimensions (continuous).
-        hidden: units per hidden layer.
+        hidden: units per hidden layer (two layers), unless ``pi_arch`` / ``vf_arch`` say otherwise.
         continuous: Gaussian policy instead of categorical.
-        shared: policy and value heads on one trunk instead of two MLPs.
+        shared: policy and value heads on one trunk (the policy's) instead of two MLPs.
+        pi_arch, vf_arch: units of each hidden layer of the policy and of the value (SB3's
+            ``net_arch=dict(pi=..., vf=...)``).
+        activation: ``"tanh"`` or ``"relu"`` (SB3's ``activation_fn``).
+        ortho_init: orthogonal initialisation (gains sqrt(2), 0.01 for the policy's output, 1 for
+            the value's); False: torch's default, as SB3 with ``ortho_init=False``.
+        log_std_init: the initial log standard deviation of a continuous policy.
+        normalize_obs: standardise observations by running statistics first (an
+            :class:`parl_lite.utils.normalization.ObsNormalizer`, updated by the training loop).
     """
 
     def __init__(self, obs_dim: int, act_dim: int, hidden: int = 64, continuous: bool = False,
-                 shared: bool = False) -> None:
+                 shared: bool = False, *, pi_arch: "Sequence[int] | None" = None,
+                 vf_arch: "Sequence[int] | None" = None, activation: str = "tanh", ortho_init: bool = True,
+                 log_std_init: float = 0.0, normalize_obs: bool = False) -> None:
         super().__init__()
         self.continuous, self.shared = continuous, shared
-        self.pi1 = orthogonal_linear(obs_dim, hidden, math.sqrt(2))
-        self.pi2 = orthogonal_linear(hidden, hidden, math.sqrt(2))
-        self.pi_out = orthogonal_linear(hidden, act_dim, 0.01)
+        self._activation = _activation(activation)()
+        init = "orthogonal" if ortho_init else "torch"
+        self._pi = self._layers("pi", obs_dim, _arch("pi_arch", pi_arch or [hidden, hidden]), init)
+        self.pi_out = linear(self._width("pi", obs_dim), act_dim, init, 0.01)
         if not shared:
-            self.vf1 = orthogonal_linear(obs_dim, hidden, math.sqrt(2))
-            self.vf2 = orthogonal_linear(hidden, hidden, math.sqrt(2))
-        self.vf_out = orthogonal_linear(hidden, 1, 1.0)
+            self._vf = self._layers("vf", obs_dim, _arch("vf_arch", vf_arch or [hidden, hidden]), init)
+        self.vf_out = linear(self._width("pi" if shared else "vf", obs_dim), 1, init, 1.0)
         if continuous:
-            self.log_std = self.create_parameter([act_dim], default_initializer=paddle.nn.initializer.Constant(0.0))
+            self.log_std = self.create_parameter(
+                [act_dim], default_initializer=paddle.nn.initializer.Constant(float(log_std_init)))
+        self.obs_normalizer = ObsNormalizer(obs_dim) if normalize_obs else None
+
+    def _layers(self, prefix: str, in_dim: int, sizes: list[int], init: str) -> list[str]:
+        """Hidden layers ``{prefix}1``, ``{prefix}2``, ... (their names in checkpoints)."""
+        names = []
+        for index, size in enumerate(sizes, start=1):
+            setattr(self, f"{prefix}{index}", linear(in_dim, size, init, math.sqrt(2)))
+            names.append(f"{prefix}{index}")
+            in_dim = size
+        return names
+
+    def _width(self, prefix: str, obs_dim: int) -> int:
+        names = self._pi if prefix == "pi" else self._vf
+        return getattr(self, names[-1]).weight.shape[1] if names else obs_dim
+
+    def _through(self, names: list[str], obs: paddle.Tensor) -> paddle.Tensor:
+        x = self.obs_normalizer(obs) if self.obs_normalizer is not None else obs
+        for name in names:
+            x = self._activation(getattr(self, name)(x))
+        return x
 
     def _trunk(self, obs: paddle.Tensor) -> paddle.Tensor:
-        return F.tanh(self.pi2(F.tanh(self.pi1(obs))))
+        return self._through(self._pi, obs)
 
     def policy(self, obs: paddle.Tensor):
         out = self.pi_out(self._trunk(obs))
         return (out, paddle.exp(self.log_std)) if self.continuous else out
 
     def value(self, obs: paddle.Tensor) -> paddle.Tensor:
-        hidden = self._trunk(obs) if self.shared else F.tanh(self.vf2(F.tanh(self.vf1(obs))))
-        return self.vf_out(hidden)
+        return self.vf_out(self._through(self._pi if self.shared else self._vf, obs))
 
     def forward(self, obs: paddle.Tensor):
         return self.policy(obs)
@@ -93,8 +164,8 @@ class MLPQNetwork(Model):
 
 
 class MLPActorQ(Model):
-    """An actor and one or two Q critics for DDPG, TD3 and SAC, each a two-hidden-layer ReLU
-    :func:`mlp`, with PARL's roles.
+    """An actor and one or two Q critics for DDPG, TD3 and SAC, each an :func:`mlp`, with PARL's
+    roles.
 
     ``policy(obs)`` is ``tanh(actor(obs))`` in [-1, 1], or with ``gaussian`` the pair
     ``(mean, log_std)`` before SAC's tanh squash; ``value(obs, action)`` is ``Q`` ``[batch, 1]``,
@@ -104,30 +175,42 @@ class MLPActorQ(Model):
     Args:
         obs_dim: observation size.
         act_dim: action dimensions.
-        hidden: units per hidden layer.
+        hidden: units per hidden layer (two layers), unless ``net_arch`` says otherwise.
         twin_q: two critics (TD3, SAC) instead of one (DDPG).
         gaussian: a Gaussian policy head (SAC) instead of a deterministic one.
+        net_arch: units of each hidden layer of the actor and of each critic (SB3's ``net_arch``
+            list, e.g. TD3's ``[400, 300]``).
+        activation: ``"relu"`` (SB3's) or ``"tanh"``.
+        init: the layers' initialisation (:func:`linear`; ``"torch"`` is SB3's).
+        normalize_obs: standardise observations by running statistics first (an
+            :class:`parl_lite.utils.normalization.ObsNormalizer`, updated by the training loop).
     """
 
     def __init__(self, obs_dim: int, act_dim: int, hidden: int = 64, twin_q: bool = False,
-                 gaussian: bool = False) -> None:
+                 gaussian: bool = False, *, net_arch: "Sequence[int] | None" = None, activation: str = "relu",
+                 init: str = "default", normalize_obs: bool = False) -> None:
         super().__init__()
         self.twin_q, self.gaussian = twin_q, gaussian
-        self.actor = mlp(obs_dim, hidden, 2 * act_dim if gaussian else act_dim)
+        arch: int | Sequence[int] = hidden if net_arch is None else _arch("net_arch", net_arch)
+        self.actor = mlp(obs_dim, arch, 2 * act_dim if gaussian else act_dim, activation, init)
         if twin_q:
-            self.critic1 = mlp(obs_dim + act_dim, hidden, 1)
-            self.critic2 = mlp(obs_dim + act_dim, hidden, 1)
+            self.critic1 = mlp(obs_dim + act_dim, arch, 1, activation, init)
+            self.critic2 = mlp(obs_dim + act_dim, arch, 1, activation, init)
         else:
-            self.critic = mlp(obs_dim + act_dim, hidden, 1)
+            self.critic = mlp(obs_dim + act_dim, arch, 1, activation, init)
+        self.obs_normalizer = ObsNormalizer(obs_dim) if normalize_obs else None
+
+    def _obs(self, obs: paddle.Tensor) -> paddle.Tensor:
+        return self.obs_normalizer(obs) if self.obs_normalizer is not None else obs
 
     def policy(self, obs: paddle.Tensor):
         if self.gaussian:
-            mean, log_std = self.actor(obs).chunk(2, axis=-1)
+            mean, log_std = self.actor(self._obs(obs)).chunk(2, axis=-1)
             return mean, log_std
-        return paddle.tanh(self.actor(obs))
+        return paddle.tanh(self.actor(self._obs(obs)))
 
     def value(self, obs: paddle.Tensor, action: paddle.Tensor):
-        obs_action = paddle.concat([obs, action], axis=-1)
+        obs_action = paddle.concat([self._obs(obs), action], axis=-1)
         if self.twin_q:
             return self.critic1(obs_action), self.critic2(obs_action)
         return self.critic(obs_action)

@@ -8,7 +8,7 @@
 Prints ONE JSON line.
 
 ``--mode threshold``: for each seed, each algorithm runs its script (``scripts/examples/train_*.py`` on
-CartPole-v1 to an evaluation mean of 475, ``scripts/examples/*_pendulum.py`` on Pendulum-v1 to -200; greedy
+CartPole-v1 to an evaluation mean of 475, ``scripts/examples/train_{sac,td3,ddpg}.py`` on Pendulum-v1 to -200; greedy
 10-episode evaluations every ``eval_every`` steps) and then, when ``stable-baselines3`` is
 importable, SB3's implementation with RL-Zoo's hyperparameters for the task under the same
 evaluation protocol (same evaluation seeds and frequency, evaluations excluded from the time); the
@@ -55,14 +55,14 @@ class ThresholdRun:
 
 
 CARTPOLE_EVAL_SEEDS = (10_000, 100)  # parl_lite.train's default eval_seed
-PENDULUM_EVAL_SEEDS = (10_000_000, 1000)  # the *_pendulum.py scripts' eval_seed
+PENDULUM_EVAL_SEEDS = (10_000_000, 1000)  # the train_{sac,td3,ddpg}.py scripts' eval_seed
 THRESHOLD_RUNS = {
     "PPO": ThresholdRun("train_ppo.py", "CartPole-v1", 2_560, 475.0, 100_000, *CARTPOLE_EVAL_SEEDS),
     "A2C": ThresholdRun("train_a2c.py", "CartPole-v1", 5_000, 475.0, 500_000, *CARTPOLE_EVAL_SEEDS),
     "DQN": ThresholdRun("train_dqn.py", "CartPole-v1", 4_096, 475.0, 100_000, *CARTPOLE_EVAL_SEEDS),
-    "DDPG": ThresholdRun("ddpg_pendulum.py", "Pendulum-v1", 500, -200.0, 30_000, *PENDULUM_EVAL_SEEDS),
-    "TD3": ThresholdRun("td3_pendulum.py", "Pendulum-v1", 500, -200.0, 30_000, *PENDULUM_EVAL_SEEDS),
-    "SAC": ThresholdRun("sac_pendulum.py", "Pendulum-v1", 500, -200.0, 30_000, *PENDULUM_EVAL_SEEDS),
+    "DDPG": ThresholdRun("train_ddpg.py", "Pendulum-v1", 500, -200.0, 30_000, *PENDULUM_EVAL_SEEDS),
+    "TD3": ThresholdRun("train_td3.py", "Pendulum-v1", 500, -200.0, 30_000, *PENDULUM_EVAL_SEEDS),
+    "SAC": ThresholdRun("train_sac.py", "Pendulum-v1", 500, -200.0, 30_000, *PENDULUM_EVAL_SEEDS),
 }
 
 
