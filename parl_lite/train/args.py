@@ -11,7 +11,7 @@ stays the base class's::
 """
 import argparse
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_hints
 
 if TYPE_CHECKING:
@@ -152,12 +152,10 @@ def parse_args(cls: type[ArgsT], description: str | None = None, argv: Sequence[
                 parser.add_argument(option, dest=field.name, action="store_true", default=field.default,
                                     help=help_text)
             continue
-        if kind is tuple:
-            kind, default = _positive_ints, ",".join(map(str, field.default))
-        else:
-            default = field.default
-        shown = "" if default is None else f" (default: {default})"
-        parser.add_argument(option, dest=field.name, type=kind, default=field.default,
+        convert: Callable[[str], Any] = _positive_ints if kind is tuple else kind
+        default: Any = field.default
+        shown = "" if default is None else f" (default: {','.join(map(str, default)) if kind is tuple else default})"
+        parser.add_argument(option, dest=field.name, type=convert, default=default,
                             choices=metadata.get("choices"), help=help_text + shown)
     fields = {field.name: field for field in dataclasses.fields(cls)}
     if "env" in fields:
@@ -216,10 +214,8 @@ def _positive_ints(text: str) -> tuple[int, ...]:
 
 
 def _base_type(hint: Any) -> type:
-    """``int | None`` (or ``Optional[int]``) -> int; ``tuple[int, ...]`` -> tuple."""
-    if get_origin(hint) is tuple:
-        return tuple
-    if get_origin(hint) is None:
-        return hint
-    arguments = [a for a in get_args(hint) if a is not type(None)]
-    return arguments[0] if arguments else hint
+    """``int | None`` (or ``Optional[int]``) -> int; ``tuple[int, ...]`` (or ``... | None``) -> tuple."""
+    if get_origin(hint) is not None and get_origin(hint) is not tuple:
+        arguments = [a for a in get_args(hint) if a is not type(None)]
+        hint = arguments[0] if arguments else hint
+    return tuple if get_origin(hint) is tuple else hint
