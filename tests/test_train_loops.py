@@ -286,6 +286,24 @@ def test_resume_refuses_a_replay_memory_capacity_that_cannot_be_allocated_naming
         _dqn_trainer(resume=str(path)).learn(100, progress_bar=False)
 
 
+@pytest.mark.timeout(120)
+def test_a_diverged_run_keeps_its_last_good_checkpoint(tmp_path):
+    """Before, the periodic checkpoint of a run whose weights had turned NaN replaced the last good
+    one with a file that restore refuses."""
+    path = tmp_path / "dqn.h5"
+    trainer = _dqn_trainer(save=str(path))
+    trainer.learn(60, progress_bar=False)
+    good = trainer.agent.get_weights()
+    weight = trainer.agent.alg.model.state_dict()["fc1.weight"]
+    weight.set_value(np.full(weight.shape, np.nan, "float32"))
+    with pytest.raises(ValueError, match=r"DQN checkpoint '.*dqn.h5': model parameter 'fc1.weight' holds nan"):
+        trainer.save_checkpoint(path)
+    resumed = _dqn_trainer(resume=str(path))
+    resumed.learn(60, progress_bar=False)  # nothing more to do: only the restore
+    for name, value in good.items():
+        np.testing.assert_array_equal(resumed.agent.get_weights()[name], value)
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("kind", ["dqn", "memory"])
 def test_a_fifo_in_place_of_a_checkpoint_is_named_without_blocking(tmp_path, kind):

@@ -7,7 +7,7 @@ import numpy as np
 
 from parl_lite.core.agent_base import AgentBase
 from parl_lite.core.algorithm import Algorithm
-from parl_lite.core.model import Model
+from parl_lite.core.model import Model, check_finite_state
 from parl_lite.io import checkpoint
 
 __all__ = ["Agent"]
@@ -85,14 +85,16 @@ class Agent(AgentBase):
         Raises:
             TypeError: ``model`` is not a :class:`parl_lite.Model` (e.g. ``True``: the optimizer
                 state is asked for with ``with_optimizer=True``).
-            ValueError: ``with_optimizer`` together with ``model``.
+            ValueError: ``with_optimizer`` together with ``model``, or a weight (or optimizer
+                accumulator) is NaN or infinite (named; nothing is written, the previous file stays).
         """
         models = self._models_of("save", model)
         if with_optimizer and model is not None:
             raise ValueError("Agent.save: with_optimizer=True saves the optimizers of the whole algorithm; "
                              "leave model=None")
-        checkpoint.save(save_path, models=models, optimizers=self.alg.optimizers() if with_optimizer else {},
-                        owner=type(self))
+        optimizers = self.alg.optimizers() if with_optimizer else {}
+        check_finite_state(f"Agent.save({os.fspath(save_path)!r})", models, optimizers)
+        checkpoint.save(save_path, models=models, optimizers=optimizers, owner=type(self))
 
     def restore(self, save_path: "str | os.PathLike", model: Model | None = None) -> None:
         """Load a checkpoint written by :meth:`save`.

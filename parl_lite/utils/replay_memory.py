@@ -267,12 +267,16 @@ def save_agent_with_memory(agent, path: "str | os.PathLike", memory: ReplayMemor
         path: the checkpoint file.
         memory: the replay memory to store in the ``/replay_memory`` group.
         with_optimizer: also store the optimizers' state (as :meth:`parl_lite.Agent.save`).
-    """
-    from parl_lite.io import checkpoint  # imports paddle
 
-    checkpoint.save(path, models=agent.alg.models(),
-                    optimizers=agent.alg.optimizers() if with_optimizer else {},
-                    owner=type(agent), extra=memory.write_group)
+    Raises:
+        ValueError: a weight or optimizer accumulator is NaN or infinite (named); nothing is written.
+    """
+    from parl_lite.core.model import check_finite_state  # imports paddle
+    from parl_lite.io import checkpoint
+
+    models, optimizers = agent.alg.models(), agent.alg.optimizers() if with_optimizer else {}
+    check_finite_state(f"save_agent_with_memory({os.fspath(path)!r})", models, optimizers)
+    checkpoint.save(path, models=models, optimizers=optimizers, owner=type(agent), extra=memory.write_group)
 
 
 def _shape(name: str, dim: Shape) -> tuple[int, ...]:
