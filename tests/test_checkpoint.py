@@ -272,3 +272,48 @@ def test_save_agent_with_memory_refuses_weights_that_are_not_finite(tmp_path):
         save_agent_with_memory(agent, tmp_path / "a.h5", ReplayMemory(4, 4, 0))
     assert list(tmp_path.iterdir()) == []
 
+
+def _dqn_agent(seed: int = 0) -> parl_lite.Agent:
+    from parl_lite.algorithms import DQN
+
+    paddle.seed(seed)
+    return parl_lite.Agent(DQN(CartpoleModel(), gamma=0.9, lr=1e-3))
+
+
+def test_restore_refuses_a_checkpoint_of_other_models_naming_what_is_extra_and_missing(tmp_path):
+    """Before, a DQN checkpoint restored into a PolicyGradient agent ignored its target_model."""
+    dqn = _dqn_agent()
+    dqn.save(tmp_path / "dqn.h5", with_optimizer=True)
+    pg = make_agent(1)
+    before = pg.get_weights()
+    with pytest.raises(parl_lite.CheckpointError, match=r"holds model\(s\) \['model', 'target_model'\], the "
+                                                        r"algorithm has \['model'\]: extra in the file "
+                                                        r"\['target_model'\], missing from it \[\]"):
+        pg.restore(tmp_path / "dqn.h5")
+    _assert_same_weights(before, pg.get_weights(), rtol=0, atol=0)
+    make_agent(2).save(tmp_path / "pg.h5")
+    with pytest.raises(parl_lite.CheckpointError, match=r"extra in the file \[\], missing from it \['target_model'\]"):
+        _dqn_agent(3).restore(tmp_path / "pg.h5")
+
+
+def test_a_partial_restore_loads_the_models_both_have(tmp_path):
+    dqn = _dqn_agent()
+    dqn.learn(*fixed_batch()[:2], np.ones(16, "float32"), fixed_batch()[0], np.zeros(16, bool))
+    dqn.save(tmp_path / "dqn.h5", with_optimizer=True)
+    pg = make_agent(1)
+    pg.restore(tmp_path / "dqn.h5", strict=False)  # model and its optimizer; target_model ignored
+    _assert_same_weights(dqn.get_weights(), pg.get_weights(), rtol=0, atol=0)
+    pg.save(tmp_path / "pg_again.h5", with_optimizer=True)
+    with h5py.File(tmp_path / "dqn.h5", "r") as saved, h5py.File(tmp_path / "pg_again.h5", "r") as again:
+        moments = list(again["optimizers/optimizer/model/fc1.weight"])
+        assert "moment1_0" in moments
+        for name in moments:
+            np.testing.assert_array_equal(again[f"optimizers/optimizer/model/fc1.weight/{name}"][()],
+                                          saved[f"optimizers/optimizer/model/fc1.weight/{name}"][()])
+
+    make_agent(2).save(tmp_path / "pg.h5")
+    other = _dqn_agent(3)
+    target_before = other.alg.target_model.get_weights()
+    other.restore(tmp_path / "pg.h5", strict=False)
+    _assert_same_weights(make_agent(2).get_weights(), other.get_weights(), rtol=0, atol=0)
+    _assert_same_weights(target_before, other.alg.target_model.get_weights(), rtol=0, atol=0)  # left as it was
