@@ -478,3 +478,15 @@ def test_save_inference_model_names_what_is_wrong(tmp_path, shapes, dtypes, mode
     with pytest.raises(ValueError, match=message):
         parl_lite.Agent(algorithm).save_inference_model(str(tmp_path / "m"), shapes, dtypes, chosen)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("prefix", ["", ".", "..", "out/", "out/.", "out/.."])
+def test_save_inference_model_names_a_save_path_that_is_no_file_prefix(tmp_path, monkeypatch, prefix):
+    """Before, save_inference_model("") failed with pathlib's "PosixPath('.') has an empty name"."""
+    monkeypatch.chdir(tmp_path)
+    algorithm = parl_lite.Algorithm(ActorCritic())
+    with pytest.raises(ValueError, match=f"save_path {prefix!r} names no file; give a path prefix such as"):
+        parl_lite.Agent(algorithm).save_inference_model(prefix, [[None, 3]], ["float32"], algorithm.model.actor_model)
+    with pytest.raises(TypeError, match="save_path must be a path prefix \\(str or os.PathLike\\), got NoneType"):
+        parl_lite.Agent(algorithm).save_inference_model(None, [[None, 3]], ["float32"], algorithm.model.actor_model)
+    assert list(tmp_path.iterdir()) == []
