@@ -43,9 +43,11 @@ _SHAPES: dict[str, Callable[[tuple[int, ...]], bool]] = {
     "[N] (discrete) or [N, act_dim] (continuous)": lambda shape: len(shape) in (1, 2),
 }
 _KIND_NAMES = {"f": "floating point", "i": "integer", "u": "unsigned integer", "b": "bool"}
-_TENSOR_KINDS = {paddle.float32: "f", paddle.float64: "f", paddle.float16: "f", paddle.bfloat16: "f",
-                 paddle.int64: "i", paddle.int32: "i", paddle.int16: "i", paddle.int8: "i", paddle.uint8: "u",
-                 paddle.bool: "b"}
+# a tensor's dtype -> (its numpy kind, whether it is float32)
+_TENSOR_KINDS = {paddle.float32: ("f", True), paddle.float64: ("f", False), paddle.float16: ("f", False),
+                 paddle.bfloat16: ("f", False), paddle.int64: ("i", False), paddle.int32: ("i", False),
+                 paddle.int16: ("i", False), paddle.int8: ("i", False), paddle.uint8: ("u", False),
+                 paddle.bool: ("b", False)}
 
 
 @dataclass(frozen=True)
@@ -145,9 +147,9 @@ def _checked(owner: str, name: str, value: Any, spec: ArrayInput, rows: list[tup
 def _checked_array(owner: str, name: str, value: Any, spec: ArrayInput, rows: list[tuple[str, int]]) -> Any:
     label = f"{owner}.learn: {name}"
     if isinstance(value, np.ndarray):
-        kind = value.dtype.kind
+        kind, is_float32 = value.dtype.kind, value.dtype == np.float32
     elif isinstance(value, paddle.Tensor):
-        kind = _TENSOR_KINDS.get(value.dtype, "?")
+        kind, is_float32 = _TENSOR_KINDS.get(value.dtype, ("?", False))
     else:
         raise TypeError(f"{label} must be a numpy array or a paddle tensor of {spec.what}, got "
                         f"{type(value).__name__}")
@@ -158,20 +160,15 @@ def _checked_array(owner: str, name: str, value: Any, spec: ArrayInput, rows: li
     if not _SHAPES[spec.shape](shape):
         raise ValueError(f"{label} has shape {list(shape)}; {spec.what} must be {spec.shape}, N the batch size")
     _check_rows(label, name, shape[0], rows)
-    if spec.as_float:
-        value = value.astype(np.float32, copy=False) if isinstance(value, np.ndarray) else \
-            value if value.dtype == paddle.float32 else value.astype("float32")
-    values = None
-    if kind == "f":  # integers and bools are finite
-        values = _host(value)
-        _check_finite(label, values)
-    if spec.binary and kind != "b":
-        values = _host(value) if values is None else values
-        flags = (values == 0) | (values == 1)
-        if not flags.all():
-            row = _first(~flags)
-            raise ValueError(f"{label} holds {values.reshape(-1)[row]} (row {row // _row_size(values)}); "
-                             f"{spec.what} must be 0 or 1 (or bool)")
+    if spec.as_float and not is_float32:
+        value = value.astype(np.float32) if isinstance(value, np.ndarray) else value.astype("float32")
+    check_binary = spec.binary and kind != "b"
+    if kind == "f" or check_binary:  # the values are read: integers and bools are finite, bools are flags
+        values = value if isinstance(value, np.ndarray) else value.numpy()
+        if kind == "f":
+            _check_finite(label, values)
+        if check_binary:
+            _check_binary(label, values, spec.what)
     return value
 
 
@@ -184,6 +181,14 @@ def _check_rows(label: str, name: str, count: int, rows: list[tuple[str, int]]) 
         first, expected = rows[0]
         raise ValueError(f"{label} has {count} rows but {first} has {expected}: every array of a batch must have "
                          "the same leading size (nothing is broadcast)")
+
+
+def _check_binary(label: str, values: np.ndarray, what: str) -> None:
+    flags = (values == 0) | (values == 1)
+    if not flags.all():
+        row = _first(~flags)
+        raise ValueError(f"{label} holds {values.reshape(-1)[row]} (row {row // _row_size(values)}); {what} must be "
+                         "0 or 1 (or bool)")
 
 
 def _check_finite(label: str, values: np.ndarray) -> None:
