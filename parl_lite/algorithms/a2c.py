@@ -90,7 +90,7 @@ class A2C(ActorCriticAlgorithm):
 
         Raises:
             TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`);
-                nothing is updated.
+                no update is made.
         """
         if self.normalize_advantages and len(advantages) > 1:
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)

@@ -63,7 +63,7 @@ class DDPG(SoftTargetActorCritic):
 
         Raises:
             TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`),
-                e.g. ``action`` is not ``[N, act_dim]``; nothing is updated.
+                e.g. ``action`` is not ``[N, act_dim]``; no update is made.
         """
         critic_loss = self._learn_critic(obs, action, column(reward), next_obs, column(terminal))
         actor_loss = self._learn_actor(obs)

@@ -74,7 +74,7 @@ class DQN(Algorithm):
 
         Raises:
             TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`);
-                nothing is updated.
+                no update is made.
         """
         with paddle.no_grad():
             target = column(reward) + self.gamma * (1.0 - column(terminal)) * self._next_value(next_obs)

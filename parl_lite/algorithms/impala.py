@@ -115,7 +115,7 @@ class IMPALA(ActorCriticAlgorithm):
             ValueError: the number of rows is not a multiple of ``sample_batch_steps``, or
                 ``behaviour_logits`` differ in shape from the policy's output.
             TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`);
-                nothing is updated.
+                no update is made.
         """
         steps = self.sample_batch_steps
         if obs.shape[0] % steps:

@@ -58,7 +58,7 @@ class PolicyGradient(Algorithm):
 
         Raises:
             TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`);
-                nothing is updated.
+                no update is made.
         """
         probs = self.model(obs)
         check_action_indices(type(self).__name__, "action", action, probs.shape[-1])

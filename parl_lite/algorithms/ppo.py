@@ -86,7 +86,7 @@ class PPO(ActorCriticAlgorithm):
 
         Raises:
             TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`);
-                nothing is updated.
+                no update is made.
         """
         dist = self.distribution(batch_obs)
         action_log_probs = self.checked_log_prob(dist, batch_action, "batch_action")

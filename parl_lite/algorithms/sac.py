@@ -121,7 +121,7 @@ class SAC(SoftTargetActorCritic):
 
         Raises:
             TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`),
-                e.g. ``action`` is not ``[N, act_dim]``; nothing is updated.
+                e.g. ``action`` is not ``[N, act_dim]``; no update is made.
         """
         alpha = self.temperature.log_alpha.exp().detach()
         critic_loss = self._learn_critic(obs, action, column(reward), next_obs, column(terminal), alpha)

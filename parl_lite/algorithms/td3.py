@@ -74,7 +74,7 @@ class TD3(SoftTargetActorCritic):
 
         Raises:
             TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`),
-                e.g. ``action`` is not ``[N, act_dim]``; nothing is updated.
+                e.g. ``action`` is not ``[N, act_dim]``; no update is made.
         """
         critic_loss = self._learn_critic(obs, action, column(reward), next_obs, column(terminal))
         self.total_it += 1

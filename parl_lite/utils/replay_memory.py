@@ -316,6 +316,8 @@ def _is_int(value) -> bool:
 
 def _number(name: str, value) -> float:
     """``value`` as a float when it is one real number (a Python or numpy scalar, or an array of one)."""
+    if type(value) in (float, int) or isinstance(value, (np.floating, np.integer)):  # the usual ones, at once
+        return float(value)
     array = np.asarray(value)
     if array.size != 1 or array.dtype.kind not in "fiub":
         raise ValueError(f"{name} must be a number, got {type(value).__name__} {value!r}")
@@ -324,6 +326,8 @@ def _number(name: str, value) -> float:
 
 def _flag(name: str, value) -> bool:
     """``value`` as a bool when it is a bool, or a number that is 0 or 1."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
     array = np.asarray(value)
     if array.size != 1 or array.dtype.kind not in "biuf" or array.reshape(-1)[0] not in (0, 1):
         raise ValueError(f"{name} must be a bool (or 0/1), got {type(value).__name__} {value!r}")
