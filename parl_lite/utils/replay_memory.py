@@ -21,6 +21,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypeGuard
 
 import h5py
 import numpy as np
@@ -310,7 +311,7 @@ def _shape(name: str, dim: Shape) -> tuple[int, ...]:
     return tuple(int(size) for size in shape)
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> TypeGuard[int | np.integer]:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
