@@ -239,12 +239,12 @@ def check_action_indices(owner: str, name: str, actions: Any, num_actions: int, 
         whole = values == np.floor(values)
         if not whole.all():
             row = _first(~whole)
-            raise ValueError(f"{label} holds {values[row]} (row {row}); discrete actions must be whole numbers "
+            raise ValueError(f"{label} holds {values[row]:.7g} (row {row}); discrete actions must be whole numbers "
                              "(a float action would be truncated)")
     low, high = values.min(), values.max()
     if low < 0 or high >= num_actions:
         row = _first((values < 0) | (values >= num_actions))
-        raise ValueError(f"{label} holds {values[row]} (row {row}); the policy has {num_actions} actions, so "
+        raise ValueError(f"{label} holds {values[row]} (row {row}); the model gives {num_actions} actions, so "
                          f"actions must be in [0, {num_actions - 1}]")
 
 
