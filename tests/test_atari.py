@@ -195,6 +195,10 @@ def test_convolutional_models_take_uint8_frames_and_learn_in_one_pass():
     before = q.get_weights()
     dqn.learn(obs, np.arange(6), np.ones(6, np.float32), obs, np.zeros(6, bool))
     assert any(not np.array_equal(before[name], value) for name, value in q.get_weights().items())
+    seen = []
+    q.register_forward_pre_hook(lambda layer, inputs: seen.append(inputs[0].dtype))
+    dqn.learn(obs, np.arange(6), np.ones(6, np.float32), obs, np.zeros(6, bool))
+    assert set(seen) == {paddle.uint8}  # a quarter of float32's bytes until the first convolution
     model = CNNActorCritic((4, 42, 42), 6, torso="compact")
     logits, value = model.policy_and_value(paddle.to_tensor(obs[:, :, :42, :42]))
     assert logits.shape == [6, 6] and value.shape == [6, 1]

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+import paddle
 import pytest
 
 import parl_lite
 from parl_lite.io.datasets import write_dataset
-from core_models import NormModel, SharedActorCritic, fixed_batch, make_agent
+from core_models import CartpoleModel, NormModel, SharedActorCritic, fixed_batch, make_agent
 
 TESTS = Path(__file__).parent
 
@@ -220,3 +221,99 @@ def test_checkpoint_of_another_model_class_is_refused(tmp_path):
     make_agent(0).save(tmp_path / "a.h5")
     with pytest.raises(parl_lite.CheckpointError, match="missing parameters"):
         make_agent(0, model_cls=NormModel).restore(tmp_path / "a.h5")
+
+
+def _set_value(tensor, index: int, value: float) -> None:
+    values = tensor.numpy()
+    values.flat[index] = value
+    tensor.set_value(values)
+
+
+def test_save_refuses_weights_that_are_not_finite_and_the_previous_checkpoint_stays(tmp_path):
+    """Before, a diverged agent's NaN weights were written, and restore refused the file: the run's
+    last good checkpoint was gone and nothing said so."""
+    agent = make_agent(0)
+    agent.learn(*fixed_batch())
+    path = tmp_path / "a.h5"
+    agent.save(path, with_optimizer=True)
+    good = agent.get_weights()
+    _set_value(agent.alg.model.state_dict()["fc2.bias"], 1, np.inf)
+    with pytest.raises(ValueError, match=r"Agent.save\('.*a.h5'\): model parameter 'fc2.bias' holds inf \(1 of 2 "
+                                         r"values are not finite\), so nothing was written and the previous file stays"):
+        agent.save(path, with_optimizer=True)
+    with pytest.raises(ValueError, match="model parameter 'fc2.bias' holds inf"):
+        agent.save(tmp_path / "b.h5", agent.alg.model)  # PARL's model argument
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.h5"]
+    fresh = make_agent(1)
+    fresh.restore(path)
+    _assert_same_weights(good, fresh.get_weights(), rtol=0, atol=0)
+
+
+def test_save_refuses_optimizer_state_that_is_not_finite_naming_the_parameter(tmp_path):
+    """An overflowing second moment (inf) with finite weights made a checkpoint restore refused."""
+    agent = make_agent(0)
+    agent.learn(*fixed_batch())
+    moment = next(key for key in agent.alg.optimizer.state_dict() if key.endswith("moment2_0"))
+    _set_value(agent.alg.optimizer.state_dict()[moment], 0, np.inf)
+    agent.save(tmp_path / "weights.h5")  # the weights alone are finite: written
+    with pytest.raises(ValueError, match=r"optimizer 'optimizer' accumulator 'moment2_0' of model parameter "
+                                         r"'fc\d\.(weight|bias)' holds inf"):
+        agent.save(tmp_path / "a.h5", with_optimizer=True)
+    assert not (tmp_path / "a.h5").exists()
+
+
+def test_save_agent_with_memory_refuses_weights_that_are_not_finite(tmp_path):
+    from parl_lite.utils.replay_memory import ReplayMemory, save_agent_with_memory
+
+    agent = make_agent(0)
+    _set_value(agent.alg.model.state_dict()["fc1.weight"], 5, np.nan)
+    with pytest.raises(ValueError, match=r"save_agent_with_memory\('.*a.h5'\): model parameter 'fc1.weight' holds "
+                                         r"nan"):
+        save_agent_with_memory(agent, tmp_path / "a.h5", ReplayMemory(4, 4, 0))
+    assert list(tmp_path.iterdir()) == []
+
+
+def _dqn_agent(seed: int = 0) -> parl_lite.Agent:
+    from parl_lite.algorithms import DQN
+
+    paddle.seed(seed)
+    return parl_lite.Agent(DQN(CartpoleModel(), gamma=0.9, lr=1e-3))
+
+
+def test_restore_refuses_a_checkpoint_of_other_models_naming_what_is_extra_and_missing(tmp_path):
+    """Before, a DQN checkpoint restored into a PolicyGradient agent ignored its target_model."""
+    dqn = _dqn_agent()
+    dqn.save(tmp_path / "dqn.h5", with_optimizer=True)
+    pg = make_agent(1)
+    before = pg.get_weights()
+    with pytest.raises(parl_lite.CheckpointError, match=r"holds model\(s\) \['model', 'target_model'\], the "
+                                                        r"algorithm has \['model'\]: extra in the file "
+                                                        r"\['target_model'\], missing from it \[\]"):
+        pg.restore(tmp_path / "dqn.h5")
+    _assert_same_weights(before, pg.get_weights(), rtol=0, atol=0)
+    make_agent(2).save(tmp_path / "pg.h5")
+    with pytest.raises(parl_lite.CheckpointError, match=r"extra in the file \[\], missing from it \['target_model'\]"):
+        _dqn_agent(3).restore(tmp_path / "pg.h5")
+
+
+def test_a_partial_restore_loads_the_models_both_have(tmp_path):
+    dqn = _dqn_agent()
+    dqn.learn(*fixed_batch()[:2], np.ones(16, "float32"), fixed_batch()[0], np.zeros(16, bool))
+    dqn.save(tmp_path / "dqn.h5", with_optimizer=True)
+    pg = make_agent(1)
+    pg.restore(tmp_path / "dqn.h5", strict=False)  # model and its optimizer; target_model ignored
+    _assert_same_weights(dqn.get_weights(), pg.get_weights(), rtol=0, atol=0)
+    pg.save(tmp_path / "pg_again.h5", with_optimizer=True)
+    with h5py.File(tmp_path / "dqn.h5", "r") as saved, h5py.File(tmp_path / "pg_again.h5", "r") as again:
+        moments = list(again["optimizers/optimizer/model/fc1.weight"])
+        assert "moment1_0" in moments
+        for name in moments:
+            np.testing.assert_array_equal(again[f"optimizers/optimizer/model/fc1.weight/{name}"][()],
+                                          saved[f"optimizers/optimizer/model/fc1.weight/{name}"][()])
+
+    make_agent(2).save(tmp_path / "pg.h5")
+    other = _dqn_agent(3)
+    target_before = other.alg.target_model.get_weights()
+    other.restore(tmp_path / "pg.h5", strict=False)
+    _assert_same_weights(make_agent(2).get_weights(), other.get_weights(), rtol=0, atol=0)
+    _assert_same_weights(target_before, other.alg.target_model.get_weights(), rtol=0, atol=0)  # left as it was

@@ -105,6 +105,180 @@ def test_learn_takes_parls_arrays_positionally_or_by_keyword_as_numpy_or_paddle(
             np.testing.assert_allclose(value, reference_weights[key], rtol=1e-6, atol=1e-7, err_msg=f"{call}: {key}")
 
 
+# ---------------------------------------------------------------- learn refuses what does not fit, naming it
+DISCRETE = ("A2C", "DDQN", "DQN", "IMPALA", "PPO", "PolicyGradient")
+CONTINUOUS = ("DDPG", "SAC", "TD3")
+ACTION_KEY = {"PPO": "batch_action", "A2C": "actions", "IMPALA": "actions"}  # the others: "action"
+TERMINAL_KEY = {"IMPALA": "dones"}  # the others: "terminal"
+OBS_KEYS = ("obs", "next_obs", "batch_obs")
+
+
+def _weights_of(algorithm):
+    return {role: model.get_weights() for role, model in algorithm.models().items()}
+
+
+def _assert_refused(name: str, change, error: type, match: str, tensors: bool = False):
+    """``learn`` on the case's batch, changed by ``change(batch)``, raises ``error`` matching ``match``
+    and updates nothing."""
+    make, batch_of = CASES[name]
+    algorithm = make()
+    batch = batch_of()
+    change(batch)
+    before = _weights_of(algorithm)
+    with pytest.raises(error, match=match):
+        algorithm.learn(**(_as_tensors(batch) if tensors else batch))
+    for role, weights in _weights_of(algorithm).items():
+        for key, value in weights.items():
+            np.testing.assert_array_equal(value, before[role][key], err_msg=f"{role}.{key} changed")
+
+
+def _learned(name: str, batch: dict):
+    """(the floats ``learn`` returned, the weights after it) for a fresh algorithm of the case."""
+    paddle.seed(1)
+    algorithm = CASES[name][0]()
+    paddle.seed(2)
+    return _floats(algorithm.learn(**batch)), algorithm.model.get_weights()
+
+
+def _assert_same_update(first, second):
+    np.testing.assert_allclose(first[0], second[0], rtol=1e-6)
+    for key, value in first[1].items():
+        np.testing.assert_allclose(value, second[1][key], rtol=1e-6, atol=1e-7, err_msg=key)
+
+
+@pytest.mark.parametrize("tensors", [False, True], ids=["numpy", "paddle"])
+@pytest.mark.parametrize("bad,message", [(0.5, "must be whole numbers"), (-1, "must be in \\[0, 1\\]"),
+                                         (2, "must be in \\[0, 1\\]")])
+@pytest.mark.parametrize("name", DISCRETE)
+def test_learn_refuses_discrete_actions_that_are_not_action_indices(name, bad, message, tensors):
+    """Before, a float action was truncated, -1 meant the last action and 2 failed inside paddle."""
+    key = ACTION_KEY.get(name, "action")
+
+    def change(batch):
+        batch[key] = batch[key].astype("float64" if isinstance(bad, float) else "int64")
+        batch[key][3] = bad
+
+    _assert_refused(name, change, ValueError, f"{name}.learn: {key} holds {bad}.* \\(row 3\\).*{message}", tensors)
+
+
+@pytest.mark.parametrize("name", DISCRETE)
+def test_learn_takes_discrete_actions_as_whole_floats(name):
+    """PARL's PPO storage keeps discrete actions as float32: whole floats are action indices."""
+    key = ACTION_KEY.get(name, "action")
+    batch = CASES[name][1]()
+    as_floats = dict(batch, **{key: batch[key].astype("float32")})
+    _assert_same_update(_learned(name, batch), _learned(name, as_floats))
+
+
+@pytest.mark.parametrize("tensors", [False, True], ids=["numpy", "paddle"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_learn_refuses_arrays_of_another_batch_size(name, tensors):
+    """Before, next_obs of one row was broadcast over a batch of 3."""
+    for key in CASES[name][1]():
+        def change(batch, key=key):
+            batch[key] = batch[key][:1]
+
+        _assert_refused(name, change, ValueError, f"{name}.learn: .* has (1|{N}) rows but .* has (1|{N}): every "
+                        "array of a batch must have the same leading size", tensors)
+
+
+@pytest.mark.parametrize("name", ("DDPG", "DDQN", "DQN", "IMPALA", "SAC", "TD3"))
+def test_learn_refuses_terminal_flags_other_than_0_or_1(name):
+    """Before, a terminal of 5.0 scaled the bootstrap term."""
+    key = TERMINAL_KEY.get(name, "terminal")
+
+    def change(batch):
+        batch[key] = batch[key].astype("float32")
+        batch[key][2] = 5.0
+
+    _assert_refused(name, change, ValueError, f"{name}.learn: {key} holds 5.0 \\(row 2\\); terminal flags must "
+                    "be 0 or 1")
+    _assert_refused(name, change, ValueError, f"{key} holds 5.0", tensors=True)
+    batch = CASES[name][1]()
+    as_floats = dict(batch, **{key: batch[key].astype("float32")})
+    _assert_same_update(_learned(name, batch), _learned(name, as_floats))  # 0.0 and 1.0 are flags
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_learn_refuses_values_that_are_not_finite_naming_the_array(name, bad):
+    """Before, a NaN reward made every weight NaN without a word."""
+    for key, value in CASES[name][1]().items():
+        if value.dtype.kind != "f":
+            continue
+
+        def change(batch, key=key):
+            batch[key] = batch[key].copy()
+            batch[key].flat[batch[key].size - 1] = bad
+
+        _assert_refused(name, change, ValueError, f"{name}.learn: {key} holds {bad} \\(row {N - 1}\\); learn "
+                        "refuses values that are not finite")
+        _assert_refused(name, change, ValueError, f"{key} holds {bad}", tensors=True)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_learn_names_an_empty_batch_a_batch_without_rows_and_what_is_not_an_array(name):
+    """Before, these failed deep inside paddle."""
+    def empty(batch):
+        batch.update({key: value[:0] for key, value in batch.items()})
+
+    def one_observation(batch):
+        key = next(key for key in batch if key in OBS_KEYS)
+        batch[key] = batch[key][0]
+
+    def listed(batch):
+        key = next(key for key in batch if key in OBS_KEYS)
+        batch[key] = batch[key].tolist()
+
+    _assert_refused(name, empty, ValueError, f"{name}.learn: .* is empty \\(0 rows\\)")
+    _assert_refused(name, one_observation, ValueError, "obs has shape \\[[34]\\]; observations must be "
+                    "\\[N, ...\\], N the batch size")
+    _assert_refused(name, listed, TypeError, "obs must be a numpy array or a paddle tensor of observations, got list")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_learn_takes_integer_observations_as_float32(name):
+    """Before, integer observations failed inside paddle's first layer."""
+    batch = CASES[name][1]()
+    integers = dict(batch, **{key: np.round(value * 3).astype("int64") for key, value in batch.items()
+                              if key in OBS_KEYS})
+    floats = dict(batch, **{key: value.astype("float32") for key, value in integers.items() if key in OBS_KEYS})
+    _assert_same_update(_learned(name, integers), _learned(name, floats))
+
+
+@pytest.mark.parametrize("name,key", [("PPO", "batch_adv"), ("PPO", "batch_return"), ("A2C", "advantages"),
+                                      ("A2C", "target_values")])
+def test_ppo_and_a2c_refuse_a_column_of_per_step_values(name, key):
+    """Before, an [N, 1] column was broadcast against the [N] log-probabilities into [N, N]."""
+    def change(batch):
+        batch[key] = batch[key][:, None]
+
+    _assert_refused(name, change, ValueError, f"{name}.learn: {key} has shape \\[{N}, 1\\]; one value per step "
+                    "must be \\[N\\]")
+
+
+@pytest.mark.parametrize("name", CONTINUOUS)
+def test_continuous_actions_must_have_the_policys_width(name):
+    def narrow(batch):
+        batch["action"] = batch["action"][:, :1]
+
+    def flat(batch):
+        batch["action"] = batch["action"][:, 0]
+
+    _assert_refused(name, narrow, ValueError, f"{name}.learn: action has shape \\[{N}, 1\\]; the policy's "
+                    "actions have 2 dimension\\(s\\), so action must be \\[N, 2\\]")
+    _assert_refused(name, flat, ValueError, f"action has shape \\[{N}\\]; continuous actions must be "
+                    "\\[N, act_dim\\]")
+
+
+def test_impala_refuses_behaviour_logits_of_another_width():
+    def change(batch):
+        batch["behaviour_logits"] = np.concatenate([batch["behaviour_logits"]] * 2, axis=1)
+
+    _assert_refused("IMPALA", change, ValueError, f"behaviour_logits have shape \\[{N}, 4\\]; the policy's "
+                    f"output at obs has \\[{N}, 2\\]")
+
+
 @pytest.mark.parametrize("name,returned", [
     ("PolicyGradient", paddle.Tensor), ("DQN", paddle.Tensor), ("DDQN", paddle.Tensor), ("TD3", paddle.Tensor),
     ("DDPG", ("critic_loss", "actor_loss")), ("SAC", ("critic_loss", "actor_loss")),
@@ -303,4 +477,16 @@ def test_save_inference_model_names_what_is_wrong(tmp_path, shapes, dtypes, mode
     chosen = algorithm.model if model == "whole" else algorithm.model.actor_model
     with pytest.raises(ValueError, match=message):
         parl_lite.Agent(algorithm).save_inference_model(str(tmp_path / "m"), shapes, dtypes, chosen)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("prefix", ["", ".", "..", "out/", "out/.", "out/.."])
+def test_save_inference_model_names_a_save_path_that_is_no_file_prefix(tmp_path, monkeypatch, prefix):
+    """Before, save_inference_model("") failed with pathlib's "PosixPath('.') has an empty name"."""
+    monkeypatch.chdir(tmp_path)
+    algorithm = parl_lite.Algorithm(ActorCritic())
+    with pytest.raises(ValueError, match=f"save_path {prefix!r} names no file; give a path prefix such as"):
+        parl_lite.Agent(algorithm).save_inference_model(prefix, [[None, 3]], ["float32"], algorithm.model.actor_model)
+    with pytest.raises(TypeError, match="save_path must be a path prefix \\(str or os.PathLike\\), got NoneType"):
+        parl_lite.Agent(algorithm).save_inference_model(None, [[None, 3]], ["float32"], algorithm.model.actor_model)
     assert list(tmp_path.iterdir()) == []

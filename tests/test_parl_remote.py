@@ -90,6 +90,14 @@ def test_parl_arguments_parl_lite_cannot_honour_are_refused_by_name():
     assert remote_class(n_gpu=0)(Counter)._original is Counter
     with pytest.raises(TypeError, match="unexpected keyword argument 'xxx'"):
         remote_class(xxx=10)
+    # before, any value was taken for its truth: wait="no" made calls wait
+    for wait in ("no", 0, None, "False"):
+        with pytest.raises(TypeError, match=f"remote_class\\(wait={wait!r}\\): wait must be True .* or False"):
+            remote_class(wait=wait)
+        with pytest.raises(TypeError, match="wait must be True"):
+            remote_class(Counter, wait=wait)
+    with pytest.raises(ValueError, match="max_memory must be a positive number of MB, got -1"):
+        remote_class(max_memory=-1)  # named when given, before a class is decorated
     def func():
         pass
 

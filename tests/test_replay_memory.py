@@ -112,10 +112,34 @@ def test_append_refuses_wrong_shapes(field, kwargs, message):
     assert len(memory) == 0
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(terminal="yes"), "terminal must be a bool \\(or 0/1\\), got str 'yes'"),  # before: stored as True
+    (dict(terminal=5.0), "terminal must be a bool \\(or 0/1\\), got float 5.0"),
+    (dict(terminal=np.array([True, False])), "terminal must be a bool"),
+    (dict(reward="1.5"), "reward must be a number, got str '1.5'"),  # before: stored as 1.5
+    (dict(reward=None), "reward must be a number, got NoneType None"),
+    (dict(reward=np.ones(2)), "reward must be a number"),
+])
+def test_append_refuses_a_reward_or_terminal_flag_of_another_type(kwargs, message):
+    memory = ReplayMemory(10, 3, 1)
+    transition = dict(obs=np.zeros(3), act=np.zeros(1), reward=0.0, next_obs=np.zeros(3), terminal=False)
+    with pytest.raises(ValueError, match=message):
+        memory.append(**dict(transition, **kwargs))
+    assert len(memory) == 0 and memory._next_index == 0
+    memory.append(**dict(transition, reward=np.float32(2.0), terminal=1))  # numpy scalars and 0/1 are fine
+    memory.append(**dict(transition, reward=np.array([3.0]), terminal=np.bool_(False)))
+    np.testing.assert_array_equal(memory.reward[:2], [2.0, 3.0])
+    np.testing.assert_array_equal(memory.terminal[:2], [True, False])
+
+
 @pytest.mark.parametrize("kwargs, name", [
     (dict(max_size=0, obs_dim=3, act_dim=1), "max_size"),
     (dict(max_size=10, obs_dim=-1, act_dim=1), "obs_dim"),
     (dict(max_size=10, obs_dim=3, act_dim=(2, 0)), "act_dim"),
+    (dict(max_size=10, obs_dim=4.0, act_dim=1), "obs_dim"),  # before: 'float' object is not iterable
+    (dict(max_size=10, obs_dim=3, act_dim=1.5), "act_dim"),
+    (dict(max_size=10, obs_dim=True, act_dim=1), "obs_dim"),
+    (dict(max_size=10, obs_dim="3", act_dim=1), "obs_dim"),
 ])
 def test_bad_constructor_arguments_are_named(kwargs, name):
     with pytest.raises(ValueError, match=name):
@@ -255,3 +279,39 @@ def test_format_1_files_load(tmp_path):
     restored = ReplayMemory(8, 3, 1)
     restored.load(path)
     np.testing.assert_array_equal(restored.terminal, memory.terminal)
+
+
+@pytest.mark.parametrize("rng_state, message", [
+    # a PCG64 state whose numbers are text: before, the contents were loaded, then TypeError
+    ('{"bit_generator": "PCG64", "state": {"state": "x", "inc": "y"}, "has_uint32": 0, "uinteger": 0}',
+     "attribute rng_state is not a valid PCG64 state"),
+    ('{"bit_generator": "PCG64"}', "attribute rng_state is not a valid PCG64 state"),
+    ("[1, 2]", "attribute rng_state is a JSON list, not the object of a numpy PCG64 state"),  # before: AttributeError
+    ("[" * 100_000 + "]" * 100_000, "attribute rng_state is not valid JSON: RecursionError"),  # before: RecursionError
+    ("{not json", "attribute rng_state is not valid JSON"),
+    ('{"bit_generator": "MT19937"}', "RNG 'MT19937' differs from 'PCG64'"),
+])
+def test_load_checks_the_rng_state_before_changing_anything(tmp_path, rng_state, message):
+    source = ReplayMemory(8, 3, 1, seed=1)
+    _fill(source, 5)
+    path = tmp_path / "memory.h5"
+    source.save(path)
+    with h5py.File(path, "r+") as file:
+        file["replay_memory"].attrs["rng_state"] = rng_state
+    memory = ReplayMemory(8, 3, 1, seed=2)
+    _fill(memory, 2, start=10)
+    contents = {name: getattr(memory, name).copy() for name in ("obs", "action", "reward", "next_obs", "terminal")}
+    rng = memory.rng.bit_generator.state
+    with pytest.raises(ReplayMemoryError, match=message):
+        memory.load(path)
+    assert len(memory) == 2 and memory.rng.bit_generator.state == rng
+    for name, values in contents.items():
+        np.testing.assert_array_equal(getattr(memory, name), values, err_msg=name)
+
+
+def test_load_refuses_a_replay_memory_that_is_not_a_group(tmp_path):
+    with h5py.File(tmp_path / "m.h5", "w") as file:
+        file.create_dataset("replay_memory", data=np.zeros(3))
+        file["replay_memory"].attrs["format"] = "parl_lite.replay_memory"
+    with pytest.raises(ReplayMemoryError, match="m.h5 holds no parl_lite replay memory"):
+        ReplayMemory(8, 3, 1).load(tmp_path / "m.h5")

@@ -211,6 +211,18 @@ def test_ppo_normalises_a_batch_given_again_once_and_notices_an_in_place_change(
     assert runs[0][2].action_loss != pytest.approx(runs[0][1].action_loss, rel=1e-3)
 
 
+def test_ppo_learns_from_a_minibatch_of_one_row_without_nan():
+    """Before, norm_adv divided by the std of one advantage (NaN) and every weight became NaN."""
+    paddle.seed(0)
+    ppo = PPO(MLPActorCritic(4, 2, 16))
+    batch = {key: value[:1] for key, value in _rollout_batch().items()}
+    before = _weights(ppo.model)
+    losses = ppo.learn(**batch)
+    assert all(np.isfinite(losses))
+    assert all(np.isfinite(value).all() for value in ppo.model.get_weights().values())
+    assert _moved(before, _weights(ppo.model))
+
+
 def test_ppo_sample_predict_and_value_have_parls_shapes():
     paddle.seed(0)
     discrete = PPO(MLPActorCritic(4, 2, 16))

@@ -235,7 +235,8 @@ def test_constructor_arguments_are_recorded_and_export_needs_no_model_kwargs(tmp
     paddle.seed(0)
     model = MLPActorCritic(4, 2, hidden=8)
     assert model.constructor_args() == {"obs_dim": 4, "act_dim": 2, "hidden": 8, "continuous": False,
-                                        "shared": False}
+                                        "shared": False, "pi_arch": None, "vf_arch": None, "activation": "tanh",
+                                        "ortho_init": True, "log_std_init": 0.0, "normalize_obs": False}
     parl_lite.Agent(A2C(model)).save(tmp_path / "a2c.h5")
     done = subprocess.run([sys.executable, "-m", "parl_lite.cli", "export", str(tmp_path / "a2c.h5"),
                            "--input-shape", "None,4", "--output", str(tmp_path / "a2c.onnx")],
@@ -284,6 +285,24 @@ def test_resume_refuses_a_replay_memory_capacity_that_cannot_be_allocated_naming
         file["replay_memory"].attrs["max_size"] = 2**62
     with pytest.raises(parl_lite.CheckpointError, match=r"max_size 4611686018427387904 transitions do not fit"):
         _dqn_trainer(resume=str(path)).learn(100, progress_bar=False)
+
+
+@pytest.mark.timeout(120)
+def test_a_diverged_run_keeps_its_last_good_checkpoint(tmp_path):
+    """Before, the periodic checkpoint of a run whose weights had turned NaN replaced the last good
+    one with a file that restore refuses."""
+    path = tmp_path / "dqn.h5"
+    trainer = _dqn_trainer(save=str(path))
+    trainer.learn(60, progress_bar=False)
+    good = trainer.agent.get_weights()
+    weight = trainer.agent.alg.model.state_dict()["fc1.weight"]
+    weight.set_value(np.full(weight.shape, np.nan, "float32"))
+    with pytest.raises(ValueError, match=r"DQN checkpoint '.*dqn.h5': model parameter 'fc1.weight' holds nan"):
+        trainer.save_checkpoint(path)
+    resumed = _dqn_trainer(resume=str(path))
+    resumed.learn(60, progress_bar=False)  # nothing more to do: only the restore
+    for name, value in good.items():
+        np.testing.assert_array_equal(resumed.agent.get_weights()[name], value)
 
 
 @pytest.mark.timeout(60)

@@ -19,6 +19,7 @@ import paddle.nn.functional as F
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
 from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter, reduction_of
 from parl_lite.algorithms.optimizers import RMSprop
+from parl_lite.core.learn_inputs import ACTIONS, OBSERVATIONS, STEP_VALUES_FLAT, LearnInputs
 from parl_lite.core.model import Model
 from parl_lite.utils.distributions import Categorical
 
@@ -68,6 +69,9 @@ class A2C(ActorCriticAlgorithm):
         else:
             raise ValueError(f"optimizer must be 'adam' or 'rmsprop', got {optimizer!r}")
 
+    learn_inputs = LearnInputs(obs=OBSERVATIONS, actions=ACTIONS, advantages=STEP_VALUES_FLAT,
+                               target_values=STEP_VALUES_FLAT)
+
     def learn(self, obs: paddle.Tensor, actions: paddle.Tensor, advantages: paddle.Tensor,
               target_values: paddle.Tensor, learning_rate: float | None = None,
               entropy_coeff: float | None = None) -> A2CLosses:
@@ -84,11 +88,15 @@ class A2C(ActorCriticAlgorithm):
 
         Returns:
             ``(total_loss, pi_loss, vf_loss, entropy)``, 0-D tensors.
+
+        Raises:
+            TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`);
+                no update is made.
         """
         if self.normalize_advantages and len(advantages) > 1:
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
         dist, values = self.distribution_and_value(obs)
-        pi_loss = -self.reduce(dist.log_prob(actions) * advantages)
+        pi_loss = -self.reduce(self.checked_log_prob(dist, actions, "actions") * advantages)
         vf_loss = 0.5 * self.reduce((values.reshape([-1]) - target_values) ** 2)
         entropy = self.reduce(dist.entropy())
         total_loss = pi_loss + vf_loss * self.vf_loss_coeff + entropy * (

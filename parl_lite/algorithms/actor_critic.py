@@ -10,8 +10,9 @@ is given.
 import paddle
 
 from parl_lite.core.algorithm import Algorithm
+from parl_lite.core.learn_inputs import check_action_indices, check_action_width
 from parl_lite.core.model import Model
-from parl_lite.utils.distributions import Distribution, make_distribution
+from parl_lite.utils.distributions import Categorical, Distribution, make_distribution
 
 __all__ = ["ActorCriticAlgorithm"]
 
@@ -65,6 +66,20 @@ class ActorCriticAlgorithm(Algorithm):
             raise ValueError(f"{type(self).__name__}: continuous_action={self.continuous_action}, so the policy must "
                              f"return {expected}; it returned {type(output).__name__}")
         return make_distribution(output)
+
+    def checked_log_prob(self, dist: Distribution, actions: paddle.Tensor, name: str) -> paddle.Tensor:
+        """``dist.log_prob(actions)`` after checking that ``actions`` (``learn``'s argument ``name``)
+        fit the policy: ``[N]`` indices in ``[0, num_actions)`` for a discrete one, ``[N, act_dim]``
+        for a continuous one.
+
+        Raises:
+            ValueError: they do not (the message names ``name`` and what is wrong).
+        """
+        if isinstance(dist, Categorical):
+            check_action_indices(type(self).__name__, name, actions, dist.logits.shape[-1], column=False)
+        else:
+            check_action_width(type(self).__name__, name, actions, dist.mean.shape[-1])
+        return dist.log_prob(actions)
 
     def value(self, obs: paddle.Tensor) -> paddle.Tensor:
         """``V(obs)``, as the value model returns it (``[batch, 1]``)."""

@@ -15,6 +15,8 @@ import paddle
 import paddle.nn.functional as F
 
 from parl_lite.algorithms.common import ActorCriticLosses, SoftTargetActorCritic, column, frozen
+from parl_lite.core.learn_inputs import (CONTINUOUS_ACTIONS, OBSERVATIONS, STEP_VALUES, TERMINALS, LearnInputs,
+                                         check_action_width)
 from parl_lite.core.model import Model
 
 __all__ = ["DDPG"]
@@ -43,6 +45,9 @@ class DDPG(SoftTargetActorCritic):
         """The deterministic action ``pi(obs)`` in [-1, 1]."""
         return self.model.policy(obs)
 
+    learn_inputs = LearnInputs(obs=OBSERVATIONS, action=CONTINUOUS_ACTIONS, reward=STEP_VALUES, next_obs=OBSERVATIONS,
+                               terminal=TERMINALS)
+
     def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor, next_obs: paddle.Tensor,
               terminal: paddle.Tensor) -> ActorCriticLosses:
         """One critic step, one actor step, one soft target update.
@@ -55,6 +60,10 @@ class DDPG(SoftTargetActorCritic):
 
         Returns:
             ``(critic_loss, actor_loss)``, 0-D tensors.
+
+        Raises:
+            TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`),
+                e.g. ``action`` is not ``[N, act_dim]``; no update is made.
         """
         critic_loss = self._learn_critic(obs, action, column(reward), next_obs, column(terminal))
         actor_loss = self._learn_actor(obs)
@@ -63,7 +72,9 @@ class DDPG(SoftTargetActorCritic):
 
     def _learn_critic(self, obs, action, reward, next_obs, terminal) -> paddle.Tensor:
         with paddle.no_grad():
-            next_q = self.target_model.value(next_obs, self.target_model.policy(next_obs))
+            next_action = self.target_model.policy(next_obs)
+            check_action_width(type(self).__name__, "action", action, next_action.shape[-1])
+            next_q = self.target_model.value(next_obs, next_action)
             target_q = reward + self.gamma * (1.0 - terminal) * next_q
         critic_loss = F.mse_loss(self.model.value(obs, action), target_q)
         self.critic_optimizer.clear_grad()

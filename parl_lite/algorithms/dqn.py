@@ -10,6 +10,8 @@ import paddle.nn.functional as F
 
 from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter, column
 from parl_lite.core.algorithm import Algorithm
+from parl_lite.core.learn_inputs import (DISCRETE_ACTIONS, OBSERVATIONS, STEP_VALUES, TERMINALS, LearnInputs,
+                                         check_action_indices)
 from parl_lite.core.model import Model
 
 __all__ = ["DQN", "DDQN"]
@@ -52,6 +54,9 @@ class DQN(Algorithm):
         """The actions of highest Q-value, ``[batch]`` (exploration belongs to the loop or the agent)."""
         return paddle.argmax(self.model(obs), axis=-1)
 
+    learn_inputs = LearnInputs(obs=OBSERVATIONS, action=DISCRETE_ACTIONS, reward=STEP_VALUES, next_obs=OBSERVATIONS,
+                               terminal=TERMINALS)
+
     def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor, next_obs: paddle.Tensor,
               terminal: paddle.Tensor) -> paddle.Tensor:
         """One Adam step on the loss between ``Q(obs, action)`` and the TD target
@@ -59,17 +64,23 @@ class DQN(Algorithm):
 
         Args:
             obs, next_obs: ``[N, obs_dim]``.
-            action: the actions taken, integers ``[N]`` or ``[N, 1]``.
+            action: the actions taken, whole numbers in ``[0, num_actions)``, ``[N]`` or ``[N, 1]``.
             reward: ``[N]`` or ``[N, 1]``.
             terminal: ``[N]`` or ``[N, 1]``, 1 where the episode truly ended (a time-limit
                 truncation must bootstrap: 0).
 
         Returns:
             The loss, a 0-D tensor.
+
+        Raises:
+            TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`);
+                no update is made.
         """
         with paddle.no_grad():
             target = column(reward) + self.gamma * (1.0 - column(terminal)) * self._next_value(next_obs)
-        q = paddle.take_along_axis(self.model(obs), action.reshape([-1, 1]).astype("int64"), axis=-1)
+        q_values = self.model(obs)
+        check_action_indices(type(self).__name__, "action", action, q_values.shape[-1])
+        q = paddle.take_along_axis(q_values, action.reshape([-1, 1]).astype("int64"), axis=-1)
         loss = self.loss_fn(q, target)
         self.optimizer.clear_grad()
         loss.backward()

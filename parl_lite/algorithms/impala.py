@@ -23,8 +23,9 @@ import paddle
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
 from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter, reduction_of
 from parl_lite.algorithms.vtrace import VTraceReturns, vtrace
+from parl_lite.core.learn_inputs import ACTIONS, OBSERVATIONS, POLICY_OUTPUTS, STEP_VALUES, TERMINALS, LearnInputs
 from parl_lite.core.model import Model
-from parl_lite.utils.distributions import make_distribution
+from parl_lite.utils.distributions import Categorical, Distribution, make_distribution
 
 __all__ = ["IMPALA", "IMPALALosses", "VTraceLoss"]
 
@@ -87,6 +88,9 @@ class IMPALA(ActorCriticAlgorithm):
         clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
         self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), grad_clip=clip)
 
+    learn_inputs = LearnInputs(obs=OBSERVATIONS, actions=ACTIONS, behaviour_logits=POLICY_OUTPUTS, rewards=STEP_VALUES,
+                               dones=TERMINALS)
+
     def learn(self, obs: paddle.Tensor, actions: paddle.Tensor, behaviour_logits: paddle.Tensor,
               rewards: paddle.Tensor, dones: paddle.Tensor, learning_rate: float | None = None,
               entropy_coeff: float | None = None) -> IMPALALosses:
@@ -108,7 +112,10 @@ class IMPALA(ActorCriticAlgorithm):
             ``(vtrace_loss, kl)``: a :class:`VTraceLoss` and the mean ``KL(pi || mu)``.
 
         Raises:
-            ValueError: the number of rows is not a multiple of ``sample_batch_steps``.
+            ValueError: the number of rows is not a multiple of ``sample_batch_steps``, or
+                ``behaviour_logits`` differ in shape from the policy's output.
+            TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`);
+                no update is made.
         """
         steps = self.sample_batch_steps
         if obs.shape[0] % steps:
@@ -125,7 +132,10 @@ class IMPALA(ActorCriticAlgorithm):
         dist, values = self.distribution_and_value(obs)
         values = values.reshape([-1])
         behaviour = make_distribution(behaviour_logits)
-        target_log_probs = dist.log_prob(actions)
+        if _parameters_shape(behaviour) != _parameters_shape(dist):
+            raise ValueError(f"IMPALA.learn: behaviour_logits have shape {_parameters_shape(behaviour)}; the "
+                             f"policy's output at obs has {_parameters_shape(dist)}")
+        target_log_probs = self.checked_log_prob(dist, actions, "actions")
         with paddle.no_grad():
             kl = dist.kl(behaviour).mean()
             all_values = time_major(values)
@@ -153,3 +163,8 @@ class IMPALA(ActorCriticAlgorithm):
         ``[batch, num_actions]``; the agent draws the actions."""
         logits = getattr(self.model, "policy", self.model)(obs)
         return paddle.nn.functional.softmax(logits, axis=-1), logits
+
+
+def _parameters_shape(dist: Distribution) -> list[int]:
+    """The shape of a distribution's parameters: logits, or the mean of a Gaussian."""
+    return list((dist.logits if isinstance(dist, Categorical) else dist.mean).shape)

@@ -3,6 +3,7 @@
 import paddle
 
 from parl_lite.core.algorithm import Algorithm
+from parl_lite.core.learn_inputs import DISCRETE_ACTIONS, OBSERVATIONS, STEP_VALUES, LearnInputs, check_action_indices
 from parl_lite.core.model import Model
 
 __all__ = ["PolicyGradient"]
@@ -41,19 +42,26 @@ class PolicyGradient(Algorithm):
         actions = paddle.multinomial(probs, num_samples=1)
         return actions.squeeze(-1), paddle.log(paddle.take_along_axis(probs, actions, axis=-1).squeeze(-1))
 
+    learn_inputs = LearnInputs(obs=OBSERVATIONS, action=DISCRETE_ACTIONS, reward=STEP_VALUES)
+
     def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor) -> paddle.Tensor:
         """One Adam step on ``-mean(log pi(action|obs) * reward)``.
 
         Args:
             obs: ``[N, obs_dim]``.
-            action: the actions taken, integers ``[N]`` or ``[N, 1]``.
+            action: the actions taken, whole numbers in ``[0, act_dim)``, ``[N]`` or ``[N, 1]``.
             reward: the return ``G`` of each step (e.g. the normalised reward-to-go), ``[N]`` or
                 ``[N, 1]``.
 
         Returns:
             The loss, a 0-D tensor.
+
+        Raises:
+            TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`);
+                no update is made.
         """
         probs = self.model(obs)
+        check_action_indices(type(self).__name__, "action", action, probs.shape[-1])
         taken = paddle.take_along_axis(probs, action.reshape([-1, 1]).astype("int64"), axis=-1).squeeze(-1)
         loss = -(paddle.log(taken.clip(min=_MIN_PROB)) * reward.reshape([-1])).mean()
         self.optimizer.clear_grad()

@@ -13,6 +13,7 @@ import paddle
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
 from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter
+from parl_lite.core.learn_inputs import ACTIONS, OBSERVATIONS, STEP_VALUES_FLAT, LearnInputs
 from parl_lite.core.model import Model
 
 __all__ = ["PPO", "PPOLosses"]
@@ -39,7 +40,7 @@ class PPO(ActorCriticAlgorithm):
         eps: Adam's epsilon.
         max_grad_norm: clip of the global gradient norm; None: no clipping.
         use_clipped_value_loss: clip the value change around the old value to ``clip_param``.
-        norm_adv: standardise the advantages of each minibatch.
+        norm_adv: standardise the advantages of each minibatch (of more than one row).
         continuous_action: the policy returns ``(mean, std)`` (True) or logits (False).
         critic: a separate value model ``critic(obs) -> [batch, 1]``; None uses ``model.value``.
     """
@@ -62,6 +63,10 @@ class PPO(ActorCriticAlgorithm):
         # (advantages, their in-place version, normalised): the last batch_adv normalised
         self._normalized: tuple[paddle.Tensor, int, paddle.Tensor] | None = None
 
+    learn_inputs = LearnInputs(batch_obs=OBSERVATIONS, batch_action=ACTIONS, batch_value=STEP_VALUES_FLAT,
+                               batch_return=STEP_VALUES_FLAT, batch_logprob=STEP_VALUES_FLAT,
+                               batch_adv=STEP_VALUES_FLAT)
+
     def learn(self, batch_obs: paddle.Tensor, batch_action: paddle.Tensor, batch_value: paddle.Tensor,
               batch_return: paddle.Tensor, batch_logprob: paddle.Tensor, batch_adv: paddle.Tensor,
               lr: float | None = None) -> PPOLosses:
@@ -78,11 +83,16 @@ class PPO(ActorCriticAlgorithm):
 
         Returns:
             ``(value_loss, action_loss, entropy)`` as floats.
+
+        Raises:
+            TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`);
+                no update is made.
         """
         dist, values = self.distribution_and_value(batch_obs)
-        action_log_probs = dist.log_prob(batch_action)
+        action_log_probs = self.checked_log_prob(dist, batch_action, "batch_action")
         entropy = dist.entropy().mean()
-        advantages = self._normalized_advantages(batch_adv) if self.norm_adv else batch_adv
+        # one row has no spread to normalise by (its std is NaN): used as it is, as Stable-Baselines3 does
+        advantages = self._normalized_advantages(batch_adv) if self.norm_adv and batch_adv.shape[0] > 1 else batch_adv
         ratio = paddle.exp(action_log_probs - batch_logprob)
         surrogate = paddle.minimum(ratio * advantages,
                                    paddle.clip(ratio, 1.0 - self.clip_param, 1.0 + self.clip_param) * advantages)

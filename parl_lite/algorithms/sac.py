@@ -20,6 +20,8 @@ import paddle
 import paddle.nn.functional as F
 
 from parl_lite.algorithms.common import ActorCriticLosses, SoftTargetActorCritic, check_hyperparameter, column, frozen
+from parl_lite.core.learn_inputs import (CONTINUOUS_ACTIONS, OBSERVATIONS, STEP_VALUES, TERMINALS, LearnInputs,
+                                         check_action_width)
 from parl_lite.core.model import Model
 
 __all__ = ["SAC", "EntropyTemperature"]
@@ -107,6 +109,9 @@ class SAC(SoftTargetActorCritic):
         check_hyperparameter("alpha", value, 0.0, float("inf"), low_open=True)
         self.temperature.log_alpha.set_value(paddle.full([1], math.log(value), dtype="float32"))
 
+    learn_inputs = LearnInputs(obs=OBSERVATIONS, action=CONTINUOUS_ACTIONS, reward=STEP_VALUES, next_obs=OBSERVATIONS,
+                               terminal=TERMINALS)
+
     def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor, next_obs: paddle.Tensor,
               terminal: paddle.Tensor) -> ActorCriticLosses:
         """One critic step, one actor step, one temperature step (with ``alpha_lr``), one soft
@@ -120,6 +125,10 @@ class SAC(SoftTargetActorCritic):
 
         Returns:
             ``(critic_loss, actor_loss)``, 0-D tensors.
+
+        Raises:
+            TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`),
+                e.g. ``action`` is not ``[N, act_dim]``; no update is made.
         """
         alpha = self.temperature.log_alpha.exp().detach()
         critic_loss = self._learn_critic(obs, action, column(reward), next_obs, column(terminal), alpha)
@@ -132,6 +141,7 @@ class SAC(SoftTargetActorCritic):
     def _learn_critic(self, obs, action, reward, next_obs, terminal, alpha) -> paddle.Tensor:
         with paddle.no_grad():
             next_action, next_log_prob = self.sample(next_obs)
+            check_action_width(type(self).__name__, "action", action, next_action.shape[-1])
             next_q1, next_q2 = self.target_model.value(next_obs, next_action)
             soft_q = paddle.minimum(next_q1, next_q2) - alpha * next_log_prob
             target_q = reward + self.gamma * (1.0 - terminal) * soft_q

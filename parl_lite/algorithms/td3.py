@@ -17,6 +17,8 @@ import paddle
 import paddle.nn.functional as F
 
 from parl_lite.algorithms.common import SoftTargetActorCritic, check_hyperparameter, column, frozen
+from parl_lite.core.learn_inputs import (CONTINUOUS_ACTIONS, OBSERVATIONS, STEP_VALUES, TERMINALS, LearnInputs,
+                                         check_action_width)
 from parl_lite.core.model import Model
 
 __all__ = ["TD3"]
@@ -54,6 +56,9 @@ class TD3(SoftTargetActorCritic):
         """The deterministic action ``pi(obs)`` in [-1, 1]."""
         return self.model.policy(obs)
 
+    learn_inputs = LearnInputs(obs=OBSERVATIONS, action=CONTINUOUS_ACTIONS, reward=STEP_VALUES, next_obs=OBSERVATIONS,
+                               terminal=TERMINALS)
+
     def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor, next_obs: paddle.Tensor,
               terminal: paddle.Tensor) -> paddle.Tensor:
         """One critic step; every ``policy_freq``-th call also an actor step and a target update.
@@ -66,6 +71,10 @@ class TD3(SoftTargetActorCritic):
 
         Returns:
             The critic loss, a 0-D tensor (as PARL's; the actor loss is not returned).
+
+        Raises:
+            TypeError, ValueError: the arrays do not fit (see :mod:`parl_lite.core.learn_inputs`),
+                e.g. ``action`` is not ``[N, act_dim]``; no update is made.
         """
         critic_loss = self._learn_critic(obs, action, column(reward), next_obs, column(terminal))
         self.total_it += 1
@@ -77,6 +86,7 @@ class TD3(SoftTargetActorCritic):
     def _learn_critic(self, obs, action, reward, next_obs, terminal) -> paddle.Tensor:
         with paddle.no_grad():
             next_action = self.target_model.policy(next_obs)
+            check_action_width(type(self).__name__, "action", action, next_action.shape[-1])
             noise = (paddle.randn(next_action.shape) * self.policy_noise).clip(-self.noise_clip, self.noise_clip)
             next_action = (next_action + noise).clip(-1.0, 1.0)
             next_q1, next_q2 = self.target_model.value(next_obs, next_action)

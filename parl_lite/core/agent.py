@@ -7,7 +7,7 @@ import numpy as np
 
 from parl_lite.core.agent_base import AgentBase
 from parl_lite.core.algorithm import Algorithm
-from parl_lite.core.model import Model
+from parl_lite.core.model import Model, check_finite_state
 from parl_lite.io import checkpoint
 
 __all__ = ["Agent"]
@@ -85,16 +85,18 @@ class Agent(AgentBase):
         Raises:
             TypeError: ``model`` is not a :class:`parl_lite.Model` (e.g. ``True``: the optimizer
                 state is asked for with ``with_optimizer=True``).
-            ValueError: ``with_optimizer`` together with ``model``.
+            ValueError: ``with_optimizer`` together with ``model``, or a weight (or optimizer
+                accumulator) is NaN or infinite (named; nothing is written, the previous file stays).
         """
         models = self._models_of("save", model)
         if with_optimizer and model is not None:
             raise ValueError("Agent.save: with_optimizer=True saves the optimizers of the whole algorithm; "
                              "leave model=None")
-        checkpoint.save(save_path, models=models, optimizers=self.alg.optimizers() if with_optimizer else {},
-                        owner=type(self))
+        optimizers = self.alg.optimizers() if with_optimizer else {}
+        check_finite_state(f"Agent.save({os.fspath(save_path)!r})", models, optimizers)
+        checkpoint.save(save_path, models=models, optimizers=optimizers, owner=type(self))
 
-    def restore(self, save_path: "str | os.PathLike", model: Model | None = None) -> None:
+    def restore(self, save_path: "str | os.PathLike", model: Model | None = None, *, strict: bool = True) -> None:
         """Load a checkpoint written by :meth:`save`.
 
         Args:
@@ -102,6 +104,10 @@ class Agent(AgentBase):
             model: load into this model only (PARL's argument): the checkpoint's ``model`` role,
                 which is the model given to ``save``; None loads every model of the algorithm and
                 the optimizers' state when the checkpoint holds it.
+            strict: with ``model`` None, the checkpoint must hold exactly the algorithm's models
+                (a DQN checkpoint, with its ``target_model``, does not restore into a
+                PolicyGradient agent); False restores the models (and optimizer states) both
+                have and leaves the others as they are.
 
         Everything (checksums, finite values, shapes of weights and optimizer accumulators) is
         checked before anything changes.
@@ -109,10 +115,12 @@ class Agent(AgentBase):
         Raises:
             TypeError: ``model`` is not a :class:`parl_lite.Model`.
             parl_lite.CheckpointError: the file is missing, a folder, unreadable or corrupted, or
-                does not fit the models or optimizers (the message names the dataset).
+                does not fit the models or optimizers (the message names the models extra in the
+                file and missing from it, or the dataset).
         """
         models = self._models_of("restore", model)
-        checkpoint.load(save_path, models=models, optimizers=self.alg.optimizers() if model is None else None)
+        checkpoint.load(save_path, models=models, optimizers=self.alg.optimizers() if model is None else None,
+                        strict=strict and model is None)
 
     def _models_of(self, method: str, model: Any) -> dict[str, Model]:
         if model is None:

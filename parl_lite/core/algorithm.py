@@ -6,7 +6,10 @@ PARL's contract, on tensors or numpy arrays alike:
   keyword, and returns what PARL's algorithm returns (e.g. DQN the loss tensor, DDPG
   ``(critic_loss, actor_loss)``). Numpy arrays (also in a tuple) become tensors on the way in
   (floating and boolean arrays float32, integer arrays int64); tensors and other values (a
-  learning rate) pass through.
+  learning rate) pass through. An algorithm that declares its arrays (``learn_inputs``, see
+  :mod:`parl_lite.core.learn_inputs`; every shipped algorithm does) has them checked first, numpy
+  and tensors alike (dtype, shape, one batch size, finite values, 0/1 terminals), and gets its
+  observations and per-step values as float32.
 * ``predict(obs)`` / ``sample(obs)`` / ``value(obs)``: numpy in, numpy out (run without gradients);
   tensors in, tensors out (inside an update, gradients flow as usual).
 
@@ -26,6 +29,7 @@ import numpy as np
 import paddle
 
 from parl_lite.core.algorithm_base import AlgorithmBase
+from parl_lite.core.learn_inputs import LearnInputs
 from parl_lite.core.model import Model
 
 __all__ = ["Algorithm", "to_tensor", "to_numpy"]
@@ -68,13 +72,18 @@ def _learn_input(value: Any) -> Any:
     return value
 
 
-def _wrap_learn(learn: Callable[..., Any]) -> Callable[..., Any]:
+def _wrap_learn(learn: Callable[..., Any], inputs: LearnInputs | None) -> Callable[..., Any]:
+    """``learn`` taking numpy arrays too, its arrays first checked against ``inputs`` when declared."""
+    bound = inputs.bind(learn) if inputs is not None else None
+
     @functools.wraps(learn)
     def wrapper(self: "Algorithm", *args: Any, **kwargs: Any) -> Any:
         if args and isinstance(args[0], Mapping):
             raise TypeError(f"{type(self).__name__}.learn takes its arrays as arguments, by PARL's names "
                             "(e.g. learn(obs, action, reward, next_obs, terminal)), not one dict: "
                             "call learn(**batch)")
+        if bound is not None:
+            args, kwargs = bound.check(type(self).__name__, args, kwargs)
         return learn(self, *map(_learn_input, args), **{key: _learn_input(value) for key, value in kwargs.items()})
 
     setattr(wrapper, _WRAPPED_MARK, True)
@@ -93,8 +102,7 @@ def _wrap_acting(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-_WRAPPERS = {"learn": _wrap_learn, "predict": _wrap_acting, "sample": _wrap_acting, "value": _wrap_acting,
-             "greedy_actions": _wrap_acting, "sample_actions": _wrap_acting}
+_ACTING = ("predict", "sample", "value", "greedy_actions", "sample_actions")
 
 
 class Algorithm(AlgorithmBase):
@@ -106,7 +114,9 @@ class Algorithm(AlgorithmBase):
 
     Subclasses write ``learn``, ``predict`` and ``sample`` (and ``value`` where there is one) on
     tensors; the base class turns numpy input into tensors and the results of the acting methods
-    back (see the module docstring).
+    back (see the module docstring). A class that defines ``learn`` may declare its array arguments
+    beside it, ``learn_inputs = LearnInputs(obs=OBSERVATIONS, ...)``
+    (:mod:`parl_lite.core.learn_inputs`): every call is then checked against them.
 
     Args:
         model: the algorithm's main network (``self.model``).
@@ -114,10 +124,13 @@ class Algorithm(AlgorithmBase):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for name, wrap in _WRAPPERS.items():
+        for name in _ACTING:
             method = cls.__dict__.get(name)
             if callable(method) and not getattr(method, _WRAPPED_MARK, False):
-                setattr(cls, name, wrap(method))
+                setattr(cls, name, _wrap_acting(method))
+        learn = cls.__dict__.get("learn")
+        if callable(learn) and not getattr(learn, _WRAPPED_MARK, False):
+            cls.learn = _wrap_learn(learn, cls.__dict__.get("learn_inputs"))  # type: ignore[method-assign]
 
     def __init__(self, model: Model | None = None) -> None:
         if model is not None and not isinstance(model, Model):

@@ -11,7 +11,7 @@ import paddle
 from parl_lite.core.model_base import ModelBase
 from parl_lite.mkl import prefer_avx2_on_amd
 
-__all__ = ["Model"]
+__all__ = ["Model", "check_finite_state"]
 
 prefer_avx2_on_amd()  # every network of parl_lite is a Model: set before the first runs (parl_lite/mkl.py)
 
@@ -65,13 +65,14 @@ class Model(paddle.nn.Layer, ModelBase):
             raise ValueError("sync_weights_to: target_model is this model itself")
         pairs = _paired_tensors(self, target_model)
         # running statistics: buffers, and paddle's batch norm's untrainable parameters
-        statistics = {id(buffer) for _, buffer in target_model.named_buffers()} | {
-            id(parameter) for parameter in target_model.parameters() if not parameter.trainable}
+        # (read from this model: a target model's parameters may all be frozen)
+        statistics = {id(buffer) for _, buffer in self.named_buffers()} | {
+            id(parameter) for parameter in self.parameters() if not parameter.trainable}
         # one weight tensor per dtype: lerp_ given a float builds a new tensor per call (~100 us)
         weights: dict[paddle.dtype, paddle.Tensor] = {}
         with paddle.no_grad():
             for source, target in pairs:
-                if decay == 0.0 or not target.is_floating_point() or id(target) in statistics:
+                if decay == 0.0 or not target.is_floating_point() or id(source) in statistics:
                     paddle.assign(source, output=target)
                     continue
                 weight = weights.get(target.dtype)
@@ -99,6 +100,62 @@ class Model(paddle.nn.Layer, ModelBase):
             raise ValueError(f"set_weights on {type(self).__name__}: " + "; ".join(problems))
         for name, tensor in own.items():
             tensor.set_value(np.asarray(weights[name]))
+
+
+def check_finite_state(destination: str, models: Mapping[str, "Model"],
+                       optimizers: Mapping[str, paddle.optimizer.Optimizer]) -> None:
+    """Refuse to write weights or optimizer state that are not finite (training diverged): such a
+    checkpoint would not restore (restore refuses NaN and infinity), and the previous one would be
+    lost to it.
+
+    Args:
+        destination: what was to be written, for the message (e.g. ``"Agent.save('run.h5')"``).
+        models: role -> model whose parameters and buffers are checked.
+        optimizers: name -> optimizer whose accumulators are checked.
+
+    Raises:
+        ValueError: naming the first parameter, buffer or accumulator that holds NaN or infinity;
+            nothing was written.
+    """
+    for role, model in models.items():
+        for name, tensor in model.state_dict().items():
+            problem = _non_finite(tensor)
+            if problem:
+                raise _diverged(destination, f"{role} parameter {name!r}", problem)
+    for opt_name, optimizer in optimizers.items():
+        for key, value in optimizer.state_dict().items():
+            problem = _non_finite(value) if isinstance(value, paddle.Tensor | np.ndarray) else None
+            if problem:
+                raise _diverged(destination, _accumulator(opt_name, key, models), problem)
+
+
+def _non_finite(value: "paddle.Tensor | np.ndarray") -> str | None:
+    """``"nan (3 of 80 values are not finite)"`` for an array that holds NaN or infinity, else None."""
+    values = value.numpy() if isinstance(value, paddle.Tensor) else np.asarray(value)
+    if values.dtype.kind != "f":
+        return None
+    finite = np.isfinite(values)
+    if finite.all():
+        return None
+    first = values.reshape(-1)[np.argmax(~finite.reshape(-1))]
+    return f"{first} ({values.size - int(finite.sum())} of {values.size} values are not finite)"
+
+
+def _diverged(destination: str, what: str, problem: str) -> ValueError:
+    return ValueError(f"{destination}: {what} holds {problem}, so nothing was written and the previous file "
+                      "stays; the training diverged (a learning rate too high, or a non-finite input)")
+
+
+def _accumulator(opt_name: str, key: str, models: Mapping[str, "Model"]) -> str:
+    """``optimizer 'optimizer' accumulator 'moment2_0' of model parameter 'fc1.weight'`` for paddle's
+    state key ``linear_0.w_0_moment2_0``."""
+    owners = {parameter.name: f"{role} parameter {name!r}"
+              for role, model in models.items() for name, parameter in model.named_parameters()}
+    matches = [unique for unique in owners if key.startswith(unique + "_")]
+    if not matches:
+        return f"optimizer {opt_name!r} state {key!r}"
+    unique = max(matches, key=len)  # "linear_0.w_0" is a prefix of "linear_0.w_0_deepcopy_0"
+    return f"optimizer {opt_name!r} accumulator {key[len(unique) + 1:]!r} of {owners[unique]}"
 
 
 def _recording_init(init):

@@ -89,6 +89,7 @@ def load(
     path: "str | os.PathLike",
     models: Mapping[str, Model],
     optimizers: Mapping[str, paddle.optimizer.Optimizer] | None,
+    strict: bool = True,
 ) -> None:
     """Load a checkpoint written by :func:`save` into ``models`` (and ``optimizers`` when the file
     holds their state). Everything is read and checked before anything is changed.
@@ -98,20 +99,25 @@ def load(
         models: role -> model to load the weights into.
         optimizers: name -> optimizer to load the state into; ``None`` ignores any optimizer state
             in the file (e.g. to export the model).
+        strict: the file must hold exactly the roles of ``models`` (no more, no fewer); False loads
+            the roles both have (at least one) and the state of the optimizers both have, and
+            leaves the rest as it is.
 
     Raises:
         CheckpointError: the file is missing, not HDF5, truncated or corrupted (a checksum differs,
-            a value is not finite or out of range), not a parl_lite checkpoint, or its parameters
-            or optimizer state do not fit ``models`` / ``optimizers`` (the message names them).
+            a value is not finite or out of range), not a parl_lite checkpoint, or its models,
+            parameters or optimizer state do not fit ``models`` / ``optimizers`` (the message names
+            them).
     """
     path = Path(path)
     file = open_checkpoint(path)
     try:
         with file:
             version = _check_header(file, path)
+            models = _roles_to_load(file, path, models, strict)
             weights = _read_weights(file, path, models, version)
             optimizer_states = {} if optimizers is None else \
-                _read_optimizer_states(file, path, models, optimizers, version)
+                _read_optimizer_states(file, path, models, optimizers, version, strict)
     except CheckpointError:
         raise
     except DatasetError as error:
@@ -237,13 +243,24 @@ def _declared(dataset: h5py.Dataset) -> np.ndarray:
     return np.broadcast_to(np.zeros((), dataset.dtype), dataset.shape)
 
 
+def _roles_to_load(file: h5py.File, path: Path, models: Mapping[str, Model], strict: bool) -> dict[str, Model]:
+    """The models whose roles the file holds; with ``strict``, the file's roles must be exactly
+    those of ``models``."""
+    stored_roles = sorted(_models_group(file, path).keys())
+    missing = [role for role in models if role not in stored_roles]
+    extra = [role for role in stored_roles if role not in models]
+    if strict and (missing or extra):
+        raise CheckpointError(f"checkpoint {path} holds model(s) {stored_roles}, the algorithm has {sorted(models)}: "
+                              f"extra in the file {extra}, missing from it {missing} (a checkpoint of another "
+                              "algorithm?); restore(..., strict=False) loads only the models both have")
+    common = {role: model for role, model in models.items() if role in stored_roles}
+    if not common:
+        raise CheckpointError(f"checkpoint {path} has no weights for model(s) {missing} (it holds {stored_roles})")
+    return common
+
+
 def _read_weights(file: h5py.File, path: Path, models: Mapping[str, Model],
                   version: int) -> dict[str, dict[str, np.ndarray]]:
-    stored_roles = set(_models_group(file, path).keys())
-    missing_roles = [role for role in models if role not in stored_roles]
-    if missing_roles:
-        raise CheckpointError(f"checkpoint {path} has no weights for model(s) {missing_roles} "
-                              f"(it holds {sorted(stored_roles)})")
     datasets = {role: _datasets(file["models"][role]) for role in models}
     problems = []
     for role, model in models.items():  # shapes and dtypes first: nothing is read for a file that does not fit
@@ -254,7 +271,8 @@ def _read_weights(file: h5py.File, path: Path, models: Mapping[str, Model],
     return {role: {name: _read(dataset, version) for name, dataset in datasets[role].items()} for role in models}
 
 
-def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, version: int) -> dict[str, dict]:
+def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, version: int,
+                           strict: bool) -> dict[str, dict]:
     if "optimizers" not in file:
         return {}
     unique_names = {name: unique for unique, name in _structured_parameter_names(models).items()}
@@ -262,6 +280,8 @@ def _read_optimizer_states(file: h5py.File, path: Path, models, optimizers, vers
               for role, model in models.items() for name, parameter in model.named_parameters()}
     states = {}
     for opt_name, group in file["optimizers"].items():
+        if opt_name not in optimizers and not strict:
+            continue
         if opt_name not in optimizers:
             raise CheckpointError(f"checkpoint {path} holds optimizer {opt_name!r}, which the algorithm "
                                   f"does not have (it has {sorted(optimizers)})")

@@ -35,9 +35,11 @@ def save_inference_model(model: paddle.nn.Layer, save_path: "str | os.PathLike",
         The files written.
 
     Raises:
-        ValueError: no ``forward`` of the model's own, a first parameter not named ``self``,
-            shapes or dtypes that are not lists of the same length (each named), or a forward that
-            paddle cannot trace.
+        TypeError: ``save_path`` is not a path.
+        ValueError: ``save_path`` is empty or names a folder (``""``, ``"out/"``, ``"."``), no
+            ``forward`` of the model's own, a first parameter not named ``self``, shapes or dtypes
+            that are not lists of the same length (each named), or a forward that paddle cannot
+            trace.
     """
     label = f"save_inference_model({type(model).__name__})"
     forward = getattr(type(model), "forward", None)
@@ -49,7 +51,7 @@ def save_inference_model(model: paddle.nn.Layer, save_path: "str | os.PathLike",
         raise ValueError(f"{label}: the first parameter of forward must be named 'self' (paddle.jit binds the "
                          f"inputs after it), got {parameters[:1]}")
     specs = _input_specs(label, input_shape_list, input_dtype_list)
-    path = Path(save_path)
+    path = _prefix(label, save_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{path.name}.jit-", dir=path.parent) as folder:
         try:
@@ -67,6 +69,18 @@ def _move_atomically(source: Path, destination: Path) -> Path:
         os.replace(source, temporary)
 
     return write_atomically(destination, move)
+
+
+def _prefix(label: str, save_path: "str | os.PathLike") -> Path:
+    """``save_path`` as a Path, after checking that it names files (``<prefix>.json``, ...), not a folder."""
+    text = os.fspath(save_path) if isinstance(save_path, str | os.PathLike) else None
+    if not isinstance(text, str):
+        raise TypeError(f"{label}: save_path must be a path prefix (str or os.PathLike), got "
+                        f"{type(save_path).__name__}")
+    if os.path.basename(text) in ("", ".", ".."):
+        raise ValueError(f"{label}: save_path {text!r} names no file; give a path prefix such as "
+                         "'inference/model' (the files written are its .json and .pdiparams)")
+    return Path(text)
 
 
 def _input_specs(label: str, shapes: Sequence[Sequence[int | None]], dtypes: Sequence[str]) -> list[InputSpec]:

@@ -234,28 +234,36 @@ def remote_class(cls: T | None = None, *, wait: bool = True, max_memory: float |
         A class whose instances are :class:`ActorHandle` objects.
 
     Raises:
-        TypeError: ``cls`` is not a class, or an argument has the wrong type.
+        TypeError: ``cls`` is not a class, or an argument has the wrong type (``wait`` not a bool).
         ValueError: ``max_memory`` is not positive, or ``n_gpu`` is not 0.
     """
-    if n_gpu != 0:
-        raise ValueError(f"@remote_class(n_gpu={n_gpu!r}): parl_lite's actors run on CPUs only; drop n_gpu "
-                         "(paddle in an actor uses the CPU)")
+    _check_options(wait, max_memory, n_gpu)
     if cls is None:
         return lambda inner: _remote_class(inner, wait, max_memory)
     return _remote_class(cls, wait, max_memory)
+
+
+def _check_options(wait: bool, max_memory: float | None, n_gpu: int) -> None:
+    """Refuse ``remote_class``'s options when they are given, before any class is decorated."""
+    if not isinstance(wait, bool):
+        raise TypeError(f"@remote_class(wait={wait!r}): wait must be True (a call returns its value) or False "
+                        "(a call returns a parl_lite.Future)")
+    if n_gpu != 0:
+        raise ValueError(f"@remote_class(n_gpu={n_gpu!r}): parl_lite's actors run on CPUs only; drop n_gpu "
+                         "(paddle in an actor uses the CPU)")
+    if max_memory is not None:
+        if not isinstance(max_memory, numbers.Real) or isinstance(max_memory, bool):
+            raise TypeError(f"max_memory must be a number of MB (or None), got {max_memory!r}")
+        if not (max_memory > 0 and math.isfinite(max_memory)):
+            raise ValueError(f"max_memory must be a positive number of MB, got {max_memory!r}")
 
 
 def _remote_class(cls: type, wait: bool, max_memory: float | None) -> type:
     if not isinstance(cls, type):
         raise TypeError(f"@remote_class decorates a class, got {type(cls).__name__} {cls!r}; use "
                         "@remote_class or @remote_class(wait=..., max_memory=...) on a class")
-    if max_memory is not None:
-        if not isinstance(max_memory, numbers.Real) or isinstance(max_memory, bool):
-            raise TypeError(f"max_memory must be a number of MB (or None), got {max_memory!r}")
-        if not (max_memory > 0 and math.isfinite(max_memory)):
-            raise ValueError(f"max_memory must be a positive number of MB, got {max_memory!r}")
     return type(cls.__name__, (ActorHandle,), {
-        "_original": cls, "_wait": bool(wait), "_options": ActorOptions(max_memory=max_memory),
+        "_original": cls, "_wait": wait, "_options": ActorOptions(max_memory=max_memory),
         "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__,
     })
 

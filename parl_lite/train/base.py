@@ -17,6 +17,7 @@ import numpy as np
 
 from parl_lite.core.agent import Agent
 from parl_lite.core.algorithm import Algorithm
+from parl_lite.core.model import check_finite_state
 from parl_lite.io import checkpoint
 from parl_lite.train.callbacks import Callback, StopOnThreshold, as_callback
 from parl_lite.train.evaluation import Evaluator
@@ -305,7 +306,12 @@ class Trainer:
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self, path: "str | os.PathLike") -> None:
         """Write the models, the optimizers' state and the loop's state (step count, ...) to
-        ``path`` atomically (an HDF5 checkpoint :meth:`parl_lite.Agent.restore` also reads)."""
+        ``path`` atomically (an HDF5 checkpoint :meth:`parl_lite.Agent.restore` also reads).
+
+        Raises:
+            ValueError: a weight or optimizer accumulator is NaN or infinite (the run diverged; named):
+                nothing is written, the previous checkpoint stays.
+        """
         def extra(file: h5py.File) -> None:
             group = file.create_group(TRAINER_GROUP)
             for key, value in self._state().items():
@@ -313,6 +319,7 @@ class Trainer:
             self._write_extra(file)
 
         alg = self.agent.alg
+        check_finite_state(f"{self.name} checkpoint {os.fspath(path)!r}", alg.models(), alg.optimizers())
         checkpoint.save(path, models=alg.models(), optimizers=alg.optimizers(), owner=type(self.agent), extra=extra)
 
     def _state(self) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypeGuard
 
 import h5py
 import numpy as np
@@ -98,14 +99,15 @@ class ReplayMemory:
 
         Raises:
             ValueError: ``obs``, ``next_obs`` or ``act`` has the wrong shape, or a dtype that would
-                convert with loss (a float action into an integer memory); the message names it.
+                convert with loss (a float action into an integer memory), ``reward`` is not a
+                number or ``terminal`` not a bool (or 0/1); the message names it, and nothing is
+                stored.
         """
+        checked = (_checked("obs", obs, self.obs_shape, self.obs.dtype),
+                   _checked("act", act, self.act_shape, self.action.dtype), _number("reward", reward),
+                   _checked("next_obs", next_obs, self.obs_shape, self.obs.dtype), _flag("terminal", terminal))
         index = self._next_index
-        self.obs[index] = _checked("obs", obs, self.obs_shape, self.obs.dtype)
-        self.action[index] = _checked("act", act, self.act_shape, self.action.dtype)
-        self.reward[index] = reward
-        self.next_obs[index] = _checked("next_obs", next_obs, self.obs_shape, self.obs.dtype)
-        self.terminal[index] = terminal
+        self.obs[index], self.action[index], self.reward[index], self.next_obs[index], self.terminal[index] = checked
         self._next_index = (index + 1) % self.max_size
         self._size = min(self._size + 1, self.max_size)
 
@@ -203,7 +205,7 @@ class ReplayMemory:
             raise
         except (OSError, KeyError, ValueError, TypeError) as error:
             raise ReplayMemoryError(f"replay memory file {path} is truncated or corrupted: {error}") from error
-        size, next_index, rng_state, arrays = state
+        size, next_index, rng_state, arrays = state  # all checked: nothing below can fail
         for name, values in arrays.items():
             getattr(self, name)[:size] = values
         self._size, self._next_index = size, next_index
@@ -223,7 +225,7 @@ class ReplayMemory:
 
     def _read_group(self, file: h5py.File, path: Path):
         group = file.get(GROUP)
-        if group is None or group.attrs.get("format") != FORMAT:
+        if not isinstance(group, h5py.Group) or group.attrs.get("format") != FORMAT:
             raise ReplayMemoryError(f"{path} holds no parl_lite replay memory (no /{GROUP} group)")
         version = int(group.attrs["format_version"])
         if version > FORMAT_VERSION:
@@ -248,11 +250,32 @@ class ReplayMemory:
                 raise ReplayMemoryError(f"{path}: dataset {name!r} is {dataset.shape} {dataset.dtype}, "
                                         f"expected {expected} {own.dtype}")
             arrays[field] = dataset[()]
-        rng_state = json.loads(group.attrs["rng_state"])
-        if rng_state.get("bit_generator") != type(self.rng.bit_generator).__name__:
-            raise ReplayMemoryError(f"{path}: RNG {rng_state.get('bit_generator')!r} differs from "
-                                    f"{type(self.rng.bit_generator).__name__!r}")
-        return size, next_index, rng_state, arrays
+        return size, next_index, self._read_rng_state(group, path), arrays
+
+    def _read_rng_state(self, group: h5py.Group, path: Path) -> dict:
+        """The sampling generator's state stored in ``group``, tried on a fresh generator of this
+        memory's kind, so that setting it on this memory's cannot fail."""
+        name = f"{path}: attribute rng_state"
+        text = group.attrs.get("rng_state")
+        if not isinstance(text, str):
+            raise ReplayMemoryError(f"{name} is missing or not a text")
+        try:
+            state = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as error:  # RecursionError: nested too deeply
+            raise ReplayMemoryError(f"{name} is not valid JSON: {type(error).__name__}: {error}") from None
+        kind = type(self.rng.bit_generator)
+        if not isinstance(state, dict):
+            raise ReplayMemoryError(f"{name} is a JSON {type(state).__name__}, not the object of a numpy "
+                                    f"{kind.__name__} state")
+        if state.get("bit_generator") != kind.__name__:
+            raise ReplayMemoryError(f"{path}: RNG {state.get('bit_generator')!r} differs from {kind.__name__!r}")
+        trial = kind()
+        try:
+            trial.state = state
+        except (TypeError, ValueError, KeyError, OverflowError) as error:
+            raise ReplayMemoryError(f"{name} is not a valid {kind.__name__} state: {type(error).__name__}: "
+                                    f"{error}") from None
+        return trial.state
 
 
 def save_agent_with_memory(agent, path: "str | os.PathLike", memory: ReplayMemory,
@@ -267,21 +290,49 @@ def save_agent_with_memory(agent, path: "str | os.PathLike", memory: ReplayMemor
         path: the checkpoint file.
         memory: the replay memory to store in the ``/replay_memory`` group.
         with_optimizer: also store the optimizers' state (as :meth:`parl_lite.Agent.save`).
-    """
-    from parl_lite.io import checkpoint  # imports paddle
 
-    checkpoint.save(path, models=agent.alg.models(),
-                    optimizers=agent.alg.optimizers() if with_optimizer else {},
-                    owner=type(agent), extra=memory.write_group)
+    Raises:
+        ValueError: a weight or optimizer accumulator is NaN or infinite (named); nothing is written.
+    """
+    from parl_lite.core.model import check_finite_state  # imports paddle
+    from parl_lite.io import checkpoint
+
+    models, optimizers = agent.alg.models(), agent.alg.optimizers() if with_optimizer else {}
+    check_finite_state(f"save_agent_with_memory({os.fspath(path)!r})", models, optimizers)
+    checkpoint.save(path, models=models, optimizers=optimizers, owner=type(agent), extra=memory.write_group)
 
 
 def _shape(name: str, dim: Shape) -> tuple[int, ...]:
-    shape = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    shape = (dim,) if _is_int(dim) else tuple(dim) if isinstance(dim, (tuple, list)) else None
     if shape == (0,):
         return ()
-    if not all(isinstance(size, (int, np.integer)) and size > 0 for size in shape):
+    if shape is None or not all(_is_int(size) and size > 0 for size in shape):
         raise ValueError(f"{name} must be a positive int or a tuple of positive ints (0 for scalar), got {dim!r}")
     return tuple(int(size) for size in shape)
+
+
+def _is_int(value: object) -> TypeGuard[int | np.integer]:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _number(name: str, value) -> float:
+    """``value`` as a float when it is one real number (a Python or numpy scalar, or an array of one)."""
+    if type(value) in (float, int) or isinstance(value, (np.floating, np.integer)):  # the usual ones, at once
+        return float(value)
+    array = np.asarray(value)
+    if array.size != 1 or array.dtype.kind not in "fiub":
+        raise ValueError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    return float(array.reshape(-1)[0])
+
+
+def _flag(name: str, value) -> bool:
+    """``value`` as a bool when it is a bool, or a number that is 0 or 1."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    array = np.asarray(value)
+    if array.size != 1 or array.dtype.kind not in "biuf" or array.reshape(-1)[0] not in (0, 1):
+        raise ValueError(f"{name} must be a bool (or 0/1), got {type(value).__name__} {value!r}")
+    return bool(array.reshape(-1)[0])
 
 
 def _checked(name: str, value, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
