@@ -10,6 +10,7 @@ import paddle
 from paddle.static import InputSpec
 
 from parl_lite.io.atomic import write_atomically
+from parl_lite.io.paths import check_destination
 
 __all__ = ["save_inference_model"]
 
@@ -38,6 +39,8 @@ def save_inference_model(model: paddle.nn.Layer, save_path: "str | os.PathLike",
         ValueError: no ``forward`` of the model's own, a first parameter not named ``self``,
             shapes or dtypes that are not lists of the same length (each named), or a forward that
             paddle cannot trace.
+        OSError: one of the files is a folder, a FIFO, a socket or a device (naming it); nothing is
+            written then.
     """
     label = f"save_inference_model({type(model).__name__})"
     forward = getattr(type(model), "forward", None)
@@ -50,6 +53,8 @@ def save_inference_model(model: paddle.nn.Layer, save_path: "str | os.PathLike",
                          f"inputs after it), got {parameters[:1]}")
     specs = _input_specs(label, input_shape_list, input_dtype_list)
     path = Path(save_path)
+    for suffix in (".pdiparams", ".json", ".pdmodel"):  # before any is written: never half a pair replaced
+        check_destination(path.with_name(path.name + suffix))
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{path.name}.jit-", dir=path.parent) as folder:
         try:

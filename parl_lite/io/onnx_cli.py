@@ -180,10 +180,16 @@ def export_command(checkpoint_path: Path, input_shapes, output: Path | None, mod
     """
     from parl_lite.io import checkpoint
     from parl_lite.io.onnx_export import OnnxExportError, export_onnx
+    from parl_lite.io.paths import check_destination
 
     if model_class is not None and import_recorded_class:
         raise click.UsageError("give either --model-class or --import-recorded-class, not both")
     started = time.perf_counter()
+    output = output or checkpoint_path.with_suffix(".onnx")
+    try:
+        check_destination(output)  # a folder, FIFO or device there: said before any work
+    except (OSError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
     try:
         stored_class, stored_args = _recorded_role(checkpoint_path, role)
         class_path = _chosen_class(checkpoint_path, role, model_class, import_recorded_class, stored_class)
@@ -207,7 +213,6 @@ def export_command(checkpoint_path: Path, input_shapes, output: Path | None, mod
             raise click.ClickException(f"cannot build {class_path} with --model-kwargs {model_kwargs}: "
                                        f"{type(error).__name__}: {error}") from error
         checkpoint.load(checkpoint_path, models={role: model}, optimizers=None)  # optimizer state: not needed
-        output = output or checkpoint_path.with_suffix(".onnx")
         export_onnx(model, output, input_shapes, output_names=output_names or None, opset_version=opset,
                     backend=backend)
     except (checkpoint.CheckpointError, OnnxExportError) as error:

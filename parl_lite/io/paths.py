@@ -24,6 +24,8 @@ def check_destination(path: "str | os.PathLike") -> Path:
     Raises:
         ValueError: the path is empty, or ends in ``.`` or ``..``.
         IsADirectoryError: ``path`` is a folder.
+        FileExistsError: ``path`` is a FIFO, a socket or a device (a file written under a temporary
+            name and renamed would replace it: ``/dev/null`` would become a regular file).
         NotADirectoryError: a parent of ``path`` is a file (or another non-folder).
     """
     if os.fspath(path) == "":
@@ -31,8 +33,15 @@ def check_destination(path: "str | os.PathLike") -> Path:
     path = Path(path)
     if path.name in ("", ".", ".."):
         raise ValueError(f"cannot write a file at {str(path)!r}: the path names a folder, not a file")
-    if path.is_dir():
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # nothing there (or not reachable): the parents say why below, or the write will
+        mode = stat.S_IFREG
+    if stat.S_ISDIR(mode):
         raise IsADirectoryError(f"cannot write {path}: it is a folder; give the path of a file")
+    if not stat.S_ISREG(mode):
+        raise FileExistsError(f"cannot write {path}: it is {describe_file_type(mode)}, not a file, and saving "
+                              f"would replace it with one; give the path of a file")
     for parent in path.parents:
         try:
             mode = os.stat(parent).st_mode
@@ -44,3 +53,4 @@ def check_destination(path: "str | os.PathLike") -> Path:
             raise NotADirectoryError(f"cannot write {path}: {parent} is {describe_file_type(mode)}, not a folder")
         break
     return path
+
