@@ -100,8 +100,8 @@ def export_onnx(
         proto = _export(model, specs, output_names, opset_version, backend, verify, timeout, label)
     try:
         write_bytes_atomically(path, proto.SerializeToString())
-    except OSError as error:
-        raise OnnxExportError(f"{label}: cannot write {path}: {error}") from error
+    except OSError as error:  # no space left on device, the file size limit, ...: the message names the file
+        raise OnnxExportError(f"{label}: {error}") from error
     return path
 
 
