@@ -197,3 +197,36 @@ def test_a_checkpoint_beyond_the_file_size_limit_is_an_error_naming_the_limit(tm
     assert outcome["error"].startswith(f"cannot write {path}: the file size limit of this process was reached "
                                        f"(ulimit -f: {len(before) + 2000:,} bytes)"), outcome
     assert outcome["left"] == ["a.h5"] and path.read_bytes() == before
+
+
+# ---------------------------------------------------------------- the logger
+
+
+LOGGER_ON_A_FULL_DISK = """
+import os, sys
+from parl_lite.utils import logger
+folder = sys.argv[1]
+os.makedirs(folder, exist_ok=True)
+os.symlink("/dev/full", os.path.join(folder, "log.log"))  # every write: ENOSPC, as on a full disk
+logger.set_dir(folder)
+for index in range(5):
+    logger.info("message %d", index)
+print("done", file=sys.stderr, flush=True)
+os._exit(0)  # not Python's own flush of the full stdout at exit, which is no logger's
+"""
+
+
+@pytest.mark.timeout(60)
+def test_the_logger_on_a_full_disk_says_so_once_per_destination_and_goes_on(tmp_path):
+    """logging printed a traceback of 10 lines for every message, on each full destination."""
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-c", LOGGER_ON_A_FULL_DISK, str(tmp_path / "logs")], env=ENV,
+                                stdout=full, stderr=subprocess.PIPE, text=True, timeout=50)
+    lines = result.stderr.splitlines()
+    assert lines == ["parl_lite.logger: cannot write to standard output: No space left on device; its messages "
+                     "are dropped (said once)",
+                     f"parl_lite.logger: cannot write to {tmp_path}/logs/log.log: No space left on device; its "
+                     f"messages are dropped (said once)",
+                     "done"], lines
+    assert result.returncode == 0
+
