@@ -13,11 +13,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import onnx
 import pytest
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS), *sys.path])}
+ES_ARGS = ["--set", "train.target_return=null", "--set", "env.max_steps=30", "--set", "train.eval_episodes=1",
+           "--set", "solver.population_size=4", "--set", "train.checkpoint_every=1",
+           "--set", "solver.sampling.gaussian_sampling.cached=false"]
 
 
 def _report(result: subprocess.CompletedProcess) -> dict:
@@ -197,6 +201,153 @@ def test_a_checkpoint_beyond_the_file_size_limit_is_an_error_naming_the_limit(tm
     assert outcome["error"].startswith(f"cannot write {path}: the file size limit of this process was reached "
                                        f"(ulimit -f: {len(before) + 2000:,} bytes)"), outcome
     assert outcome["left"] == ["a.h5"] and path.read_bytes() == before
+
+
+# ---------------------------------------------------------------- es-train
+
+
+def _es_train_script(log_dir: str, *args: str, env: str = "os.environ") -> str:
+    """A child's lines that run es-train and keep its status and output in ``runs``."""
+    command = [sys.executable, "-m", "parl_lite.cli", "es-train", "--in-process", "--set",
+               f"train.log_dir={log_dir}", "--set", f"train.checkpoint_dir={log_dir}/ck", *ES_ARGS, *args]
+    return (f"result = subprocess.run({command!r}, capture_output=True, text=True, timeout=200, env={env})\n"
+            f"runs.append({{'status': result.returncode, 'stdout': result.stdout, 'stderr': result.stderr}})\n")
+
+
+@pytest.mark.timeout(300)
+def test_es_train_on_a_full_disk_names_the_folder_before_it_starts(tmp_path, small_disk):
+    """It used to end with "Error: [Errno 28] No space left on device", naming nothing."""
+    script = "import json, subprocess\nruns = []\nleave_free(0)\n" + _es_train_script("DISK_RUN") + \
+        "print(json.dumps(runs))\n"
+    runs = _report(small_disk(tmp_path / "disk", script.replace("DISK_RUN", str(tmp_path / "disk" / "run"))))
+    assert runs[0]["status"] == 1, runs
+    assert f"train.log_dir: cannot write {tmp_path}/disk/run: no space left on device" in runs[0]["stderr"], runs
+    assert "Traceback" not in runs[0]["stderr"] and "generations/s" not in runs[0]["stdout"]
+
+
+@pytest.mark.timeout(400)
+def test_es_train_whose_checkpoint_no_longer_fits_keeps_the_previous_one_and_writes_the_policy(tmp_path, small_disk):
+    """h5py's RuntimeError from the checkpoint's close killed the run, without policy.onnx."""
+    run = tmp_path / "disk" / "run"
+    script = ("import json, subprocess\nimport h5py\nruns = []\n"
+              + _es_train_script(str(run), "--set", "train.generations=2", "--set", "policy.mlp.hidden=[128]")
+              + "leave_free(16 * 1024)\n"  # a checkpoint of 900 parameters no longer fits; the policy does
+              + _es_train_script(str(run), "--resume", "--set", "train.generations=4", "--set",
+                                 "policy.mlp.hidden=[128]")
+              + f"with h5py.File('{run}/ck/solver.h5', 'r') as file:\n"
+              + "    generation = int(file.attrs['generation'])\n"
+              + "print(json.dumps({'runs': runs, 'generation': generation, "
+              + f"'policy': os.path.getsize('{run}/policy.onnx')}}))\n")
+    report = _report(small_disk(tmp_path / "disk", script, size=1024 * 1024, timeout=380))
+    first, second = report["runs"]
+    assert first["status"] == 0, first
+    assert second["status"] == 1, second
+    assert f"the checkpoint is not written: cannot write {run}/ck/solver.h5: no space left on device" in \
+        second["stdout"], second
+    assert "es-train generation budget spent: generation 4" in second["stdout"], second
+    assert report["generation"] == 2 and report["policy"] > 0  # the previous checkpoint; the new policy
+    assert "Traceback" not in second["stderr"] and "Error: " in second["stderr"], second
+
+
+@pytest.mark.timeout(300)
+def test_es_train_with_no_room_for_checkpoint_or_policy_writes_the_policy_elsewhere(tmp_path, small_disk):
+    """With 12 KiB free, the locks and progress.csv take it all: nothing else fits."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    run = tmp_path / "disk" / "run"
+    script = ("import json, os, subprocess\nruns = []\nleave_free(12 * 1024)\n"
+              + _es_train_script(str(run), "--set", "train.generations=2",
+                                 env=f"dict(os.environ, TMPDIR={str(elsewhere)!r})")
+              + "print(json.dumps(runs))\n")
+    runs = _report(small_disk(tmp_path / "disk", script, timeout=280))
+    stderr = runs[0]["stderr"]
+    assert runs[0]["status"] == 1, runs
+    policies = list(elsewhere.glob("es-train-policy-*.onnx"))
+    assert len(policies) == 1 and f"it was written to {policies[0]} instead" in stderr, (policies, stderr)
+    assert f"cannot write {run}/policy.onnx: no space left on device" in stderr, stderr
+
+    onnx.checker.check_model(onnx.load(str(policies[0])))  # a whole ONNX model
+    policies[0].unlink()
+
+
+def _es_train(tmp_path, *args, stdout=subprocess.PIPE, preexec_fn=None, in_process=True, timeout=200):
+    command = [sys.executable, "-m", "parl_lite.cli", "es-train", *(["--in-process"] if in_process else []),
+               "--set", f"train.log_dir={tmp_path}/run", "--set", f"train.checkpoint_dir={tmp_path}/run/ck",
+               *ES_ARGS, *args]
+    return subprocess.run(command, env=ENV, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=timeout,
+                          preexec_fn=preexec_fn)
+
+
+@pytest.mark.timeout(200)
+def test_es_train_with_stdout_on_a_full_disk_keeps_the_policy(tmp_path):
+    """click.echo's ENOSPC ended the run at its first line, before any checkpoint or policy."""
+    with open("/dev/full", "w") as full:
+        result = _es_train(tmp_path, "--set", "train.generations=2", stdout=full)
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.splitlines()
+    said = [line for line in lines if "standard output could not be written (No space left on device)" in line]
+    assert len(said) == 2 and said[0].startswith("es-train:") and said[1].startswith("Error:"), lines
+    assert "Traceback" not in result.stderr
+    assert (tmp_path / "run" / "policy.onnx").is_file() and (tmp_path / "run" / "ck" / "solver.h5").is_file()
+
+
+@pytest.mark.timeout(200)
+def test_es_train_beyond_the_file_size_limit_neither_hangs_nor_crashes(tmp_path):
+    """Its workers died at their first shared-memory segment (the limit applies to /dev/shm), were
+    replaced for a minute or more, and the checkpoint's write then segfaulted the trainer."""
+    result = _es_train(tmp_path, "--set", "train.generations=2", "--set", "train.workers=2", in_process=False,
+                       preexec_fn=_limited(5000), timeout=150)
+    assert result.returncode == 1, result.stderr
+    checkpoint = tmp_path / "run" / "ck" / "solver.h5"
+    assert f"cannot write {checkpoint}: the file size limit of this process was reached (ulimit -f: 5,000 bytes)" \
+        in result.stderr, result.stderr
+    assert "lost" not in result.stdout, result.stdout  # no worker died
+    assert "Traceback" not in result.stderr
+    assert (tmp_path / "run" / "policy.onnx").is_file() and not checkpoint.exists()
+
+
+@pytest.mark.timeout(120)
+def test_a_noise_table_beyond_the_file_size_limit_names_the_key(tmp_path):
+    """The table's segment in /dev/shm failed with "Error: [Errno 27] File too large", naming nothing."""
+    result = _es_train(tmp_path, "--set", "train.generations=1", "--set",
+                       "solver.sampling.gaussian_sampling.cached=true", preexec_fn=_limited(2**20), timeout=100)
+    assert result.returncode == 1, result.stderr
+    assert ("Error: solver.sampling.gaussian_sampling.cache_size: 1000000 values need a file of 4 MiB in /dev/shm, "
+            "beyond the file size limit of this process (ulimit -f: 1,048,576 bytes)") in result.stderr, result.stderr
+
+
+PROGRESS_ON_A_FULL_DISK = """
+import csv, json
+from evokit_py.training.progress_log import CSV_FIELDS, ProgressLog
+
+def row(generation):
+    return {key: generation for key in CSV_FIELDS}
+
+warnings = []
+with ProgressLog(DISK / "progress.csv", [], warnings.append) as log:
+    leave_free(0)
+    for generation in range(1, 201):  # 4 KiB of rows fit in the page the file has; then none
+        log.hold([row(generation)], lambda g: False)
+    held = len(log.to_extra()["log/held_rows"])
+    with open(DISK / "progress.csv", newline="") as file:
+        written = [int(r["generation"]) for r in csv.DictReader(file)]
+    (DISK / ".filler").unlink()
+    log.hold([row(201)], lambda g: False)
+    held_after = len(log.to_extra()["log/held_rows"])
+with open(DISK / "progress.csv", newline="") as file:
+    final = [int(r["generation"]) for r in csv.DictReader(file)]
+print(json.dumps({"warnings": warnings, "held": held, "written": written, "held_after": held_after, "final": final}))
+"""
+
+
+@pytest.mark.timeout(120)
+def test_progress_rows_that_do_not_fit_are_held_whole_and_written_once_there_is_room(tmp_path, small_disk):
+    report = _report(small_disk(tmp_path / "disk", PROGRESS_ON_A_FULL_DISK))
+    assert len(report["warnings"]) == 1 and "no space left on device" in report["warnings"][0], report["warnings"]
+    written = report["written"]
+    assert written == list(range(1, len(written) + 1)) and 0 < len(written) < 200  # whole rows only, in order
+    assert report["held"] == 200 - len(written)  # the others, for the checkpoint
+    assert report["held_after"] == 0 and report["final"] == list(range(1, 202))
 
 
 # ---------------------------------------------------------------- the logger
