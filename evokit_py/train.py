@@ -20,7 +20,7 @@ mode those evaluated before the workers were lost, in async mode the results not
 
 The first Ctrl-C (or SIGTERM: a time limit's ``timeout``, a batch system) finishes the current
 generation, writes a checkpoint, exports the best policy evaluated so far and stops; a second one
-interrupts at once.
+interrupts at once (:class:`StoppedAtOnce`, which carries the signal).
 
 Before the first generation the log and checkpoint folders are created, test-written and locked
 (:mod:`evokit_py.training.run_lock`: a second run in one of them is refused, naming the first; the
@@ -62,7 +62,8 @@ from parl_lite.io.space import explain_write_error
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
 
-__all__ = ["TrainError", "TrainStopped", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
+__all__ = ["TrainError", "TrainStopped", "StoppedAtOnce", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME",
+           "ONNX_NAME"]
 
 CHECKPOINT_NAME = "solver.h5"
 CSV_NAME = "progress.csv"
@@ -73,6 +74,18 @@ _PROBE_BYTES = 4096  # written to test a run's folder: creating an empty file ne
 
 class TrainError(ValueError):
     """A run cannot start or continue; the message names the folder, file or key at fault."""
+
+
+class StoppedAtOnce(KeyboardInterrupt):
+    """A second SIGINT or SIGTERM stopped the run at once (the last checkpoint written is kept).
+
+    Attributes:
+        signal: the signal's number (``128 + signal`` is the exit status a shell expects).
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signal = signum
 
 
 class TrainStopped(TrainError):
@@ -400,7 +413,7 @@ class _Outcome:
 
 
 class _StopFlag:
-    """The first SIGINT or SIGTERM sets :attr:`signal`; the second raises KeyboardInterrupt."""
+    """The first SIGINT or SIGTERM sets :attr:`signal`; the second raises :class:`StoppedAtOnce`."""
 
     _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -417,7 +430,7 @@ class _StopFlag:
 
     def _handle(self, signum, frame):
         if self.signal is not None:
-            raise KeyboardInterrupt
+            raise StoppedAtOnce(signum)
         self.signal = signum
         # os.write, not print: a handler that prints while the main thread prints raises
         name = signal.Signals(signum).name

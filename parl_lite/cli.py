@@ -112,7 +112,7 @@ def es_train(config_path, resume, overrides, in_process, address) -> None:
     train.checkpoint_every generations and on Ctrl-C, and the best policy is exported to ONNX."""
     with _ctrl_c_exits("while starting"):
         from evokit_py.config import ConfigError, resolve_config
-        from evokit_py.train import train
+        from evokit_py.train import StoppedAtOnce, train
     echo = _StdoutEcho("es-train")
     try:
         if address is not None:
@@ -123,9 +123,9 @@ def es_train(config_path, resume, overrides, in_process, address) -> None:
         raise click.ClickException(str(error)) from error
     except OSError as error:  # a file the run writes (the policy, the log) could not be written
         raise click.ClickException(str(error)) from error
-    except KeyboardInterrupt:  # a Ctrl-C before training started, or the second one: stopped at once
+    except KeyboardInterrupt as interrupt:  # a Ctrl-C before training started, or the second one: stopped at once
         click.echo("es-train: interrupted at once (the last checkpoint written, if any, is kept)", err=True)
-        raise SystemExit(130) from None
+        raise SystemExit(128 + (interrupt.signal if isinstance(interrupt, StoppedAtOnce) else signal.SIGINT)) from None
     if result.summary is not None:
         echo(result.summary.to_json())
     problems = result.problems + ([echo.failure] if echo.failure else [])
