@@ -229,10 +229,7 @@ def _train(config: ESConfig, paths: "_Paths", resume: bool, backend: str, echo: 
         outcome.checkpoint_error = _save_checkpoint(run, paths.checkpoint, totals, log, evaluations, echo,
                                                     start.unfinished)
         _echo_worker_events(pool, outcome, echo)
-    if log.unwritten:
-        kept = (f"the checkpoint {paths.checkpoint} holds them (a run resumed from it writes them)"
-                if outcome.checkpoint_error is None else "they are lost")
-        outcome.log_error = f"{log.failure}; {log.unwritten} row(s) of it were not written: {kept}"
+    outcome.log_error = _unwritten_rows(log, paths, outcome.checkpoint_error)
     # the best evaluated solution with the statistics it was evaluated with; the current one if none was
     outcome.onnx_path, outcome.export_error = _export(
         run, paths, (totals.best_params, totals.best_obs_stats) if totals.evaluated else (None, None),
@@ -241,6 +238,15 @@ def _train(config: ESConfig, paths: "_Paths", resume: bool, backend: str, echo: 
     if outcome.workers_lost is not None:
         raise TrainStopped(_stopped_message(run, paths, outcome, len(start.unfinished)), result)
     return result
+
+
+def _unwritten_rows(log: ProgressLog, paths: "_Paths", checkpoint_error: str | None) -> str | None:
+    """Why rows of ``progress.csv`` are not written, and where they are (None: all are written)."""
+    if not log.unwritten:
+        return None
+    kept = (f"the checkpoint {paths.checkpoint} holds them (a run resumed from it writes them)"
+            if checkpoint_error is None else "they are lost")
+    return f"{log.failure}; {log.unwritten} row(s) of it were not written: {kept}"
 
 
 def _export(run: Run, paths: "_Paths", best: tuple[np.ndarray | None, dict | None],

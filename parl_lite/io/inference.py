@@ -66,11 +66,7 @@ def save_inference_model(model: paddle.nn.Layer, save_path: "str | os.PathLike",
                          f"inputs after it), got {parameters[:1]}")
     specs = _input_specs(label, input_shape_list, input_dtype_list)
     path = Path(save_path)
-    for suffix in (_PARAMS_SUFFIX, ".json", ".pdmodel"):  # before any is written: never half a pair replaced
-        check_destination(path.with_name(path.name + suffix))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    weights = sum(int(value.numel()) * value.element_size() for value in model.state_dict().values())
-    check_room(path.with_name(path.name + _PARAMS_SUFFIX), weights)
+    weights = _check_destinations(model, path)
     with tempfile.TemporaryDirectory(prefix=f".{path.name}.jit-", dir=path.parent) as folder:
         try:
             paddle.jit.save(model, os.path.join(folder, "model"), input_spec=specs)
@@ -81,6 +77,21 @@ def save_inference_model(model: paddle.nn.Layer, save_path: "str | os.PathLike",
         for file in traced:
             _check_whole(file, path.with_name(path.name + file.suffix), weights)
         return [_move_atomically(file, path.with_name(path.name + file.suffix)) for file in traced]
+
+
+def _check_destinations(model: paddle.nn.Layer, path: Path) -> int:
+    """Check every file name paddle may write at ``path`` before any is written (never half a pair
+    replaced), make its folder and check that the model's weights fit there; returns their bytes.
+
+    Raises:
+        OSError: a name is a folder, a FIFO, a socket or a device; the weights do not fit.
+    """
+    for suffix in (_PARAMS_SUFFIX, ".json", ".pdmodel"):
+        check_destination(path.with_name(path.name + suffix))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    weights = sum(int(value.numel()) * value.element_size() for value in model.state_dict().values())
+    check_room(path.with_name(path.name + _PARAMS_SUFFIX), weights)
+    return weights
 
 
 def _check_whole(file: Path, destination: Path, weights: int) -> None:
