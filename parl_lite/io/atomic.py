@@ -10,8 +10,9 @@ A write that fails for want of room (a full disk, a quota, the file size limit) 
 ``OSError`` with its errno that names the file and the reason (:mod:`parl_lite.io.space`), and leaves
 the previous file in place. HDF5 files are written through a Python file object that keeps the
 first failed write to itself (:class:`_FailureHoldingFile`): HDF5 cannot recover from a failed
-write of its own (its metadata cache stays dirty, closing the file fails from a destructor, and the
-process segfaults at exit; seen with 16 KiB free and with ``ulimit -f``).
+write of its own: closing the file fails (h5py says so as a RuntimeError from a destructor), and
+the next attempt to close it flushes datasets the failed one had already freed, a segfault in
+``H5D__flush_all_cb`` (seen with 16 KiB free and with ``ulimit -f``).
 """
 import io
 import os
