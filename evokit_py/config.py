@@ -45,6 +45,12 @@ def _check(predicate: Callable[[Any], bool], requirement: str) -> dict:
 _POSITIVE = _check(lambda v: v > 0, "must be > 0")
 _NON_NEGATIVE = _check(lambda v: v >= 0, "must be >= 0")
 _UNIT_OPEN = _check(lambda v: 0 <= v < 1, "must be in [0, 1)")
+# a shift cancels a per-step bonus, of a reward's order; one of 1e300 leaves float64 returns holding only
+# the episode lengths (returns differing by 1 need |shift| * steps < 2**52): no learning signal at all
+_MAX_REWARD_SHIFT = 1e6
+_REWARD_SHIFT = _check(lambda v: abs(v) <= _MAX_REWARD_SHIFT,
+                       f"must be within [-{_MAX_REWARD_SHIFT:g}, {_MAX_REWARD_SHIFT:g}] (it is subtracted from every "
+                       f"step's reward; a larger shift drowns the rewards' differences in float64 rounding)")
 
 
 @dataclass
@@ -58,7 +64,7 @@ class EnvConfig:
     common_episode_seeds: bool = True
     # subtracted from every step's reward of the candidates' episodes (a survival bonus cancelled during
     # training, as ARS does); evaluations and the reported returns are the environment's own
-    reward_shift: float = 0.0
+    reward_shift: float = field(default=0.0, metadata=_REWARD_SHIFT)
 
 
 @dataclass

@@ -3,7 +3,8 @@ started: each refusal names the config key, what the value needs and the limit.
 
 - The noise table (``solver.sampling.gaussian_sampling.cache_size``, 4 bytes a value) lives in
   ``/dev/shm``: it must fit in the space free there (a tmpfs: writing past it kills the writer with
-  SIGBUS) and in the memory available. This user's segments that dead processes left (a run killed
+  SIGBUS), in the memory available and within the process's file size limit (``ulimit -f``, which
+  applies to ``/dev/shm`` too). This user's segments that dead processes left (a run killed
   while it built its table) are swept first, so that they do not count against the next run.
 - The workers (``train.workers``) on this machine (the local pool, ``ray://local``): at most
   ``WORKERS_PER_CPU`` per CPU this process may use, since a sampling worker keeps a CPU busy and
@@ -17,6 +18,7 @@ import os
 from typing import Any
 
 from evokit_py.config import ConfigError
+from parl_lite.io.space import file_size_limit
 from parl_lite.remote.shm import SHM_DIR
 from parl_lite.remote.status import find_pools
 
@@ -42,6 +44,11 @@ def check_noise_table(size: int) -> None:
     if needed > free:
         raise ConfigError(f"{_NOISE_KEY}: {size} values need {_size(needed)} of shared memory, {SHM_DIR} has "
                           f"{_size(free)} free; lower {_NOISE_KEY}")
+    limit = file_size_limit()
+    if limit is not None and needed > limit:
+        raise ConfigError(f"{_NOISE_KEY}: {size} values need a file of {_size(needed)} in {SHM_DIR}, beyond the "
+                          f"file size limit of this process (ulimit -f: {limit:,} bytes); lower {_NOISE_KEY} or "
+                          f"raise the limit")
     available = _available_memory()
     if needed > available:
         raise ConfigError(f"{_NOISE_KEY}: {size} values need {_size(needed)} of shared memory, this machine "

@@ -20,13 +20,15 @@ mode those evaluated before the workers were lost, in async mode the results not
 
 The first Ctrl-C (or SIGTERM: a time limit's ``timeout``, a batch system) finishes the current
 generation, writes a checkpoint, exports the best policy evaluated so far and stops; a second one
-interrupts at once.
+interrupts at once (:class:`StoppedAtOnce`, which carries the signal).
 
 Before the first generation the log and checkpoint folders are created, test-written and locked
 (:mod:`evokit_py.training.run_lock`: a second run in one of them is refused, naming the first; the
 locks are held until the policy is exported), and a checkpoint to resume from is read and checked;
-a checkpoint write that fails later is reported and training goes on, so the trained policy is
-still exported.
+a checkpoint or ``progress.csv`` write that fails later (a full disk) is reported and training goes
+on, so the trained policy is still exported. A policy that cannot be written to ``policy.onnx`` is
+in the checkpoint; when no checkpoint could be written either, it goes to a new file in the
+temporary folder (:func:`_export`). Each failure is in the :class:`TrainResult`.
 """
 import csv
 import math
@@ -56,19 +58,34 @@ from evokit_py.training.setup import Run, setup_run
 from evokit_py.training.totals import Totals
 from evokit_py.training.unfinished import UnfinishedGeneration
 from parl_lite.io.paths import describe_file_type
+from parl_lite.io.space import explain_write_error
 from parl_lite.train.progress import Reporter
 from parl_lite.train.summary import RunSummary
 
-__all__ = ["TrainError", "TrainStopped", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME"]
+__all__ = ["TrainError", "TrainStopped", "StoppedAtOnce", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME",
+           "ONNX_NAME"]
 
 CHECKPOINT_NAME = "solver.h5"
 CSV_NAME = "progress.csv"
 ONNX_NAME = "policy.onnx"
 _RATE_WINDOW = 10  # generations the log line's rate and ETA are taken over (episodes lengthen as training goes)
+_PROBE_BYTES = 4096  # written to test a run's folder: creating an empty file needs no free block
 
 
 class TrainError(ValueError):
     """A run cannot start or continue; the message names the folder, file or key at fault."""
+
+
+class StoppedAtOnce(KeyboardInterrupt):
+    """A second SIGINT or SIGTERM stopped the run at once (the last checkpoint written is kept).
+
+    Attributes:
+        signal: the signal's number (``128 + signal`` is the exit status a shell expects).
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signal = signum
 
 
 class TrainStopped(TrainError):
@@ -98,8 +115,12 @@ class TrainResult:
         startup_seconds: the part of it before the first generation (the run's parts, the pool and its workers).
         episodes, steps: training episodes and environment steps (evaluations excluded).
         interrupted: stopped by Ctrl-C or SIGTERM (a checkpoint was written, the policy exported).
+        onnx_path: where the policy was written (``train.log_dir/policy.onnx``; a file in the
+            temporary folder when neither it nor a checkpoint could be written; None: nowhere).
         params: the best parameters (the exported ones).
         checkpoint_error: why the last checkpoint write failed (``None``: it succeeded).
+        export_error: why the policy could not be written to ``policy.onnx``, and where it is.
+        log_error: why rows of ``progress.csv`` could not be written, and where they are.
         summary: the run in the schema every parl_lite training script prints (``algo`` is the
             solver type, ``updates`` the generations; like the steps, ``train_seconds`` and
             ``train_cpu_seconds`` count the whole run since generation 0, and the CPU-seconds are
@@ -127,6 +148,13 @@ class TrainResult:
     cpu_seconds: float = 0.0
     confirmed_return: float | None = None
     stop_signal: int | None = None
+    export_error: str | None = None
+    log_error: str | None = None
+
+    @property
+    def problems(self) -> list[str]:
+        """What the run could not write (the checkpoint, rows of the log, the policy), in words."""
+        return [problem for problem in (self.checkpoint_error, self.log_error, self.export_error) if problem]
 
 
 def train(config: ESConfig, resume: bool = False, backend: str = "remote",
@@ -142,7 +170,7 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
             lines; None: a bar when stderr is a terminal (:class:`parl_lite.train.Reporter`).
 
     Returns:
-        A :class:`TrainResult` (its ``checkpoint_error`` says why the last checkpoint write failed).
+        A :class:`TrainResult` (its ``problems`` say what could not be written, and where it is instead).
 
     Raises:
         TrainError, ConfigError, SolverCheckpointError: before the first generation, naming the
@@ -172,7 +200,7 @@ def _train(config: ESConfig, paths: "_Paths", resume: bool, backend: str, echo: 
         outcome.startup_seconds = time.perf_counter() - started
         echo(_start_line(run, backend, outcome.startup_seconds))
         stop = stack.enter_context(_StopFlag())
-        log = stack.enter_context(ProgressLog(paths.csv, start.rows))
+        log = stack.enter_context(ProgressLog(paths.csv, start.rows, echo))
         evaluations = Evaluations(run, pool)
         evaluations.restore(start.pending)
         log.hold(start.held_rows, evaluations.awaits)
@@ -201,12 +229,53 @@ def _train(config: ESConfig, paths: "_Paths", resume: bool, backend: str, echo: 
         outcome.checkpoint_error = _save_checkpoint(run, paths.checkpoint, totals, log, evaluations, echo,
                                                     start.unfinished)
         _echo_worker_events(pool, outcome, echo)
+    outcome.log_error = _unwritten_rows(log, paths, outcome.checkpoint_error)
     # the best evaluated solution with the statistics it was evaluated with; the current one if none was
-    export_policy(run, paths.onnx, *((totals.best_params, totals.best_obs_stats) if totals.evaluated else (None, None)))
+    outcome.onnx_path, outcome.export_error = _export(
+        run, paths, (totals.best_params, totals.best_obs_stats) if totals.evaluated else (None, None),
+        outcome.checkpoint_error)
     result = _finish(run, backend, paths, totals, outcome, seconds_before, time.perf_counter() - started, echo)
     if outcome.workers_lost is not None:
         raise TrainStopped(_stopped_message(run, paths, outcome, len(start.unfinished)), result)
     return result
+
+
+def _unwritten_rows(log: ProgressLog, paths: "_Paths", checkpoint_error: str | None) -> str | None:
+    """Why rows of ``progress.csv`` are not written, and where they are (None: all are written)."""
+    if not log.unwritten:
+        return None
+    kept = (f"the checkpoint {paths.checkpoint} holds them (a run resumed from it writes them)"
+            if checkpoint_error is None else "they are lost")
+    return f"{log.failure}; {log.unwritten} row(s) of it were not written: {kept}"
+
+
+def _export(run: Run, paths: "_Paths", best: tuple[np.ndarray | None, dict | None],
+            checkpoint_error: str | None) -> tuple[Path | None, str | None]:
+    """Export the ``best`` policy (parameters, statistics) to ``policy.onnx``; where that cannot be
+    written and no checkpoint holds the policy either, to a new file in the temporary folder.
+
+    Returns:
+        Where the policy is (None: nowhere), and why it is not in ``policy.onnx`` (None: it is).
+    """
+    try:
+        export_policy(run, paths.onnx, *best)
+        return paths.onnx, None
+    except OSError as error:
+        failure = str(error)
+    if checkpoint_error is None:
+        return None, (f"{failure}; the policy is in the checkpoint {paths.checkpoint}: once there is room, the same "
+                      f"command with --resume writes it")
+    try:
+        descriptor, name = tempfile.mkstemp(prefix="es-train-policy-", suffix=".onnx")
+        os.close(descriptor)
+    except OSError as error:
+        return None, f"{failure}; nor could a file be made in {tempfile.gettempdir()} ({error}): the policy is lost"
+    try:
+        export_policy(run, name, *best)
+    except OSError as error:
+        os.unlink(name)
+        return None, f"{failure}; no checkpoint holds the policy, and {error}: the policy is lost"
+    return Path(name), f"{failure}; no checkpoint holds the policy, so it was written to {name} instead"
 
 
 def _generation(run: Run, pool: EvaluationPool, batches: Generator[Batch | None, None, None], totals: Totals,
@@ -323,6 +392,9 @@ class _Outcome:
     interrupted: bool = False
     stop_signal: int | None = None
     checkpoint_error: str | None = None
+    log_error: str | None = None
+    onnx_path: Path | None = None
+    export_error: str | None = None
 
     def take(self, finished: list[tuple[int, float, np.ndarray, dict]], totals: Totals, log: ProgressLog,
              evaluations: Evaluations, echo: Callable[[str], None]) -> None:
@@ -347,7 +419,7 @@ class _Outcome:
 
 
 class _StopFlag:
-    """The first SIGINT or SIGTERM sets :attr:`signal`; the second raises KeyboardInterrupt."""
+    """The first SIGINT or SIGTERM sets :attr:`signal`; the second raises :class:`StoppedAtOnce`."""
 
     _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -364,7 +436,7 @@ class _StopFlag:
 
     def _handle(self, signum, frame):
         if self.signal is not None:
-            raise KeyboardInterrupt
+            raise StoppedAtOnce(signum)
         self.signal = signum
         # os.write, not print: a handler that prints while the main thread prints raises
         name = signal.Signals(signum).name
@@ -417,11 +489,12 @@ def _finish(run: Run, backend: str, paths: _Paths, totals: Totals, outcome: _Out
     config, generations = run.config, run.solver.generation
     confirmation = "" if outcome.confirmed_return is None else \
         f" (confirmed: {outcome.confirmed_return:.2f} on {config.train.confirm_episodes} fresh episodes)"
+    written = "checkpoint and policy written" if not (outcome.checkpoint_error or outcome.export_error) else \
+        "see below what could not be written"
     if outcome.interrupted:
-        status = (f"interrupted by {signal.Signals(outcome.stop_signal or signal.SIGINT).name} (checkpoint and "
-                  f"policy written)")
+        status = f"interrupted by {signal.Signals(outcome.stop_signal or signal.SIGINT).name} ({written})"
     elif outcome.workers_lost:
-        status = "stopped, its workers lost (checkpoint and policy written)"
+        status = f"stopped, its workers lost ({written})"
     else:
         status = f"solved{confirmation}" if outcome.solved else (
             f"solver stopped ({outcome.stop_reason})" if outcome.stop_reason else "generation budget spent")
@@ -431,7 +504,7 @@ def _finish(run: Run, backend: str, paths: _Paths, totals: Totals, outcome: _Out
                        f"generation {outcome.start_generation}")
     echo(f"es-train {status}: generation {generations}, best evaluation return {totals.best_return:.2f}, "
          f"{totals.episodes} episodes, {totals.steps} steps; {train_line}; this call {total:.2f}s with start-up and "
-         f"evaluations; checkpoint {paths.checkpoint}, log {paths.csv}, policy {paths.onnx}")
+         f"evaluations; checkpoint {paths.checkpoint}, log {paths.csv}, policy {outcome.onnx_path or 'not written'}")
     summary = RunSummary(algo=config.solver.type, env=config.env.id, seed=config.seed, steps=totals.steps,
                          solved_at=outcome.solved_at,
                          eval_return=math.nan if outcome.last_eval is None else outcome.last_eval[1],
@@ -442,9 +515,10 @@ def _finish(run: Run, backend: str, paths: _Paths, totals: Totals, outcome: _Out
                          checkpoint=None if outcome.checkpoint_error else str(paths.checkpoint),
                          interrupted=outcome.interrupted)
     return TrainResult(generations, outcome.solved, totals.best_return, totals.train_seconds, total, totals.episodes,
-                       totals.steps, outcome.interrupted, paths.onnx, paths.csv, paths.checkpoint,
+                       totals.steps, outcome.interrupted, outcome.onnx_path, paths.csv, paths.checkpoint,
                        np.asarray(totals.best_params), outcome.checkpoint_error, summary, outcome.startup_seconds,
-                       totals.cpu_seconds, outcome.confirmed_return, outcome.stop_signal)
+                       totals.cpu_seconds, outcome.confirmed_return, outcome.stop_signal, outcome.export_error,
+                       outcome.log_error)
 
 
 def _make_folders(paths: _Paths) -> None:
@@ -456,10 +530,11 @@ def _make_folders(paths: _Paths) -> None:
     for key, folder in (("train.log_dir", paths.log_dir), ("train.checkpoint_dir", paths.checkpoint.parent)):
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryFile(dir=folder):
-                pass
+            with tempfile.TemporaryFile(dir=folder) as probe:
+                probe.write(bytes(_PROBE_BYTES))
+                probe.flush()
         except OSError as error:
-            raise TrainError(f"{key}: cannot write in {folder}: {error.strerror or error}") from error
+            raise TrainError(f"{key}: {explain_write_error(error, folder)}") from error
 
 
 def _check_before_training(config: ESConfig, paths: _Paths, resume: bool) -> None:
@@ -493,10 +568,9 @@ def _save_checkpoint(run: Run, path: Path, totals: Totals, log: ProgressLog, eva
     extra = {**totals.to_extra(), **log.to_extra(), **evaluations.to_extra(), **unfinished.to_extra(run.solver)}
     try:
         save_checkpoint(run, path, extra=extra)
-    except OSError as error:
-        reason = f"cannot write checkpoint {path}: {error}"
-        echo(f"es-train: warning: {reason}; training goes on")
-        return reason
+    except OSError as error:  # the message names the file and why (no space left on device, ...)
+        echo(f"es-train: warning: the checkpoint is not written: {error}; training goes on")
+        return str(error)
     return None
 
 

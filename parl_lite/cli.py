@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import signal
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -111,26 +112,52 @@ def es_train(config_path, resume, overrides, in_process, address) -> None:
     train.checkpoint_every generations and on Ctrl-C, and the best policy is exported to ONNX."""
     with _ctrl_c_exits("while starting"):
         from evokit_py.config import ConfigError, resolve_config
-        from evokit_py.train import train
+        from evokit_py.train import StoppedAtOnce, train
+    echo = _StdoutEcho("es-train")
     try:
         if address is not None:
             overrides = (*overrides, f"train.address={json.dumps(address)}")
         config = resolve_config(config_path, overrides)
-        result = train(config, resume=resume, backend="inprocess" if in_process else "remote", echo=click.echo)
+        result = train(config, resume=resume, backend="inprocess" if in_process else "remote", echo=echo)
     except (ConfigError, ValueError, ImportError, ConnectionError) as error:  # ImportError: a backend plugin
         raise click.ClickException(str(error)) from error
     except OSError as error:  # a file the run writes (the policy, the log) could not be written
         raise click.ClickException(str(error)) from error
-    except KeyboardInterrupt:  # a Ctrl-C before training started, or the second one: stopped at once
+    except KeyboardInterrupt as interrupt:  # a Ctrl-C before training started, or the second one: stopped at once
         click.echo("es-train: interrupted at once (the last checkpoint written, if any, is kept)", err=True)
-        raise SystemExit(130) from None
+        raise SystemExit(128 + (interrupt.signal if isinstance(interrupt, StoppedAtOnce) else signal.SIGINT)) from None
     if result.summary is not None:
-        click.echo(result.summary.to_json())
-    if result.checkpoint_error is not None:
-        raise click.ClickException(f"{result.checkpoint_error} (the trained policy was exported to "
-                                   f"{result.onnx_path})" if result.onnx_path else result.checkpoint_error)
+        echo(result.summary.to_json())
+    problems = result.problems + ([echo.failure] if echo.failure else [])
+    if problems:
+        where = f"; the policy is in {result.onnx_path}" if result.onnx_path and not result.export_error else ""
+        raise click.ClickException("; ".join(problems) + where)
     if result.interrupted:  # 130 after a Ctrl-C, 143 after a SIGTERM
         raise SystemExit(128 + (result.stop_signal or 2))
+
+
+class _StdoutEcho:
+    """``click.echo`` to stdout that outlives stdout: the first write that fails (a full disk, a
+    reader gone) is said once on stderr and kept in :attr:`failure`, and stdout then goes to
+    ``/dev/null``, so that what follows (and Python's flush at exit) does not fail again."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self.failure: str | None = None
+
+    def __call__(self, text: str) -> None:
+        if self.failure is not None:
+            return
+        try:
+            click.echo(text)
+        except OSError as error:
+            self.failure = f"standard output could not be written ({error.strerror or error}): its lines are lost"
+            with contextlib.suppress(OSError):
+                os.write(2, f"{self.command}: {self.failure}; going on\n".encode())
+            with contextlib.suppress(OSError, ValueError, AttributeError):  # a stdout with no descriptor keeps failing
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
 
 
 @main.command()

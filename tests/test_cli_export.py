@@ -97,3 +97,16 @@ def test_missing_and_non_checkpoint_files_are_named(tmp_path):
     (tmp_path / "notes.txt").write_text("not HDF5")
     wrong = CliRunner().invoke(main, ["export", str(tmp_path / "notes.txt"), "--input-shape", "None,4"])
     assert wrong.exit_code == 1 and "notes.txt is truncated or corrupted" in wrong.output
+
+
+def test_an_input_shape_the_checkpoint_does_not_take_is_named_before_any_trace(checkpoint):
+    """--input-shape None,17 for a model of 4 inputs printed about 80 lines of paddle's traces, twice."""
+    result = _cli(checkpoint, "--input-shape", "None,17", "--model-class", "core_models:CartpoleModel",
+                  "--app-dir", TESTS, cwd=checkpoint.parent)
+    assert result.returncode == 2, result.stderr
+    error = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+    assert error == [f"Error: Invalid value for --input-shape: None,17 gives inputs of width 17, but the model's "
+                     f"first layer fc1 takes width 4 (its weight fc1.weight in {checkpoint} has shape [4, 20]); use "
+                     f"--input-shape None,4"], result.stderr
+    assert "In transformed code" not in result.stderr and "Traceback" not in result.stderr
+    assert not checkpoint.with_suffix(".onnx").exists()

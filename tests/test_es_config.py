@@ -35,11 +35,18 @@ def test_defaults_and_round_trip_through_yaml(tmp_path):
     ({"observation_stats": {"std_floor": 0}}, "observation_stats.std_floor"),
     ({"observation_stats": {"clip": -1}}, "observation_stats.clip"),
     ({"observation_stats": {"clip": "none"}}, "observation_stats.clip"),
+    ({"env": {"reward_shift": 1e300}}, "env.reward_shift"),  # all returns -1e300 * steps: no signal left
+    ({"env": {"reward_shift": -2e6}}, "env.reward_shift"),
 ])
 def test_bad_values_name_the_key(data, key):
     with pytest.raises(ConfigError) as error:
         parse_config(data)
     assert str(error.value).startswith(key + ":"), str(error.value)
+
+
+def test_a_reward_shift_within_a_million_is_taken():
+    assert parse_config({"env": {"reward_shift": -1e6}}).env.reward_shift == -1e6
+    assert parse_config({"env": {"reward_shift": 1.0}}).env.reward_shift == 1.0
 
 
 def test_file_errors_name_the_file_and_key(tmp_path):

@@ -7,6 +7,8 @@ is limited (RLIMIT_AS) far below the declared size: the load must refuse it, not
 """
 import os
 import resource
+import socket
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -320,6 +322,71 @@ def test_saving_to_a_path_that_cannot_be_a_file_says_why(tmp_path, where, error,
         make_agent(0).save(path)
     assert message.format(tmp=tmp_path) in str(caught.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "ok.h5"]  # no temporary left
+
+
+def _special_file(path: Path, kind: str) -> str:
+    """Make a FIFO, a socket or a character device (/dev/null's numbers) at ``path``; returns its
+    description. A device needs root (CAP_MKNOD): skipped without."""
+    if kind == "fifo":
+        os.mkfifo(path)
+        return "a FIFO (named pipe)"
+    if kind == "socket":
+        with socket.socket(socket.AF_UNIX) as server:
+            server.bind(str(path))
+        return "a socket"
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError as error:
+        pytest.skip(f"making a device needs root: {error}")
+    return "a character device"
+
+
+def _save_with_every_writer(path: Path, writer: str) -> str:
+    """Write ``path`` with one of parl_lite's writers; returns what the writer said."""
+    from core_models import CartpoleModel
+    from evokit_py.checkpoint import write_checkpoint
+    from parl_lite.io.inference import save_inference_model
+    from parl_lite.io.onnx_export import export_onnx
+    from parl_lite.utils import ReplayMemory
+
+    writers = {
+        "Agent.save": lambda: make_agent(0).save(path),
+        "ReplayMemory.save": lambda: ReplayMemory(4, 3, 1).save(path),
+        "export_onnx": lambda: export_onnx(CartpoleModel(), path, [None, 4]),
+        "evokit write_checkpoint": lambda: write_checkpoint(
+            path, solver_type="BASIC_ES", config_yaml="seed: 0\n", noise_seed=0, params=np.ones(3),
+            solver_state={"generation": np.int64(0)}, obs_stats={}),
+        "save_inference_model": lambda: save_inference_model(CartpoleModel(), path.with_suffix(""), [[None, 4]],
+                                                             ["float32"]),
+    }
+    if writer == "parl-lite export -o":
+        checkpoint = path.with_name("model.h5")
+        make_agent(0).save(checkpoint)
+        result = CliRunner().invoke(main, ["export", str(checkpoint), "--input-shape", "None,4", "-o", str(path),
+                                           "--model-class", "core_models:CartpoleModel", "--app-dir", str(TESTS)])
+        assert result.exit_code == 1, result.output
+        checkpoint.unlink()
+        return result.output
+    with pytest.raises(Exception) as caught:
+        writers[writer]()
+    return str(caught.value)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["fifo", "socket", "device"])
+@pytest.mark.parametrize("writer", ["Agent.save", "ReplayMemory.save", "export_onnx", "parl-lite export -o",
+                                    "evokit write_checkpoint", "save_inference_model"])
+def test_saving_over_a_fifo_socket_or_device_is_refused_naming_it(tmp_path, writer, kind):
+    """Every writer wrote a temporary and renamed it over the path: run as root, agent.save("/dev/null")
+    replaced the machine's /dev/null with a regular file."""
+    path = tmp_path / ("m.pdiparams" if writer == "save_inference_model" else "target")
+    description = _special_file(path, kind)
+    before = os.stat(path)
+    said = _save_with_every_writer(path, writer)
+    assert f"cannot write {path}: it is {description}, not a file" in " ".join(said.split()), said
+    after = os.stat(path)
+    assert (after.st_mode, after.st_ino, after.st_rdev) == (before.st_mode, before.st_ino, before.st_rdev)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # no temporary, nothing else written
 
 
 @pytest.mark.timeout(30, method="thread")

@@ -17,6 +17,9 @@ from parl_lite.utils import CSVLogger, LinearDecayScheduler, PiecewiseScheduler,
 from parl_lite.utils import machine_info
 from parl_lite.utils.rl_utils import calc_discount_sum_rewards, calc_gae
 
+TESTS = Path(__file__).parent
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS), *sys.path])}
+
 
 def test_parl_names_are_exported():
     for name in ("logger", "summary", "machine_info", "CSVLogger", "ReplayMemory", "get_free_tcp_port",
@@ -184,6 +187,30 @@ def test_csv_logger_writes_a_header_and_rows_flushed_as_they_come(tmp_path):
     with CSVLogger(tmp_path / "other.csv") as other:
         other.log_dict({"x": 0.5})
     assert other.output_file.closed
+
+
+@pytest.mark.timeout(60)
+def test_a_log_file_that_is_a_fifo_is_refused_naming_it_without_blocking(tmp_path):
+    """logger.set_dir and CSVLogger waited for ever for a reader of the FIFO."""
+    script = textwrap.dedent("""
+        import os, sys
+        from parl_lite.utils import CSVLogger, logger
+        os.mkfifo(os.path.join(sys.argv[1], "log.log"))
+        os.mkfifo(os.path.join(sys.argv[1], "rows.csv"))
+        for make in (lambda: logger.set_dir(sys.argv[1]), lambda: CSVLogger(os.path.join(sys.argv[1], "rows.csv"))):
+            try:
+                make()
+            except FileExistsError as error:
+                print(error)
+        with CSVLogger(os.devnull) as rows:  # a character device is written as it is
+            rows.log_dict({"a": 1})
+        print("done")
+    """)
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=ENV, capture_output=True, text=True,
+                            timeout=50)
+    assert result.stdout.splitlines() == [f"cannot write {tmp_path}/log.log: it is a FIFO (named pipe), not a file",
+                                          f"cannot write {tmp_path}/rows.csv: it is a FIFO (named pipe), not a file",
+                                          "done"], result.stderr
 
 
 # ---------------------------------------------------------------- machine_info

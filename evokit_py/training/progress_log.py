@@ -1,9 +1,15 @@
 """``progress.csv``: one row per generation, written once the evaluation of its generation (if one
 was requested) is known, so that row ``g`` holds the evaluation of the solution after generation
 ``g`` in both modes (in async mode it arrives one or more generations later). The rows still held
-for their evaluation go into a checkpoint, so that a resumed run writes them."""
+for their evaluation go into a checkpoint, so that a resumed run writes them.
+
+Rows are appended whole or not at all (a half row would make the file unreadable to ``--resume``).
+Rows that cannot be written (a full disk) stay held, go into the checkpoints like those awaiting
+their evaluation, and are written with the next row once there is room."""
 import csv
+import io
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,6 +17,8 @@ import numpy as np
 
 from evokit_py.training.schedule import Batch
 from evokit_py.training.totals import Totals
+from parl_lite.io.atomic import write_bytes_atomically
+from parl_lite.io.space import explain_write_error
 
 __all__ = ["CSV_FIELDS", "ProgressLog"]
 
@@ -20,19 +28,26 @@ _INTEGER_FIELDS = ("generation", "episodes", "steps")
 
 
 class ProgressLog:
-    """progress.csv, rewritten from ``earlier_rows`` (see the module docstring). Leaving the
-    ``with`` block writes the rows still held (their evaluation stays ``nan``).
+    """progress.csv, rewritten atomically from ``earlier_rows`` (see the module docstring). Leaving
+    the ``with`` block writes the rows still held (their evaluation stays ``nan``).
+
+    Args:
+        warn: told, once, why rows cannot be written.
+
+    Attributes:
+        failure: why the last rows could not be written (None once they all are).
 
     Raises:
-        OSError: the file cannot be written.
+        OSError: the file cannot be rewritten (the message names it; the earlier file stays).
     """
 
-    def __init__(self, path: Path, earlier_rows: list[dict]):
-        self._file = open(path, "w", newline="")
-        self._writer = csv.DictWriter(self._file, CSV_FIELDS)
-        self._writer.writeheader()
-        self._writer.writerows(earlier_rows)
+    def __init__(self, path: Path, earlier_rows: list[dict], warn: Callable[[str], None]):
+        self.path, self._warn = path, warn
+        write_bytes_atomically(path, _csv_text(earlier_rows, header=True).encode())
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         self._held: list[tuple[dict, bool]] = []  # (row, still awaiting its evaluation), oldest first
+        self.failure: str | None = None
+        self._warned = False
 
     def __enter__(self) -> "ProgressLog":
         return self
@@ -40,7 +55,12 @@ class ProgressLog:
     def __exit__(self, *exc) -> None:
         self._held = [(row, False) for row, _ in self._held]
         self._write_ready()
-        self._file.close()
+        os.close(self._fd)
+
+    @property
+    def unwritten(self) -> int:
+        """Rows held because they could not be written."""
+        return sum(1 for _, awaiting in self._held if not awaiting) if self.failure else 0
 
     def hold(self, rows: list[dict], awaits: Callable[[int], bool]) -> None:
         """Take back the rows a checkpoint held (:meth:`held_from_extra`); ``awaits(g)``: whether the
@@ -71,9 +91,22 @@ class ProgressLog:
         self._write_ready()
 
     def _write_ready(self) -> None:
-        while self._held and not self._held[0][1]:
-            self._writer.writerow(self._held.pop(0)[0])
-        self._file.flush()
+        ready = 0
+        while ready < len(self._held) and not self._held[ready][1]:
+            ready += 1
+        if not ready:
+            return
+        try:
+            _append_whole(self._fd, _csv_text([row for row, _ in self._held[:ready]]).encode())
+        except OSError as error:
+            self.failure = str(explain_write_error(error, self.path))
+            if not self._warned:
+                self._warned = True
+                self._warn(f"es-train: warning: {self.failure}; its rows are kept (in the checkpoint too) and "
+                           f"written once there is room; training goes on")
+            return
+        del self._held[:ready]
+        self.failure = None
 
     def to_extra(self) -> dict[str, np.ndarray]:
         """The rows not written yet, for a checkpoint (their evaluations apart: nan where none yet)."""
@@ -95,3 +128,30 @@ class ProgressLog:
             rows.append({**row, "eval_return": float(evaluation)})
         return rows
 
+
+
+def _csv_text(rows: list[dict], header: bool = False) -> str:
+    text = io.StringIO()
+    writer = csv.DictWriter(text, CSV_FIELDS)
+    if header:
+        writer.writeheader()
+    writer.writerows(rows)
+    return text.getvalue()
+
+
+def _append_whole(descriptor: int, data: bytes) -> None:
+    """Append ``data`` to the file open at ``descriptor`` (``O_APPEND``), all of it or nothing: on a
+    failure the file is cut back to its size before.
+
+    Raises:
+        OSError: as the system reports it.
+    """
+    size = os.fstat(descriptor).st_size
+    written = 0
+    try:
+        while written < len(data):
+            written += os.write(descriptor, data[written:])
+    except OSError:
+        if written:
+            os.ftruncate(descriptor, size)
+        raise

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from parl_lite.io.paths import describe_file_type
+from parl_lite.io.space import explain_write_error
 
 __all__ = ["LOCK_NAME", "RunFolderInUseError", "lock_run_folders"]
 
@@ -47,7 +48,7 @@ def lock_run_folders(folders: dict[str, Path], echo: Callable[[str], None]) -> I
 
     Raises:
         RunFolderInUseError: another process holds one of the locks (the message says who), or the
-            lock file is not a regular file or cannot be opened.
+            lock file is not a regular file or cannot be opened or written (no space left on device).
     """
     with contextlib.ExitStack() as stack:
         locked: set[Path] = set()
@@ -82,8 +83,12 @@ class _FolderLock:
                 raise RunFolderInUseError(f"{self.key}: cannot lock {self.path}: {error.strerror or error}") from error
             self.echo(f"es-train: warning: {self.path}: the file system offers no locks ({error.strerror}); a "
                       f"second run in {self.folder} would not be stopped")
+        try:
+            _write_holder(fd)
+        except OSError as error:  # a full disk: the run could write nothing else either
+            os.close(fd)
+            raise RunFolderInUseError(f"{self.key}: {explain_write_error(error, self.path)}") from error
         self._fd = fd
-        _write_holder(fd)
         return self
 
     def _open(self) -> int:

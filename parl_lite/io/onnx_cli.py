@@ -7,7 +7,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
@@ -180,10 +180,16 @@ def export_command(checkpoint_path: Path, input_shapes, output: Path | None, mod
     """
     from parl_lite.io import checkpoint
     from parl_lite.io.onnx_export import OnnxExportError, export_onnx
+    from parl_lite.io.paths import check_destination
 
     if model_class is not None and import_recorded_class:
         raise click.UsageError("give either --model-class or --import-recorded-class, not both")
     started = time.perf_counter()
+    output = output or checkpoint_path.with_suffix(".onnx")
+    try:
+        check_destination(output)  # a folder, FIFO or device there: said before any work
+    except (OSError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
     try:
         stored_class, stored_args = _recorded_role(checkpoint_path, role)
         class_path = _chosen_class(checkpoint_path, role, model_class, import_recorded_class, stored_class)
@@ -207,12 +213,77 @@ def export_command(checkpoint_path: Path, input_shapes, output: Path | None, mod
             raise click.ClickException(f"cannot build {class_path} with --model-kwargs {model_kwargs}: "
                                        f"{type(error).__name__}: {error}") from error
         checkpoint.load(checkpoint_path, models={role: model}, optimizers=None)  # optimizer state: not needed
-        output = output or checkpoint_path.with_suffix(".onnx")
+        _check_input_shapes(model, input_shapes, checkpoint_path)
         export_onnx(model, output, input_shapes, output_names=output_names or None, opset_version=opset,
                     backend=backend)
     except (checkpoint.CheckpointError, OnnxExportError) as error:
         raise click.ClickException(str(error)) from error
     click.echo(f"wrote {output} ({class_path}, role {role!r}) in {time.perf_counter() - started:.1f} s")
+
+
+def _check_input_shapes(model: Any, shapes: list[list[int | None]], checkpoint_path: Path) -> None:
+    """Run ``forward`` once on zeros of ``shapes`` (a free dimension: 1), in evaluation mode, so
+    that inputs the weights do not take are named before paddle's tracer (which prints pages of
+    its own frames, once per route tried) sees them.
+
+    Raises:
+        click.BadParameter: for ``--input-shape``, when the first layer's weight in the checkpoint
+            takes another width (the message gives both).
+        click.ClickException: forward fails otherwise (paddle's message, last line).
+    """
+    import paddle
+
+    model.eval()
+    try:
+        with paddle.no_grad():
+            model(*[paddle.zeros([1 if dim is None else dim for dim in shape]) for shape in shapes])
+    except Exception as error:
+        first = _first_layer_width(model)
+        given = [_shape_text(shape) for shape in shapes]
+        if first is not None and len(shapes) == 1 and len(shapes[0]) >= 2 and shapes[0][first.axis] != first.width:
+            expected = list(shapes[0])
+            expected[first.axis] = first.width
+            raise click.BadParameter(
+                f"{given[0]} gives inputs of {first.what} {shapes[0][first.axis]}, but the model's first layer "
+                f"{first.layer} takes {first.what} {first.width} (its weight {first.layer}.weight in "
+                f"{checkpoint_path} has shape {first.weight_shape}); use --input-shape {_shape_text(expected)}",
+                param_hint="--input-shape") from None
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        raise click.ClickException(f"forward fails on zeros of --input-shape {' '.join(given)}: "
+                                   f"{type(error).__name__}: {lines[-1] if lines else ''}") from None
+
+
+class _FirstLayer(NamedTuple):
+    """What the first layer with weights takes: ``width`` along the input's ``axis``."""
+    layer: str
+    what: str  # "width" (a Linear's features) or "channels" (a Conv's)
+    width: int
+    axis: int
+    weight_shape: list[int]
+
+
+def _first_layer_width(model: Any) -> _FirstLayer | None:
+    """What the model's first sublayer with weights takes, when it is a Linear (its weight's rows,
+    along the last axis) or a channels-first Conv (its weight's second dimension times its groups,
+    along axis 1); None for any other first layer."""
+    import paddle
+
+    for name, layer in model.named_sublayers():
+        weight = getattr(layer, "weight", None)
+        if weight is None:
+            continue
+        shape = list(weight.shape)
+        if isinstance(layer, paddle.nn.Linear):
+            return _FirstLayer(name, "width", shape[0], -1, shape)
+        convolutions = (paddle.nn.Conv1D, paddle.nn.Conv2D, paddle.nn.Conv3D)
+        if isinstance(layer, convolutions) and str(getattr(layer, "_data_format", "NC")).startswith("NC"):
+            return _FirstLayer(name, "channels", shape[1] * int(getattr(layer, "_groups", 1) or 1), 1, shape)
+        return None
+    return None
+
+
+def _shape_text(shape: list[int | None]) -> str:
+    return ",".join("None" if dim is None else str(dim) for dim in shape)
 
 
 def _chosen_class(checkpoint_path: Path, role: str, model_class: str | None, import_recorded_class: bool,

@@ -34,6 +34,7 @@ from paddle.static import InputSpec
 
 from parl_lite.io import pir_to_onnx
 from parl_lite.io.atomic import write_bytes_atomically
+from parl_lite.io.paths import check_destination
 
 __all__ = ["OnnxExportError", "export_onnx", "BACKENDS"]
 
@@ -65,7 +66,8 @@ def export_onnx(
     Args:
         model: a ``paddle.nn.Layer`` (e.g. a :class:`parl_lite.Model`). Its ``forward`` may return
             one tensor or a tuple/list of tensors (e.g. ``(policy, value)`` of a shared model).
-        path: the ``.onnx`` file to write; replaced atomically, never left half-written.
+        path: the ``.onnx`` file to write; replaced atomically, never left half-written (a folder,
+            FIFO, socket or device there is refused before the export).
         input_spec: one entry per ``forward`` input: a ``paddle.static.InputSpec`` or a plain shape
             such as ``[None, 4]`` (float32; ``None`` or ``-1`` is a dynamic dimension). A single
             shape may be given unwrapped. Inputs are named after ``forward``'s parameters unless
@@ -86,8 +88,11 @@ def export_onnx(
             an operator or layer that cannot be converted, a missing paddle2onnx, a mismatch in
             verification); the message names the model class and, where known, the layer or op.
     """
-    path = Path(path)
     label = _label(model)
+    try:
+        path = check_destination(path)  # before the work: a folder, a FIFO or a device is refused
+    except (OSError, ValueError) as error:
+        raise OnnxExportError(f"{label}: {error}") from error
     if backend not in BACKENDS:
         raise OnnxExportError(f"backend must be one of {BACKENDS}, got {backend!r}")
     specs = _input_specs(model, input_spec, label)
@@ -95,8 +100,8 @@ def export_onnx(
         proto = _export(model, specs, output_names, opset_version, backend, verify, timeout, label)
     try:
         write_bytes_atomically(path, proto.SerializeToString())
-    except OSError as error:
-        raise OnnxExportError(f"{label}: cannot write {path}: {error}") from error
+    except OSError as error:  # no space left on device, the file size limit, ...: the message names the file
+        raise OnnxExportError(f"{label}: {error}") from error
     return path
 
 

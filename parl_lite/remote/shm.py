@@ -19,8 +19,10 @@ what a crash leaves behind can be swept by prefix.
 """
 import collections
 import ctypes
+import errno
 import mmap
 import os
+import resource
 import secrets
 import stat
 import threading
@@ -56,6 +58,19 @@ def process_segment_name(kind: str) -> str:
     """An unpredictable name for a segment this process owns outside any pool (e.g. a noise
     table), swept with the process's other segments if the process dies without unlinking it."""
     return f"{PROCESS_SEGMENT.format(pid=os.getpid())}{kind}_{secrets.token_hex(8)}"
+
+
+def _no_room(code: int, size: int) -> OSError:
+    """The error of a segment of ``size`` bytes that does not fit: ``/dev/shm`` is full (ENOSPC), or
+    the size is beyond this process's file size limit (EFBIG), which applies to ``/dev/shm`` too."""
+    if code == errno.EFBIG:
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        why = f"beyond the file size limit of this process (ulimit -f: {limit:,} bytes)"
+    else:
+        why = f"more than {SHM_DIR} has free (no space left on device)"
+    error = OSError(f"cannot make a shared-memory segment of {size:,} bytes in {SHM_DIR}: {why}")
+    error.errno = code
+    return error
 
 
 def create_exclusive(prefix: str, suffix: str = "") -> tuple[str, int]:
@@ -242,8 +257,10 @@ class SegmentPool:
         segment = _Segment(name, fd, max(size, 1))
         try:
             os.posix_fallocate(fd, 0, segment.size)  # all pages at once, not a fault each
-        except BaseException:
+        except BaseException as error:
             self._discard([segment])
+            if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG):
+                raise _no_room(error.errno, segment.size) from error
             raise
         return segment
 

@@ -210,18 +210,24 @@ def _warm_up(segment_prefix: str, large_messages: bool = True) -> None:
     """Rebuild a class sent by value as an actor's is and, with ``large_messages``, take the
     large-message path once, in a worker that waits for its actor: a forked process pays
     copy-on-write faults and first-use costs on its first class and its first large message
-    otherwise."""
+    otherwise. Where no segment can be made (``/dev/shm`` full, a file size limit below a segment's
+    size) the large-message path is left cold: the worker serves all the same, and a large message
+    fails with an error that says why."""
     rebuild_a_class()
     if not large_messages:
         return
     segments = SegmentPool(f"{segment_prefix}w{os.getpid()}_")
     borrowed = Borrowed()
-    frame, _ = protocol.encode((protocol.OK, 0, np.zeros(protocol.INLINE_LIMIT, np.uint8)), segments)
-    message = protocol.decode(frame, borrowed)
-    reply, _ = protocol.encode(message, segments, borrowed=borrowed)
-    del message
-    protocol.settle(reply, borrowed, segments)
-    segments.close()
+    try:
+        frame, _ = protocol.encode((protocol.OK, 0, np.zeros(protocol.INLINE_LIMIT, np.uint8)), segments)
+        message = protocol.decode(frame, borrowed)
+        reply, _ = protocol.encode(message, segments, borrowed=borrowed)
+        del message
+        protocol.settle(reply, borrowed, segments)
+    except OSError:
+        pass
+    finally:
+        segments.close()
 
 
 @functools.cache  # made once, by the zygote's first call before it forks: its workers inherit it

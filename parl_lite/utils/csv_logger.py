@@ -13,6 +13,9 @@ import threading
 from typing import Any
 from collections.abc import Mapping
 
+from parl_lite.io.paths import open_to_write_in_place
+from parl_lite.io.space import explain_write_error
+
 __all__ = ["CSVLogger"]
 
 
@@ -22,11 +25,16 @@ class CSVLogger:
     Thread-safe. Also a context manager (closes the file).
 
     Args:
-        output_file: path of the CSV file.
+        output_file: path of the CSV file (or a character device such as ``/dev/null``).
+
+    Raises:
+        FileExistsError: ``output_file`` is a FIFO, a socket or a block device (opening a FIFO
+            would block until a reader comes); IsADirectoryError: it is a folder.
     """
 
     def __init__(self, output_file: "str | os.PathLike") -> None:
-        self.output_file = open(output_file, "w", newline="")
+        self.path = os.fspath(output_file)
+        self.output_file = open_to_write_in_place(output_file, append=False)
         self._writer: csv.DictWriter | None = None
         self._lock = threading.Lock()
 
@@ -36,19 +44,24 @@ class CSVLogger:
         Raises:
             TypeError: ``result`` is not a mapping.
             ValueError: its keys differ from the first row's (PARL: AssertionError).
+            OSError: the row cannot be written (no space left on device, ...), naming the file.
         """
         if not isinstance(result, Mapping):
             raise TypeError(f"CSVLogger.log_dict takes a dict, got {type(result).__name__}")
         with self._lock:
-            if self._writer is None:
-                self._writer = csv.DictWriter(self.output_file, list(result))
-                self._writer.writeheader()
-            fields = self._writer.fieldnames
-            if set(result) != set(fields):
+            writer, header = self._writer, self._writer is None
+            if writer is None:
+                writer = self._writer = csv.DictWriter(self.output_file, list(result))
+            if set(result) != set(writer.fieldnames):
                 raise ValueError(f"CSVLogger.log_dict: keys {sorted(result)} differ from the header's "
-                                 f"{list(fields)}; every row needs the same keys")
-            self._writer.writerow(result)
-            self.output_file.flush()
+                                 f"{list(writer.fieldnames)}; every row needs the same keys")
+            try:
+                if header:
+                    writer.writeheader()
+                writer.writerow(result)
+                self.output_file.flush()
+            except OSError as error:
+                raise explain_write_error(error, self.path) from error
 
     def flush(self) -> None:
         """Flush the file (rows are already flushed as they are written)."""

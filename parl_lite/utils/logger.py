@@ -9,7 +9,12 @@ Each line reads ``[11-25 14:03:07 MainThread @train.py:52] message``, with ``WRN
 (:mod:`parl_lite.utils.summary`) writes its files to the same folder.
 
 Unlike PARL's, :func:`set_dir` never deletes anything: it appends to the folder's ``log.log``.
+
+A message that cannot be written (a full disk, a closed stdout) is dropped: the first failure of
+each destination is said in one line on stderr, the next ones are not (``logging`` would print a
+traceback for each message).
 """
+import io
 import logging
 import os
 import sys
@@ -17,6 +22,8 @@ import time
 import shutil
 from pathlib import Path
 from typing import IO
+
+from parl_lite.io.paths import open_to_write_in_place
 
 __all__ = [
     "set_dir", "get_dir", "auto_set_dir", "auto_dir_name", "set_level", "add_stdout_handler",
@@ -51,8 +58,46 @@ class _Formatter(logging.Formatter):
         return f"{header} {tag} {message}" if tag else f"{header} {message}"
 
 
+class _SaysFailureOnce:
+    """A handler mixin: an ``OSError`` while a message is written is said once, in one line on
+    stderr, naming where it could not be written (``logging`` prints a traceback every time)."""
+
+    destination = ""
+    _failure_said = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        error = sys.exc_info()[1]
+        if not isinstance(error, OSError):  # a message that cannot be formatted: the caller's mistake
+            super().handleError(record)  # type: ignore[misc]
+            return
+        if not self._failure_said:
+            self._failure_said = True
+            try:
+                sys.stderr.write(f"parl_lite.logger: cannot write to {self.destination}: "
+                                 f"{error.strerror or error}; its messages are dropped (said once)\n")
+            except (OSError, ValueError):  # stderr gone as well
+                pass
+
+
+class _StreamHandler(_SaysFailureOnce, logging.StreamHandler):
+    def __init__(self, stream: IO[str]) -> None:
+        super().__init__(stream)
+        self.destination = "standard output" if stream is sys.stdout else getattr(stream, "name", repr(stream))
+
+
+class _FileHandler(_SaysFailureOnce, logging.FileHandler):
+    """Appends to its file, opened without blocking: a FIFO, socket or block device is refused."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, mode="a", encoding="utf-8")
+        self.destination = str(path)
+
+    def _open(self) -> io.TextIOWrapper:
+        return open_to_write_in_place(self.baseFilename, append=True)
+
+
 def _stream_handler(stream: IO[str]) -> logging.Handler:
-    handler = logging.StreamHandler(stream)
+    handler = _StreamHandler(stream)
     handler.setFormatter(_Formatter(colour=hasattr(stream, "isatty") and stream.isatty()))
     return handler
 
@@ -61,7 +106,7 @@ _logger = logging.getLogger("parl_lite.logger")
 _logger.propagate = False
 _logger.setLevel(logging.DEBUG)  # PARL's default: debug messages are shown
 _logger.addHandler(_stream_handler(sys.stdout))
-_file_handler: logging.FileHandler | None = None
+_file_handler: _FileHandler | None = None
 _log_dir: str | None = None
 
 debug = _logger.debug
@@ -88,11 +133,15 @@ def set_dir(dirname: "str | os.PathLike") -> None:
     """Also write every message to ``<dirname>/log.log`` (appended; the folder is created if missing).
 
     Nothing in the folder is deleted (PARL's ``set_dir`` empties it first).
+
+    Raises:
+        FileExistsError: ``log.log`` is a FIFO, a socket or a block device (it would block, or is
+            no log); IsADirectoryError: it is a folder; OSError: the folder cannot be made.
     """
     global _file_handler, _log_dir
     folder = Path(dirname)
     folder.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(folder / LOG_FILE_NAME, mode="a", encoding="utf-8")
+    handler = _FileHandler(folder / LOG_FILE_NAME)
     handler.setFormatter(_Formatter(colour=False))
     if _file_handler is not None:
         _logger.removeHandler(_file_handler)

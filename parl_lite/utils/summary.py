@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from parl_lite.io.paths import open_to_write_in_place
 from parl_lite.utils import logger
 
 __all__ = ["SummaryWriter", "set_logdir", "get_logdir", "add_scalar", "add_histogram", "flush", "close"]
@@ -48,14 +49,14 @@ class SummaryWriter:
 
         self.logdir = Path(logdir)
         self.logdir.mkdir(parents=True, exist_ok=True)
-        self._events = _TBXWriter(logdir=str(self.logdir), flush_secs=flush_secs)
         csv_path = self.logdir / CSV_NAME
         is_new = not csv_path.exists() or csv_path.stat().st_size == 0
-        self._csv_file = open(csv_path, "a", newline="")
+        self._csv_file = open_to_write_in_place(csv_path, append=True)  # a FIFO there is refused, not waited on
         self._csv = csv.writer(self._csv_file)
         if is_new:
             self._csv.writerow(CSV_HEADER)
             self._csv_file.flush()
+        self._events = _TBXWriter(logdir=str(self.logdir), flush_secs=flush_secs)
 
     def add_scalar(self, tag: str, scalar_value: float, global_step: int) -> None:
         """Record ``scalar_value`` under ``tag`` at ``global_step`` (event file and CSV)."""
