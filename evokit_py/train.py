@@ -446,6 +446,7 @@ def _finish(run: Run, backend: str, paths: _Paths, totals: Totals, outcome: _Out
     summary = RunSummary(algo=config.solver.type, env=config.env.id, seed=config.seed, steps=totals.steps,
                          solved_at=outcome.solved_at,
                          eval_return=math.nan if outcome.last_eval is None else outcome.last_eval[1],
+                         best_eval_return=totals.best_return,
                          train_seconds=totals.train_seconds, train_cpu_seconds=totals.cpu_seconds,
                          updates=generations,
                          updates_per_second=generations / totals.train_seconds if totals.train_seconds else 0.0,

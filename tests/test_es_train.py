@@ -289,6 +289,7 @@ def test_progress_goes_through_the_reporter_and_the_result_carries_the_run_summa
     assert summary.algo == "BASIC_ES" and summary.env == "CartPole-v1" and summary.seed == config.seed
     assert summary.updates == result.generations and summary.steps == result.steps and summary.actors is None
     assert summary.solved and summary.solved_at == result.steps and summary.eval_return >= 15
+    assert summary.best_eval_return == result.best_eval_return >= summary.eval_return
     assert summary.train_seconds == result.train_seconds and not summary.interrupted
     assert json.loads(summary.to_json())["solved"] is True
 

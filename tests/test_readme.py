@@ -1,9 +1,10 @@
-"""The README as a newcomer follows it: the install commands with extras."""
+"""The README as a newcomer follows it: the install commands with extras; the documentation table."""
 import configparser
 import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 # `pip install '<target>[extras]'`, as the docs and messages write it
@@ -33,3 +34,10 @@ def test_the_install_commands_with_extras_install_from_the_clone():
                 assert set(names.split(",")) <= extras, f"{seen[-1]}: setup.cfg has the extras {sorted(extras)}"
     assert any(line.startswith("README.md: pip install '.[test,ray,lint]'") for line in seen)
     assert any(line.startswith("docs/evokit.md: pip install '.[mujoco]'") for line in seen)
+
+
+def test_the_documentation_table_lists_every_page_once():
+    table = README[README.index("\n## Documentation\n"):README.index("\n## Testing\n")]
+    pages = re.findall(r"^\| \[(docs/[\w-]+\.md)\]\(\1\) \|", table, re.M)
+    assert len(pages) == len(set(pages)), f"listed twice: {sorted({page for page in pages if pages.count(page) > 1})}"
+    assert set(pages) == {f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md")}
