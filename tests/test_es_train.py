@@ -30,6 +30,7 @@ def _config(tmp_path, *overrides):
                                  "env.max_steps=100", *overrides])
 
 
+@pytest.mark.quick
 @pytest.mark.timeout(120)
 def test_es_train_command_on_the_pool(tmp_path):
     out = subprocess.run(
@@ -66,6 +67,7 @@ def test_es_train_command_reports_config_errors_with_the_key(tmp_path):
     assert "Traceback" not in unknown.stderr  # checked when the solver is built, reported as cleanly
 
 
+@pytest.mark.quick
 @pytest.mark.timeout(240)
 def test_a_second_run_keeps_the_first_and_resume_continues_the_latest(tmp_path):
     """The README's main command run twice: the second run writes to runs/es_cartpole_1 and says so
@@ -96,6 +98,7 @@ def test_a_second_run_keeps_the_first_and_resume_continues_the_latest(tmp_path):
     assert not (tmp_path / "runs" / "es_cartpole_2").exists()
 
 
+@pytest.mark.quick
 def test_new_runs_take_the_number_after_the_latest_and_resume_takes_the_latest(tmp_path):
     """A checkpoint folder outside the log folder gets the same number; a gap is not filled; a folder
     a run holds now is in use, a lock file left by a run that wrote nothing is not."""
@@ -123,6 +126,7 @@ def test_new_runs_take_the_number_after_the_latest_and_resume_takes_the_latest(t
     assert choose_run_folders(logs, checkpoints, resume=False).log_dir == tmp_path / "logs_4"
 
 
+@pytest.mark.quick
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("solver", ["BASIC_ES", "CMA_ES", "GA"])
 def test_resume_ends_where_the_uninterrupted_run_ends(tmp_path, solver):
@@ -274,6 +278,7 @@ def test_shipped_configs_run(tmp_path, name, monkeypatch):
     assert result.generations == 1 and result.onnx_path.is_file()
 
 
+@pytest.mark.quick
 @pytest.mark.timeout(120)
 def test_progress_goes_through_the_reporter_and_the_result_carries_the_run_summary(tmp_path, capsys):
     config = resolve_config(None, [f"train.log_dir={tmp_path}/run", f"train.checkpoint_dir={tmp_path}/run/ck",

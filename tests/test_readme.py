@@ -1,6 +1,6 @@
 """The README as a newcomer follows it: the QuickStart saved as quickstart.py and run, then the
 export command that follows it, for real; the install commands with extras; the documentation
-table."""
+table; the quick subset of the tests it gives."""
 import configparser
 import json
 import os
@@ -106,3 +106,22 @@ def test_the_documentation_table_lists_every_page_once():
     pages = re.findall(r"^\| \[(docs/[\w-]+\.md)\]\(\1\) \|", table, re.M)
     assert len(pages) == len(set(pages)), f"listed twice: {sorted({page for page in pages if pages.count(page) > 1})}"
     assert set(pages) == {f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md")}
+
+
+@pytest.mark.timeout(300)
+def test_the_quick_subset_the_readme_gives_covers_the_core_and_nothing_long():
+    """`python -m pytest -m quick` (README, Testing) selects the core's tests, on the local pool only,
+    and not the long ones (the whole suite takes 8-9 minutes)."""
+    command = re.search(r"`(python -m pytest -m quick)`", README[README.index("\n## Testing\n"):]).group(1)
+    collected = subprocess.run([sys.executable, *shlex.split(command)[1:], "--collect-only", "-q", "-p",
+                                "no:cacheprovider"], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=240)
+    assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
+    ids = [line for line in collected.stdout.splitlines() if "::" in line]
+    modules = {test_id.split("::")[0] for test_id in ids}
+    assert {"tests/test_model.py", "tests/test_agent.py", "tests/test_checkpoint.py", "tests/test_remote.py",
+            "tests/test_es_solvers.py", "tests/test_es_train.py", "tests/test_cli.py",
+            "tests/test_cli_export.py"} <= modules, sorted(modules)
+    assert "tests/test_es_train.py::test_es_train_command_on_the_pool" in ids
+    assert not any("[ray]" in test_id or "[cluster]" in test_id for test_id in ids)
+    assert not modules & {"tests/test_readme.py", "tests/test_cluster.py", "tests/test_es_cma.py",
+                          "tests/test_monitor_browser.py"}
