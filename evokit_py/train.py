@@ -22,13 +22,14 @@ The first Ctrl-C (or SIGTERM: a time limit's ``timeout``, a batch system) finish
 generation, writes a checkpoint, exports the best policy evaluated so far and stops; a second one
 interrupts at once (:class:`StoppedAtOnce`, which carries the signal).
 
-Before the first generation the log and checkpoint folders are created, test-written and locked
-(:mod:`evokit_py.training.run_lock`: a second run in one of them is refused, naming the first; the
-locks are held until the policy is exported), and a checkpoint to resume from is read and checked;
-a checkpoint or ``progress.csv`` write that fails later (a full disk) is reported and training goes
-on, so the trained policy is still exported. A policy that cannot be written to ``policy.onnx`` is
-in the checkpoint; when no checkpoint could be written either, it goes to a new file in the
-temporary folder (:func:`_export`). Each failure is in the :class:`TrainResult`.
+Before the first generation the log and checkpoint folders are chosen (a new run whose folders
+hold an earlier run takes the next numbered ones, :mod:`evokit_py.training.run_folders`), created,
+test-written and locked (:mod:`evokit_py.training.run_lock`: a second run in one of them is refused,
+naming the first; the locks are held until the policy is exported), and a checkpoint to resume from
+is read and checked; a checkpoint or ``progress.csv`` write that fails later (a full disk) is
+reported and training goes on, so the trained policy is still exported. A policy that cannot be
+written to ``policy.onnx`` is in the checkpoint; when no checkpoint could be written either, it goes
+to a new file in the temporary folder (:func:`_export`). Each failure is in the :class:`TrainResult`.
 """
 import csv
 import math
@@ -39,7 +40,7 @@ import tempfile
 import time
 from collections.abc import Callable, Generator
 from contextlib import ExitStack, closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ from evokit_py.limits import check_population
 from evokit_py.pool import EvaluationPool, Losses, WorkersLostError
 from evokit_py.training.evaluations import Evaluations
 from evokit_py.training.progress_log import ProgressLog
+from evokit_py.training.run_folders import CHECKPOINT_NAME, CSV_NAME, ONNX_NAME, RunFolders, choose_run_folders
 from evokit_py.training.run_lock import lock_run_folders
 from evokit_py.training.saving import export_policy, restore_checkpoint, save_checkpoint
 from evokit_py.training.schedule import Batch, async_batches, sync_batches
@@ -65,9 +67,6 @@ from parl_lite.train.summary import RunSummary
 __all__ = ["TrainError", "TrainStopped", "StoppedAtOnce", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME",
            "ONNX_NAME"]
 
-CHECKPOINT_NAME = "solver.h5"
-CSV_NAME = "progress.csv"
-ONNX_NAME = "policy.onnx"
 _RATE_WINDOW = 10  # generations the log line's rate and ETA are taken over (episodes lengthen as training goes)
 _PROBE_BYTES = 4096  # written to test a run's folder: creating an empty file needs no free block
 
@@ -163,7 +162,9 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
 
     Args:
         config: the validated config.
-        resume: continue from ``train.checkpoint_dir/solver.h5`` when it exists.
+        resume: continue the latest run, from its ``solver.h5`` when it has one; without it, a run
+            whose folders hold an earlier run writes to the next numbered ones
+            (:mod:`evokit_py.training.run_folders`; a line says which).
         backend: ``"remote"`` (parl_lite actors, one per worker) or ``"inprocess"``.
         echo: where messages and the per-generation log lines go.
         progress_bar: True: a tqdm bar on stderr instead of a log line per generation; False: log
@@ -179,11 +180,21 @@ def train(config: ESConfig, resume: bool = False, backend: str = "remote",
             a second Ctrl-C.
     """
     started = time.perf_counter()
+    folders = choose_run_folders(config.train.log_dir, config.train.checkpoint_dir, resume)
+    if folders.note is not None:
+        echo(folders.note)
+        config = _in_folders(config, folders)
     paths = _Paths.of(config)
     _make_folders(paths)
     with lock_run_folders({"train.log_dir": paths.log_dir, "train.checkpoint_dir": paths.checkpoint.parent}, echo):
         _check_before_training(config, paths, resume)
         return _train(config, paths, resume, backend, echo, progress_bar, started)
+
+
+def _in_folders(config: ESConfig, folders: RunFolders) -> ESConfig:
+    """``config`` with the run's folders (so that its checkpoint records where it was written)."""
+    return replace(config, train=replace(config.train, log_dir=str(folders.log_dir),
+                                         checkpoint_dir=str(folders.checkpoint_dir)))
 
 
 def _train(config: ESConfig, paths: "_Paths", resume: bool, backend: str, echo: Callable[[str], None],
@@ -508,6 +519,7 @@ def _finish(run: Run, backend: str, paths: _Paths, totals: Totals, outcome: _Out
     summary = RunSummary(algo=config.solver.type, env=config.env.id, seed=config.seed, steps=totals.steps,
                          solved_at=outcome.solved_at,
                          eval_return=math.nan if outcome.last_eval is None else outcome.last_eval[1],
+                         best_eval_return=totals.best_return,
                          train_seconds=totals.train_seconds, train_cpu_seconds=totals.cpu_seconds,
                          updates=generations,
                          updates_per_second=generations / totals.train_seconds if totals.train_seconds else 0.0,

@@ -99,7 +99,9 @@ def main() -> None:
 @main.command("es-train")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="ES config (YAML). Without it: the built-in job, a linear policy on CartPole-v1.")
-@click.option("--resume", is_flag=True, help="Continue from train.checkpoint_dir/solver.h5 if it exists.")
+@click.option("--resume", is_flag=True,
+              help="Continue the latest run (from its train.checkpoint_dir/solver.h5, if any). Without it, a run "
+                   "whose folders hold an earlier run writes to the next numbered ones (runs/es_cartpole_1, ...).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a config value, e.g. --set train.workers=1 --set solver.optimizer.base_lr=0.05.")
 @click.option("--in-process", is_flag=True, help="Evaluate in this process instead of the worker pool (debugging).")

@@ -170,7 +170,7 @@ _ray_folder: List[str] = []  # and its session folder
 def ray_backend(folder: Path) -> Iterator[Backend]:
     """``ray://local`` on one Ray started once per session (Ray takes seconds to start); each use
     connects afresh and on exit checks that every actor it created has exited."""
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'parl_lite[ray]')")
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install '.[ray]')")
     from parl_lite.ext.ray.backend import start_local_ray
 
     parl_lite.shutdown()

@@ -24,10 +24,27 @@ def leave_free(size):
 """
 
 
+# The quick subset, ``python -m pytest -m quick`` (1-2 minutes, 60 CPU-seconds; the whole suite 8-9 minutes):
+# these modules of the core (Model, Algorithm, Agent, checkpoints, PARL's API, the remote actors on the
+# local pool, evokit_py's config, solvers, policies and noise, the command line and ONNX export), and
+# the tests marked ``quick`` in their module (es-train end to end).
+QUICK_MODULES = frozenset({
+    "test_model", "test_agent", "test_parl_api", "test_checkpoint", "test_policy_gradient", "test_rl_utils",
+    "test_replay_memory", "test_remote", "test_es_config", "test_es_solvers", "test_es_policy", "test_es_noise",
+    "test_cli", "test_cli_export",
+})
+
+
 def pytest_collection_modifyitems(items: list) -> None:
     """Tests marked ``before_ray`` run first: the session's Ray, once started by a test that uses
     the ``ray`` backend, runs until the session ends, and a test that needs no Ray on the machine
-    would otherwise be skipped in a whole run."""
+    would otherwise be skipped in a whole run. The tests of :data:`QUICK_MODULES` are marked
+    ``quick``, on the local pool only where a test runs on each backend."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("backend", "local") if callspec is not None else "local"
+        if item.module.__name__ in QUICK_MODULES and backend == "local":
+            item.add_marker(pytest.mark.quick)
     items.sort(key=lambda item: item.get_closest_marker("before_ray") is None)  # stable: the rest keep their order
 
 

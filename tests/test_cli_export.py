@@ -66,6 +66,46 @@ def test_export_a_two_head_model_with_class_kwargs_and_output_names(tmp_path):
     np.testing.assert_allclose(value, expected_value.numpy(), rtol=0, atol=1e-5)
 
 
+SCRIPT = """
+import paddle
+import parl_lite as parl
+from parl_lite.algorithms import PolicyGradient
+
+class Policy(parl.Model):
+    def __init__(self, obs_dim, act_dim, hidden=8):
+        super().__init__()
+        self.fc1 = paddle.nn.Linear(obs_dim, hidden)
+        self.fc2 = paddle.nn.Linear(hidden, act_dim)
+
+    def forward(self, obs):
+        return paddle.nn.functional.softmax(self.fc2(paddle.tanh(self.fc1(obs))), axis=-1)
+
+if __name__ == "__main__":
+    parl.Agent(PolicyGradient(Policy(4, 3, hidden=5), lr=1e-3)).save("script.h5")
+"""
+
+
+@pytest.mark.timeout(240)
+def test_a_class_of_a_script_is_exported_from_the_script_s_module_with_the_recorded_arguments(tmp_path):
+    """A checkpoint written by a script records its model class as __main__.Policy: naming the
+    script's module with --model-class takes the recorded arguments (it built Policy() and failed);
+    --import-recorded-class, which cannot import __main__, says what to give instead."""
+    (tmp_path / "my_script.py").write_text(SCRIPT)
+    made = subprocess.run([sys.executable, "my_script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert made.returncode == 0, made.stderr
+    result = _cli("script.h5", "--input-shape", "None,4", "--model-class", "my_script:Policy", "--app-dir", ".",
+                  "-o", "policy.onnx", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    session, (probs,) = _run(tmp_path / "policy.onnx", {"obs": np.zeros((2, 4), np.float32)})
+    assert probs.shape == (2, 3)
+    recorded = _cli("script.h5", "--input-shape", "None,4", "--import-recorded-class", cwd=tmp_path)
+    assert recorded.returncode == 1 and "Traceback" not in recorded.stderr
+    assert ("records the model class '__main__.Policy' for role 'model': a class of the script that was run (module "
+            "__main__), which cannot be imported by that name; name the script's module instead: --model-class "
+            "SCRIPT:Policy --app-dir FOLDER for FOLDER/SCRIPT.py") in " ".join(recorded.stderr.split())
+
+
 @pytest.fixture
 def checkpoint(tmp_path):
     make_agent(0).save(tmp_path / "pg.h5")

@@ -17,6 +17,8 @@ import parl_lite
 from evokit_py.checkpoint import SolverCheckpointError, read_checkpoint, write_checkpoint
 from evokit_py.config import resolve_config
 from evokit_py.train import TrainError, TrainStopped, train
+from evokit_py.training.run_folders import RunFolders, choose_run_folders
+from evokit_py.training.run_lock import lock_run_folders
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
@@ -28,6 +30,7 @@ def _config(tmp_path, *overrides):
                                  "env.max_steps=100", *overrides])
 
 
+@pytest.mark.quick
 @pytest.mark.timeout(120)
 def test_es_train_command_on_the_pool(tmp_path):
     out = subprocess.run(
@@ -64,6 +67,66 @@ def test_es_train_command_reports_config_errors_with_the_key(tmp_path):
     assert "Traceback" not in unknown.stderr  # checked when the solver is built, reported as cleanly
 
 
+@pytest.mark.quick
+@pytest.mark.timeout(240)
+def test_a_second_run_keeps_the_first_and_resume_continues_the_latest(tmp_path):
+    """The README's main command run twice: the second run writes to runs/es_cartpole_1 and says so
+    on its first line, the first run's files stay as they were; --resume continues the latest run."""
+    def es_train(generations, *extra):
+        return subprocess.run([sys.executable, "-m", "parl_lite.cli", "es-train", "--in-process", "--set",
+                               f"train.generations={generations}", "--set", "env.max_steps=50", *extra],
+                              env=ENV, capture_output=True, text=True, timeout=100, cwd=tmp_path)
+
+    files = ("progress.csv", "policy.onnx", "checkpoints/solver.h5")
+    first_run, latest = tmp_path / "runs" / "es_cartpole", tmp_path / "runs" / "es_cartpole_1"
+    first = es_train(2)
+    assert first.returncode == 0, first.stderr
+    kept = {name: (first_run / name).read_bytes() for name in files}
+    second = es_train(2)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.splitlines()[0] == ("es-train: runs/es_cartpole holds an earlier run, which is kept; this "
+                                             "run writes to runs/es_cartpole_1 (--resume continues the latest run "
+                                             "instead)")
+    assert json.loads(second.stdout.splitlines()[-1])["checkpoint"] == "runs/es_cartpole_1/checkpoints/solver.h5"
+    assert all((latest / name).is_file() for name in files)
+    resumed = es_train(3, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.splitlines()[0] == "es-train: --resume: the latest run is in runs/es_cartpole_1"
+    assert "resumed from runs/es_cartpole_1/checkpoints/solver.h5 at generation 2" in resumed.stdout
+    assert [int(row["generation"]) for row in csv.DictReader(open(latest / "progress.csv"))] == [1, 2, 3]
+    assert {name: (first_run / name).read_bytes() for name in files} == kept
+    assert not (tmp_path / "runs" / "es_cartpole_2").exists()
+
+
+@pytest.mark.quick
+def test_new_runs_take_the_number_after_the_latest_and_resume_takes_the_latest(tmp_path):
+    """A checkpoint folder outside the log folder gets the same number; a gap is not filled; a folder
+    a run holds now is in use, a lock file left by a run that wrote nothing is not."""
+    logs, checkpoints = tmp_path / "logs", tmp_path / "ck"
+    for resume in (False, True):
+        assert choose_run_folders(logs, checkpoints, resume) == RunFolders(logs, checkpoints)
+    checkpoints.mkdir()
+    (checkpoints / "solver.h5").write_bytes(b"")
+    second = choose_run_folders(logs, checkpoints, resume=False)
+    assert (second.log_dir, second.checkpoint_dir, second.number) == (tmp_path / "logs_1", tmp_path / "ck_1", 1)
+    assert second.note == (f"es-train: {logs} holds an earlier run, which is kept; this run writes to "
+                           f"{tmp_path}/logs_1 and {tmp_path}/ck_1 (--resume continues the latest run instead)")
+    assert choose_run_folders(logs, checkpoints, resume=True) == RunFolders(logs, checkpoints)
+    for name in ("logs_3", "logs_07", "logs_x"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "progress.csv").write_text("")
+    assert choose_run_folders(logs, checkpoints, resume=False).log_dir == tmp_path / "logs_4"
+    resumed = choose_run_folders(logs, checkpoints, resume=True)
+    assert (resumed.log_dir, resumed.checkpoint_dir) == (tmp_path / "logs_3", tmp_path / "ck_3")
+    assert resumed.note == f"es-train: --resume: the latest run is in {tmp_path}/logs_3"
+    (tmp_path / "logs_4").mkdir()
+    with lock_run_folders({"train.log_dir": tmp_path / "logs_4"}, echo=print):
+        assert choose_run_folders(logs, checkpoints, resume=False).log_dir == tmp_path / "logs_5"
+        assert choose_run_folders(logs, checkpoints, resume=True).log_dir == tmp_path / "logs_4"
+    assert choose_run_folders(logs, checkpoints, resume=False).log_dir == tmp_path / "logs_4"
+
+
+@pytest.mark.quick
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("solver", ["BASIC_ES", "CMA_ES", "GA"])
 def test_resume_ends_where_the_uninterrupted_run_ends(tmp_path, solver):
@@ -215,9 +278,10 @@ def test_shipped_configs_run(tmp_path, name, monkeypatch):
     assert result.generations == 1 and result.onnx_path.is_file()
 
 
+@pytest.mark.quick
 @pytest.mark.timeout(120)
 def test_progress_goes_through_the_reporter_and_the_result_carries_the_run_summary(tmp_path, capsys):
-    config = resolve_config(None, [f"train.log_dir={tmp_path}", f"train.checkpoint_dir={tmp_path}/ck",
+    config = resolve_config(None, [f"train.log_dir={tmp_path}/run", f"train.checkpoint_dir={tmp_path}/run/ck",
                                    "train.generations=6", "train.eval_every=2", "train.target_return=15",
                                    "env.max_steps=50", "train.eval_episodes=2"])
     lines = []
@@ -230,6 +294,7 @@ def test_progress_goes_through_the_reporter_and_the_result_carries_the_run_summa
     assert summary.algo == "BASIC_ES" and summary.env == "CartPole-v1" and summary.seed == config.seed
     assert summary.updates == result.generations and summary.steps == result.steps and summary.actors is None
     assert summary.solved and summary.solved_at == result.steps and summary.eval_return >= 15
+    assert summary.best_eval_return == result.best_eval_return >= summary.eval_return
     assert summary.train_seconds == result.train_seconds and not summary.interrupted
     assert json.loads(summary.to_json())["solved"] is True
 
@@ -238,6 +303,7 @@ def test_progress_goes_through_the_reporter_and_the_result_carries_the_run_summa
     again = train(config, backend="inprocess", echo=lines.append, progress_bar=True)
     bar = capsys.readouterr().err
     assert "BASIC_ES" in bar and "generation" in bar and again.generations == result.generations
+    assert again.csv_path == tmp_path / "run_1" / "progress.csv"  # the first run is kept
     assert not any(re.match(r"BASIC_ES generations", line) for line in lines)  # the bar replaces the lines
 
 

@@ -195,12 +195,14 @@ def test_7_a_table_built_block_by_block_holds_the_values_of_one_draw():
 
 @pytest.mark.timeout(180)
 def test_8_a_second_run_in_a_folder_in_use_is_refused_and_says_who_holds_it(tmp_path):
+    """A run resumed in the folders of a run in progress is refused; a new run takes the next ones."""
     first = _start(*_es_args(tmp_path, "train.generations=100000"))
     try:
         _wait_for_line(first, "generations       1/")
-        second = _es_train(*_es_args(tmp_path, "train.generations=2"))
+        second = _es_train(*_es_args(tmp_path, "train.generations=2"), "--resume")
         elsewhere = _es_train(*_es_args(tmp_path / "other", "train.generations=2",
-                                        f"train.checkpoint_dir={tmp_path}/run/ck"))
+                                        f"train.checkpoint_dir={tmp_path}/run/ck"), "--resume")
+        new = _es_train(*_es_args(tmp_path, "train.generations=2"))
         first.send_signal(signal.SIGINT)
         _, first_stderr = first.communicate(timeout=60)
     finally:
@@ -211,6 +213,7 @@ def test_8_a_second_run_in_a_folder_in_use_is_refused_and_says_who_holds_it(tmp_
            f"{socket.gethostname()}" in message, message
     assert "started 20" in message and "parl_lite.cli es-train --in-process" in message, message
     assert elsewhere.returncode == 1 and f"train.checkpoint_dir: {tmp_path}/run/ck is in use" in elsewhere.stderr
+    assert new.returncode == 0 and f"this run writes to {tmp_path}/run_1 " in new.stdout, new.stdout + new.stderr
     assert first.returncode == 130, first_stderr
     rows = (tmp_path / "run" / "progress.csv").read_text().splitlines()[1:]
     assert [int(row.split(",")[0]) for row in rows] == list(range(1, len(rows) + 1))  # the first run's rows only

@@ -1,6 +1,7 @@
 """What es-train reports and leaves behind: CPU-seconds of every process, a resumed run's totals,
 "solved" confirmed on fresh episodes, the last evaluation in the log lines, the rate over recent
 generations."""
+import json
 import re
 
 import numpy as np
@@ -92,6 +93,22 @@ def test_solved_is_confirmed_on_fresh_episodes_before_training_stops(tmp_path):
     assert lines[-1].startswith(f"es-train solved (confirmed: {confirmation:.2f} on 40 fresh episodes): "
                                 f"generation {lucky + 1}")
     assert solved.summary.solved and solved.best_eval_return == pytest.approx(confirmation)
+
+
+@pytest.mark.timeout(60)
+def test_the_summary_gives_the_last_evaluation_and_the_best_the_policy_is_of(tmp_path):
+    """The JSON summary's eval_return is the last evaluation; best_eval_return, the one the last
+    line gives and policy.onnx is of (it gave only the last, below the best of the line)."""
+    config = _config(tmp_path, "env.id=es_test_envs:SeedReturn-v0", "train.eval_episodes=5", "train.generations=6",
+                     "solver.population_size=4")
+    evaluations = [seed_return(evaluation_seeds(config, generation)) for generation in range(6)]
+    assert evaluations[-1] < max(evaluations)
+    lines: list[str] = []
+    result = train(config, backend="inprocess", echo=lines.append)
+    summary = json.loads(result.summary.to_json())
+    assert summary["eval_return"] == pytest.approx(evaluations[-1])
+    assert summary["best_eval_return"] == pytest.approx(max(evaluations)) == result.best_eval_return
+    assert f"best evaluation return {max(evaluations):.2f}," in lines[-1]
 
 
 @pytest.mark.timeout(60)

@@ -20,7 +20,7 @@ from backends import ray_backend
 from remote_actors import Counter
 from remote_helpers import wait_for_exit
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'parl_lite[ray]')")
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install '.[ray]')")
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -149,7 +149,7 @@ def test_without_ray_connect_says_what_to_install():
                "assert api._backend is None\n")
     result = subprocess.run([sys.executable, "-c", program], env=ENV, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert "pip install 'parl_lite[ray]'" in result.stdout
+    assert "pip install 'ray[client]>=2.45' (or pip install '.[ray]' in the parl_lite clone)" in result.stdout
 
 
 def test_bad_ray_addresses_and_options_are_named():

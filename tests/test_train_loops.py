@@ -64,6 +64,20 @@ def test_target_stops_at_the_first_evaluation_that_reaches_it():
 
 
 @pytest.mark.timeout(120)
+def test_the_summary_gives_the_best_evaluation_beside_the_last_and_a_resumed_run_keeps_it(tmp_path):
+    path, first, later = str(tmp_path / "a2c.h5"), Recorder(), Recorder()
+    summary = a2c_trainer(eval_every=20, eval_episodes=2, save=path).learn(200, callback=[first], progress_bar=False)
+    scores = [event[2] for event in first.events if event[0] == "eval"]
+    assert summary.eval_return == scores[-1] and summary.best_eval_return == max(scores)
+    resumed = a2c_trainer(eval_every=20, eval_episodes=2, resume=path).learn(240, callback=[later],
+                                                                             progress_bar=False)
+    more = [event[2] for event in later.events if event[0] == "eval"]
+    assert max(scores) > max(more)  # the best is one of the first run's, and has to be kept
+    assert resumed.eval_return == more[-1] and resumed.best_eval_return == max(scores)
+    assert json.loads(resumed.to_json())["best_eval_return"] == max(scores)
+
+
+@pytest.mark.timeout(120)
 def test_every_n_steps_callback():
     seen = []
     a2c_trainer(eval_every=1_000).learn(200, callback=train.EveryNSteps(60, lambda t: seen.append(t.steps)),

@@ -26,7 +26,7 @@ from pathlib import Path
 from parl_lite.io.paths import describe_file_type
 from parl_lite.io.space import explain_write_error
 
-__all__ = ["LOCK_NAME", "RunFolderInUseError", "lock_run_folders"]
+__all__ = ["LOCK_NAME", "RunFolderInUseError", "lock_run_folders", "held_by_a_run"]
 
 LOCK_NAME = ".es-train.lock"
 _MAX_HOLDER_BYTES = 4096  # what is read of a holder's details (the file may be anyone's)
@@ -58,6 +58,27 @@ def lock_run_folders(folders: dict[str, Path], echo: Callable[[str], None]) -> I
                 locked.add(resolved)
                 stack.enter_context(_FolderLock(key, folder, echo))
         yield
+
+
+def held_by_a_run(folder: Path) -> bool:
+    """Whether a run holds the lock of ``folder`` now. A lock file that is missing, not a regular file
+    or cannot be opened counts as not held (taking the lock then says what is wrong with it). The
+    probe takes a shared lock for a moment: a run taking the folder in that very moment is refused."""
+    try:
+        fd = os.open(folder / LOCK_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:  # no locks on this file system: nothing can be held
+        return False
+    finally:
+        os.close(fd)  # releases the probe's lock
 
 
 class _FolderLock:

@@ -13,6 +13,7 @@ import click
 
 _DYNAMIC = {"none", "-1", "?"}
 _OWN_PACKAGE = "parl_lite."  # recorded classes of this package are imported without asking
+_MAIN = "__main__"  # the module name of a class defined in the script that was run
 
 
 def _parse_shape(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[list[int | None]]:
@@ -102,6 +103,20 @@ def _load_class(path: str, app_dir: str | None) -> type:
     return value
 
 
+def _is_recorded_class(name: str, qualname: str, stored_class: str | None) -> bool:
+    """Whether the class ``name`` (``module.QualName``) is the one the checkpoint records: the same
+    name, or for a class of a script run as ``__main__``, the same class in the module named instead."""
+    return stored_class is not None and stored_class in (name, f"{_MAIN}.{qualname}")
+
+
+def _main_class_advice(qualname: str) -> str:
+    """What to do about class ``qualname`` of a script that ran as ``__main__`` (it cannot be imported by that name)."""
+    return (f"a class of the script that was run (module {_MAIN}), which cannot be imported by that name; name "
+            f"the script's module instead: --model-class SCRIPT:{qualname} --app-dir FOLDER for FOLDER/SCRIPT.py "
+            f"(importing it runs its top level: keep its training under if __name__ == \"__main__\":); the "
+            f"constructor arguments the checkpoint records are used")
+
+
 def _recorded_role(checkpoint_path: Path, role: str) -> tuple[str | None, str | None]:
     """The model class and the constructor arguments (JSON) a checkpoint records for ``role``
     (``None`` where it records none), after checking its header: attributes only, no value is read.
@@ -148,7 +163,8 @@ def _recorded_kwargs(text: str, checkpoint_path: Path, role: str) -> dict[str, A
                    "classes (shipped models) are imported.")
 @click.option("--model-kwargs", default=None, callback=_parse_kwargs,
               help="Keyword arguments of the model class's constructor, as a JSON object. Default: the "
-                   "arguments recorded in the checkpoint when the class is the recorded one, else none.")
+                   "arguments recorded in the checkpoint when the class is the recorded one (or, for a class "
+                   "of a script that ran as __main__, the same class in the module named), else none.")
 @click.option("--role", default="model", show_default=True,
               help="Which model of the checkpoint to export (an algorithm attribute: model, target_model, ...).")
 @click.option("--output-name", "output_names", multiple=True,
@@ -205,7 +221,7 @@ def export_command(checkpoint_path: Path, input_shapes, output: Path | None, mod
             raise click.ClickException(f"the class recorded in {checkpoint_path} for role {role!r}: {error}; "
                                        f"give the class with --model-class") from None
         if model_kwargs is None:  # the recorded arguments fit the recorded class only
-            recorded = checkpoint.qualified_name(cls) == stored_class
+            recorded = _is_recorded_class(checkpoint.qualified_name(cls), cls.__qualname__, stored_class)
             model_kwargs = _recorded_kwargs(stored_args, checkpoint_path, role) if recorded and stored_args else {}
         try:
             model = cls(**model_kwargs)
@@ -291,7 +307,13 @@ def _chosen_class(checkpoint_path: Path, role: str, model_class: str | None, imp
     """The class path to import: --model-class, else the recorded one if it is parl_lite's own (a
     shipped model: importing it runs only parl_lite's code) or with --import-recorded-class."""
     if model_class is not None:
+        if _module_of(model_class) == _MAIN:
+            raise click.BadParameter(f"{model_class!r}: {_main_class_advice(model_class.rpartition(':')[2])}",
+                                     param_hint="--model-class")
         return model_class
+    if stored_class is not None and stored_class.startswith(_MAIN + "."):
+        raise click.ClickException(f"checkpoint {checkpoint_path} records the model class {stored_class!r} for role "
+                                   f"{role!r}: {_main_class_advice(stored_class[len(_MAIN) + 1:])}")
     if stored_class is None:
         raise click.ClickException(f"checkpoint {checkpoint_path} records no class for model role {role!r} "
                                    f"(attribute 'class' of models/{role}); give it with --model-class")

@@ -4,6 +4,7 @@ A loop (:class:`OnPolicyTrainer`, :class:`OffPolicyTrainer`, ...) only says how 
 (collect some experience, learn from it) in :meth:`Trainer._round`; :meth:`Trainer.learn` runs the
 rounds until the step budget, the target, a callback or Ctrl-C stops them.
 """
+import math
 import os
 import sys
 import time
@@ -163,6 +164,7 @@ class Trainer:
         self.last_learned: Any = None  # what the last learn returned (PARL's values)
         self.last_eval_steps = 0
         self.eval_return = float("nan")
+        self.best_eval_return = float("nan")  # the best evaluation so far
         self.train_seconds = 0.0
         self.train_cpu_seconds = 0.0
         self.solved_at: int | None = None
@@ -259,6 +261,8 @@ class Trainer:
             if self.steps - self.last_eval_steps >= self.eval_every or self.steps >= total:
                 self.last_eval_steps = self.steps
                 self.eval_return = self.evaluate()
+                if math.isnan(self.best_eval_return) or self.eval_return > self.best_eval_return:
+                    self.best_eval_return = self.eval_return
                 reporter.evaluation(self.steps, self.train_seconds, self.eval_return, self.train_return(),
                                     self.last_stats)
                 if self.target is not None and self.eval_return >= self.target and self.solved_at is None:
@@ -298,8 +302,9 @@ class Trainer:
         """The run so far as a :class:`RunSummary`."""
         rate = self.updates / self.train_seconds if self.train_seconds > 0 else 0.0
         return RunSummary(algo=self.name, env=self.env_id, seed=self.seed, steps=self.steps, solved_at=self.solved_at,
-                          eval_return=self.eval_return, train_seconds=self.train_seconds,
-                          train_cpu_seconds=self.train_cpu_seconds, updates=self.updates, updates_per_second=rate,
+                          eval_return=self.eval_return, best_eval_return=self.best_eval_return,
+                          train_seconds=self.train_seconds, train_cpu_seconds=self.train_cpu_seconds,
+                          updates=self.updates, updates_per_second=rate,
                           actors=getattr(self, "num_actors", None),
                           checkpoint=str(self.save_path) if self.save_path else None, interrupted=interrupted)
 
@@ -325,7 +330,7 @@ class Trainer:
     def _state(self) -> dict[str, Any]:
         state = {"algo": self.name, "env": self.env_id, "steps": self.steps, "updates": self.updates,
                  "last_eval_steps": self.last_eval_steps, "train_seconds": self.train_seconds,
-                 "train_cpu_seconds": self.train_cpu_seconds}
+                 "train_cpu_seconds": self.train_cpu_seconds, "best_eval_return": self.best_eval_return}
         if self.reward_scaler is not None:
             state.update(self.reward_scaler.state())
         return state
@@ -348,6 +353,7 @@ class Trainer:
         self.steps, self.updates = int(state["steps"]), int(state["updates"])
         self.last_eval_steps = int(state["last_eval_steps"])
         self.train_seconds, self.train_cpu_seconds = float(state["train_seconds"]), float(state["train_cpu_seconds"])
+        self.best_eval_return = float(state.get("best_eval_return", math.nan))  # none in older checkpoints
         if self.reward_scaler is not None:
             try:
                 self.reward_scaler.load_state(state)

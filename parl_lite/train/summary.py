@@ -17,6 +17,8 @@ class RunSummary:
         steps: environment steps taken.
         solved_at: steps at the first evaluation that reached the target; None if none did.
         eval_return: mean return of the last evaluation (nan before the first; ``null`` in the JSON).
+        best_eval_return: the best mean return of the evaluations so far, across resumes (nan before
+            the first; ``null`` in the JSON); es-train exports the policy of that evaluation.
         train_seconds: training wall-clock, evaluations excluded.
         train_cpu_seconds: CPU time of this process over the same spans (fairer on a loaded machine).
         updates: ``learn`` calls.
@@ -32,6 +34,7 @@ class RunSummary:
     steps: int = 0
     solved_at: int | None = None
     eval_return: float = float("nan")
+    best_eval_return: float = float("nan")
     train_seconds: float = 0.0
     train_cpu_seconds: float = 0.0
     updates: int = 0

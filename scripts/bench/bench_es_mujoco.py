@@ -8,7 +8,7 @@ a generation goes.
     python scripts/bench/bench_es_mujoco.py --tasks swimmer --only sb3 --peer-set delta_std=0.03
     python scripts/bench/bench_es_mujoco.py --only profile                    # one HalfCheetah generation, per step
 
-Prints ONE JSON line. Needs MuJoCo (``pip install 'parl_lite[mujoco]'``) and, for the peer,
+Prints ONE JSON line. Needs MuJoCo (``pip install '.[mujoco]'`` in the clone) and, for the peer,
 sb3-contrib (``pip install sb3-contrib``: it brings stable-baselines3 and torch, bench-only
 dependencies; on a machine without a GPU, ``pip install torch --index-url
 https://download.pytorch.org/whl/cpu`` first keeps torch to its CPU build).

@@ -5,7 +5,8 @@ stops it at ``parl_lite.shutdown()``; ``ray://auto`` joins the cluster ``ray sta
 ``ray://host:10001`` joins a remote cluster through the Ray Client. If Ray is already initialised
 in this process, that connection is used whatever the address says and left running.
 
-Needs Ray (``pip install 'parl_lite[ray]'``); this package imports it only when connecting.
+Needs Ray (``pip install 'ray[client]>=2.45'``, what ``pip install '.[ray]'`` installs in the clone); this
+package imports it only when connecting.
 """
 from typing import Any
 
@@ -13,7 +14,8 @@ from parl_lite.remote.backend import Backend
 
 __all__ = ["connect_ray", "RAY_MISSING"]
 
-RAY_MISSING = "the Ray backend needs Ray, which is not installed: pip install 'parl_lite[ray]'"
+RAY_MISSING = ("the Ray backend needs Ray, which is not installed: pip install 'ray[client]>=2.45' (or "
+               "pip install '.[ray]' in the parl_lite clone)")
 
 
 def connect_ray(address: str, num_workers: "int | None" = None, threads_per_worker: int = 1,
