@@ -228,7 +228,8 @@ def export_command(checkpoint_path: Path, input_shapes, output: Path | None, mod
         except Exception as error:
             raise click.ClickException(f"cannot build {class_path} with --model-kwargs {model_kwargs}: "
                                        f"{type(error).__name__}: {error}") from error
-        checkpoint.load(checkpoint_path, models={role: model}, optimizers=None)  # optimizer state: not needed
+        # the one role exported (a trainer's checkpoint holds target models too); no optimizer state
+        checkpoint.load(checkpoint_path, models={role: model}, optimizers=None, strict=False)
         _check_input_shapes(model, input_shapes, checkpoint_path)
         export_onnx(model, output, input_shapes, output_names=output_names or None, opset_version=opset,
                     backend=backend)
