@@ -23,6 +23,7 @@ both learning curves per task and algorithm (mean over seeds) into one PNG.
 import argparse
 import dataclasses
 import json
+import math
 import os
 import resource
 import subprocess
