@@ -1,8 +1,10 @@
 """A TCP server shared by the master and the node agent: authenticate, check the hello, dispatch.
 
+The server states its identity (the master, or a node by its id: :mod:`parl_lite.ext.cluster.wire`)
+in every opening; a node's server accepts nothing until the master has given it its id.
 Connections that have not proved they hold the token are handled by one thread, with a selector:
 the accept loop and every handshake in progress. Nothing a stranger sends is parsed (the server
-reads a fixed-size digest), and what a stranger may hold is bounded (:class:`Limits`):
+reads a fixed-size nonce and digest), and what a stranger may hold is bounded (:class:`Limits`):
 - time: one deadline for the whole handshake, from ``accept()`` to the end of the hello;
 - connections: at most ``max_unauthenticated`` in all and ``max_unauthenticated_per_peer`` per
   address, and never more than a quarter of the process's file descriptors; a new connection
@@ -103,6 +105,7 @@ class _Handshake:
     sock: socket.socket
     peer: str  # its address (the per-peer cap's key)
     label: str  # address:port
+    identity: str  # ours, as its opening stated it
     nonce: bytes
     deadline: float
     answer: bytearray = field(default_factory=bytearray)
@@ -117,9 +120,12 @@ class Server:
         token: the shared secret.
         roles: role named in the peer's hello -> its handler and hello fields.
         limits: the handshake deadline and the caps on unauthenticated connections.
+        identity: who this server is (:data:`wire.MASTER` or :func:`wire.node_identity`); if None,
+            connections wait in the listen queue until :meth:`serve_as` names it.
     """
 
-    def __init__(self, host: str, port: int, token: bytes, roles: dict[str, Role], limits: Limits) -> None:
+    def __init__(self, host: str, port: int, token: bytes, roles: dict[str, Role], limits: Limits,
+                 identity: str | None = None) -> None:
         self._token = token
         self._roles = roles
         self._limits = limits
@@ -133,8 +139,17 @@ class Server:
         self._handshakes: dict[socket.socket, _Handshake] = {}  # in the order accepted (oldest first)
         self._per_peer: collections.Counter[str] = collections.Counter()
         self._closed = False
+        self._identity = ""
         self._thread = threading.Thread(target=self._run, daemon=True, name="parl_lite-accept")
-        self._thread.start()
+        if identity is not None:
+            self.serve_as(identity)
+
+    def serve_as(self, identity: str) -> None:
+        """State ``identity`` in the openings from now on (and start serving, the first time)."""
+        wire.challenge(identity)  # checks it
+        first, self._identity = not self._identity, identity
+        if first and not self._closed:
+            self._thread.start()
 
     @property
     def unauthenticated(self) -> int:
@@ -150,7 +165,9 @@ class Server:
             self._wake_write.send(b"x")
         except OSError:
             pass
-        if self._thread is not threading.current_thread():
+        if not self._thread.is_alive() and not self._identity:  # never started: its loop cleans up nothing
+            self._release()
+        elif self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
 
     # --- the accept loop and the handshakes (one thread) -----------------------------------------
@@ -186,10 +203,13 @@ class Server:
             for handshake in list(self._handshakes.values()):
                 self._forget(handshake)
                 handshake.sock.close()
-            self._selector.close()
-            self._listener.close()
-            self._wake_read.close()
-            self._wake_write.close()
+            self._release()
+
+    def _release(self) -> None:
+        self._selector.close()
+        self._listener.close()
+        self._wake_read.close()
+        self._wake_write.close()
 
     def _accept(self) -> bool:
         """Accept what is waiting; False if out of file descriptors (the oldest handshake was dropped)."""
@@ -218,16 +238,17 @@ class Server:
             self._drop(oldest, "dropped for a newer connection from its address")
         if len(self._handshakes) >= total:
             self._drop(next(iter(self._handshakes.values())), "dropped for a newer connection")
-        opening, nonce = wire.challenge()
+        identity = self._identity
+        opening, nonce = wire.challenge(identity)
         try:
             sock.setblocking(False)
-            sent = sock.send(opening)  # a new socket's buffer takes these 36 bytes whole
+            sent = sock.send(opening)  # a new socket's buffer takes these few bytes whole
         except OSError:
             sent = 0
         if sent != len(opening):
             sock.close()
             return
-        handshake = _Handshake(sock, peer, f"{peer}:{address[1]}", nonce,
+        handshake = _Handshake(sock, peer, f"{peer}:{address[1]}", identity, nonce,
                                time.monotonic() + self._limits.handshake_timeout)
         self._handshakes[sock] = handshake
         self._per_peer[peer] += 1
@@ -246,7 +267,7 @@ class Server:
         handshake.answer += chunk
         if len(handshake.answer) < wire.ANSWER_BYTES:
             return
-        reply = wire.check_answer(self._token, handshake.nonce, bytes(handshake.answer))
+        reply = wire.check_answer(self._token, handshake.identity, handshake.nonce, bytes(handshake.answer))
         if reply is None:
             try:
                 handshake.sock.send(wire.REFUSED)
@@ -284,18 +305,15 @@ class Server:
 
     # --- an authenticated connection (a thread each) ----------------------------------------------
     def _serve(self, handshake: _Handshake) -> None:
-        sock = handshake.sock
-        framed = wire.FramedSocket(sock, handshake.label, HELLO_FRAME_BYTES)
+        framed = wire.FramedSocket(handshake.sock, handshake.label, HELLO_FRAME_BYTES)
         try:
-            sock.settimeout(max(handshake.deadline - time.monotonic(), 1e-3))
-            hello = wire.read_hello(framed)
+            hello = wire.read_hello(framed, handshake.deadline)
             role = self._roles.get(hello["role"]) if isinstance(hello.get("role"), str) else None
             problem = (f"unknown role {hello.get('role')!r}" if role is None
                        else hello_fields.problem(hello, role.fields))
             if problem:
                 framed.send_json({"ok": False, "error": f"malformed hello: {problem}"})
                 raise ValueError(problem)
-            sock.settimeout(None)
         except TimeoutError:
             self.refusals.note("handshake deadline passed", handshake.peer)
             framed.close()
