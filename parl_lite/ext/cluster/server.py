@@ -7,12 +7,13 @@ the accept loop and every handshake in progress. Nothing a stranger sends is par
 reads a fixed-size nonce and digest), and what a stranger may hold is bounded (:class:`Limits`):
 - time: one deadline for the whole handshake, from ``accept()`` to the end of the hello;
 - connections: at most ``max_unauthenticated`` in all and ``max_unauthenticated_per_peer`` per
-  address, and never more than a quarter of the process's file descriptors; a new connection
-  over a cap drops the oldest one (which has had the longest to prove itself);
+  address, and never more than a quarter of the process's file descriptors; a new connection over
+  the per-address cap drops that address's oldest, one over the total drops the oldest of the
+  heaviest source (:mod:`parl_lite.ext.cluster.admission`: a flood from many addresses sheds its own);
 - threads: none of its own (a thread per connection would let a stranger make threads);
-- the accept loop itself: out of file descriptors (``EMFILE``/``ENFILE``) it drops the oldest
-  unauthenticated connection, pauses accepting (50 ms, doubling to 1 s while it lasts) and goes
-  on; a connection aborted before it was accepted is skipped.
+- the accept loop itself: out of file descriptors (``EMFILE``/``ENFILE``) it drops an
+  unauthenticated connection (as above), pauses accepting (50 ms, doubling to 1 s while it lasts)
+  and goes on; a connection aborted before it was accepted is skipped.
 Refusals are logged as one summary line per 10 s (counts by reason), not one line each.
 
 An authenticated connection gets a thread (an idle one reused: :mod:`parl_lite.remote.threads`),
@@ -37,6 +38,7 @@ from typing import Any
 
 from parl_lite.ext.cluster import hello as hello_fields
 from parl_lite.ext.cluster import wire
+from parl_lite.ext.cluster.admission import Unauthenticated, network_of
 from parl_lite.ext.cluster.limits import HELLO_FRAME_BYTES, Limits
 from parl_lite.io.atomic import write_atomically
 from parl_lite.remote.threads import start_daemon
@@ -104,6 +106,7 @@ class _Handshake:
 
     sock: socket.socket
     peer: str  # its address (the per-peer cap's key)
+    network: str  # the network its address counts in (admission.network_of)
     label: str  # address:port
     identity: str  # ours, as its opening stated it
     nonce: bytes
@@ -136,8 +139,7 @@ class Server:
         self.port = self._listener.getsockname()[1]
         self._wake_read, self._wake_write = socket.socketpair()
         self._selector = selectors.DefaultSelector()
-        self._handshakes: dict[socket.socket, _Handshake] = {}  # in the order accepted (oldest first)
-        self._per_peer: collections.Counter[str] = collections.Counter()
+        self._handshakes: Unauthenticated[_Handshake] = Unauthenticated(limits.handshake_timeout)
         self._closed = False
         self._identity = ""
         self._thread = threading.Thread(target=self._run, daemon=True, name="parl_lite-accept")
@@ -182,8 +184,9 @@ class Server:
                     self._selector.register(self._listener, selectors.EVENT_READ)
                     resume_at = 0.0
                 timeout = self.refusals.due_in()
-                if self._handshakes:
-                    timeout = min(timeout, next(iter(self._handshakes.values())).deadline - now)
+                oldest = self._handshakes.oldest()
+                if oldest is not None:
+                    timeout = min(timeout, oldest.deadline - now)
                 if resume_at:
                     timeout = min(timeout, resume_at - now)
                 ready = False
@@ -200,7 +203,7 @@ class Server:
                 self._expire()
                 self.refusals.flush()
         finally:
-            for handshake in list(self._handshakes.values()):
+            for handshake in self._handshakes:
                 self._forget(handshake)
                 handshake.sock.close()
             self._release()
@@ -212,10 +215,11 @@ class Server:
         self._wake_write.close()
 
     def _accept(self) -> bool:
-        """Accept what is waiting; False if out of file descriptors (the oldest handshake was dropped)."""
-        # a quarter of the cap at most, then the answers that came meanwhile are read: a connection
-        # is not shed by others accepted in the same round, before its client could answer
-        for _ in range(max(1, min(_ACCEPTS_PER_ROUND, self._caps[1] // 4))):
+        """Accept what is waiting; False if out of file descriptors (a handshake was dropped)."""
+        # many at a time: a full listen queue makes the kernel drop a token holder's SYN (its retry
+        # comes 1 s later); those accepted in one round shed each other, not a holder's connection
+        # from another source (admission)
+        for _ in range(_ACCEPTS_PER_ROUND):
             try:
                 sock, address = self._listener.accept()
             except BlockingIOError:
@@ -223,8 +227,9 @@ class Server:
             except OSError as error:
                 if error.errno in _OUT_OF_DESCRIPTORS:
                     self.refusals.note(f"accept() paused: {os.strerror(error.errno or 0)}", "this process")
-                    if self._handshakes:
-                        self._drop(next(iter(self._handshakes.values())), "dropped to free a file descriptor")
+                    victim = self._handshakes.victim(time.monotonic())
+                    if victim is not None:
+                        self._drop(victim, "dropped to free a file descriptor")
                     return False
                 continue  # aborted before we took it (ECONNABORTED, EPROTO, ...): the next one
             self._admit(sock, address)
@@ -233,11 +238,10 @@ class Server:
     def _admit(self, sock: socket.socket, address: Any) -> None:
         peer = str(address[0])
         total, per_peer = self._caps
-        if self._per_peer[peer] >= per_peer:
-            oldest = next(h for h in self._handshakes.values() if h.peer == peer)
-            self._drop(oldest, "dropped for a newer connection from its address")
-        if len(self._handshakes) >= total:
-            self._drop(next(iter(self._handshakes.values())), "dropped for a newer connection")
+        if self._handshakes.held_by(peer) >= per_peer:
+            oldest = self._handshakes.oldest_of(peer)
+            if oldest is not None:
+                self._drop(oldest, "dropped for a newer connection from its address")
         identity = self._identity
         opening, nonce = wire.challenge(identity)
         try:
@@ -248,11 +252,15 @@ class Server:
         if sent != len(opening):
             sock.close()
             return
-        handshake = _Handshake(sock, peer, f"{peer}:{address[1]}", identity, nonce,
-                               time.monotonic() + self._limits.handshake_timeout)
-        self._handshakes[sock] = handshake
-        self._per_peer[peer] += 1
+        now = time.monotonic()
+        handshake = _Handshake(sock, peer, network_of(peer), f"{peer}:{address[1]}", identity, nonce,
+                               now + self._limits.handshake_timeout)
+        self._handshakes.add(sock, handshake, now)
         self._selector.register(sock, selectors.EVENT_READ, handshake)
+        if len(self._handshakes) > total:
+            victim = self._handshakes.victim(now, sparing=sock)
+            if victim is not None:
+                self._drop(victim, "dropped for a newer connection")
 
     def _advance(self, handshake: _Handshake) -> None:
         try:
@@ -276,6 +284,7 @@ class Server:
             self._drop(handshake, "wrong token")
             return
         self._forget(handshake)
+        self._handshakes.authenticated(handshake.peer, time.monotonic())
         try:
             handshake.sock.send(reply)
             handshake.sock.setblocking(True)
@@ -285,8 +294,7 @@ class Server:
 
     def _expire(self) -> None:
         now = time.monotonic()
-        while self._handshakes:
-            oldest = next(iter(self._handshakes.values()))  # accepted first: the first deadline
+        while (oldest := self._handshakes.oldest()) is not None:  # accepted first: the first deadline
             if oldest.deadline > now:
                 return
             self._drop(oldest, "handshake deadline passed")
@@ -297,10 +305,7 @@ class Server:
         self.refusals.note(reason, handshake.peer)
 
     def _forget(self, handshake: _Handshake) -> None:
-        del self._handshakes[handshake.sock]
-        self._per_peer[handshake.peer] -= 1
-        if not self._per_peer[handshake.peer]:
-            del self._per_peer[handshake.peer]
+        self._handshakes.remove(handshake.sock)
         self._selector.unregister(handshake.sock)
 
     # --- an authenticated connection (a thread each) ----------------------------------------------
