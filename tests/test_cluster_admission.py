@@ -46,19 +46,19 @@ def test_addresses_count_by_their_machine_or_network(address, network):
 def test_the_heaviest_network_loses_a_connection_first():
     # a peer on another machine among 63 connections from 63 loopback addresses
     table, held = _table("10.0.0.7", *(f"127.0.0.{n}" for n in range(3, 66)))
-    assert table.victim(0.0) is held[1]  # the oldest of the loopback ones, not the older remote peer
+    assert table.victim() is held[1]  # the oldest of the loopback ones, not the older remote peer
 
 
 def test_then_the_address_holding_the_most_then_the_one_that_opened_the_most():
     table, held = _table("127.0.0.2", "127.0.0.3", "127.0.0.3")
-    assert table.victim(0.0) is held[1]  # 127.0.0.3 holds two
+    assert table.victim() is held[1]  # 127.0.0.3 holds two
     table, held = _table("127.0.0.2", "127.0.0.3")
     for key in range(10, 20):  # 127.0.0.3 opened ten more, gone since
         table.add(key, _Connection("127.0.0.3"), 0.0)
         table.remove(key)
-    assert table.victim(0.0) is held[1]
+    assert table.victim() is held[1]
     table, held = _table("127.0.0.2", "127.0.0.3")
-    assert table.victim(0.0) is held[0]  # all equal: the oldest
+    assert table.victim() is held[0]  # all equal: the oldest
 
 
 def test_an_address_that_authenticated_does_not_count_its_connections_against_it():
@@ -69,7 +69,7 @@ def test_an_address_that_authenticated_does_not_count_its_connections_against_it
         table.authenticated("127.0.0.2", 0.0)
     table.add(13, _Connection("127.0.0.3"), 0.0)  # 127.0.0.3 once more, never authenticated
     table.remove(13)
-    assert table.victim(0.0) is held[1]
+    assert table.victim() is held[1]
 
 
 def test_the_count_of_connections_opened_halves_every_half_life_and_is_kept_for_the_last_addresses():
@@ -78,22 +78,22 @@ def test_the_count_of_connections_opened_halves_every_half_life_and_is_kept_for_
         table.add(key, _Connection("127.0.0.2"), 0.0)
         table.remove(key)
     table.add(20, _Connection("127.0.0.3"), 20.0)  # 20 s later (4 half-lives): 5/16 against 1
-    assert table.victim(20.0) is table.oldest_of("127.0.0.3")
+    assert table.victim() is table.oldest_of("127.0.0.3")
     table, held = _table("127.0.0.2", "127.0.0.3")
     for key in range(10, 14):
         table.add(key, _Connection("127.0.0.3"), 0.0)
         table.remove(key)
-    assert table.victim(0.0) is held[1]
+    assert table.victim() is held[1]
     for n in range(REMEMBERED):  # as many other addresses since: 127.0.0.3's count is forgotten
         table.add(100 + n, _Connection(f"10.{n // 256}.{n % 256}.1"), 0.0)
         table.remove(100 + n)
-    assert table.victim(0.0) is held[0]  # equal again: the oldest
+    assert table.victim() is held[0]  # equal again: the oldest
 
 
 def test_the_newcomer_is_spared_and_an_empty_table_has_no_victim():
     table, held = _table("127.0.0.3", "127.0.0.2")
-    assert table.victim(0.0, sparing=0) is held[1]
-    assert Unauthenticated(half_life=5.0).victim(0.0) is None
+    assert table.victim(sparing=0) is held[1]
+    assert Unauthenticated(half_life=5.0).victim() is None
 
 
 def test_a_token_holder_100_ms_away_connects_within_3_s_during_a_flood_from_248_addresses(tmp_path):

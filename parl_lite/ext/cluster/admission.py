@@ -18,7 +18,9 @@ many addresses of the peer's own network sheds its own connections first: each o
 opens many, the peer's few.
 """
 import collections
+import functools
 import ipaddress
+import math
 from collections.abc import Iterator
 from typing import Generic, Protocol, TypeVar
 
@@ -35,6 +37,7 @@ class _Held(Protocol):
 _H = TypeVar("_H", bound=_Held)
 
 
+@functools.lru_cache(maxsize=REMEMBERED)
 def network_of(address: str) -> str:
     """The network ``address`` counts in (see the module docstring); the address itself if it is
     not an IP address."""
@@ -51,21 +54,25 @@ def network_of(address: str) -> str:
 
 
 class _Openings:
-    """Connections each address opened and did not authenticate, halving every ``half_life`` seconds."""
+    """Connections each address opened and did not authenticate, halving every ``half_life`` seconds.
+
+    Each is kept as a *score*, ``log2(count) + when / half_life``: all decay at the same pace, so
+    scores compare as the counts do at any moment, and choosing among addresses decays none."""
 
     def __init__(self, half_life: float) -> None:
         self.half_life = half_life
-        self._counts: collections.OrderedDict[str, tuple[float, float]] = collections.OrderedDict()
+        self.scores: collections.OrderedDict[str, float] = collections.OrderedDict()  # least recently seen first
 
     def count(self, address: str, now: float) -> float:
-        value, when = self._counts.get(address, (0.0, now))
-        return value * 0.5 ** ((now - when) / self.half_life)
+        score = self.scores.get(address)
+        return 0.0 if score is None else 2.0 ** (score - now / self.half_life)
 
     def add(self, address: str, change: float, now: float) -> None:
-        self._counts[address] = (max(0.0, self.count(address, now) + change), now)
-        self._counts.move_to_end(address)
-        while len(self._counts) > REMEMBERED:
-            self._counts.popitem(last=False)
+        count = max(0.0, self.count(address, now) + change)
+        self.scores[address] = math.log2(count) + now / self.half_life if count else -math.inf
+        self.scores.move_to_end(address)
+        while len(self.scores) > REMEMBERED:
+            self.scores.popitem(last=False)
 
 
 class Unauthenticated(Generic[_H]):
@@ -118,17 +125,19 @@ class Unauthenticated(Generic[_H]):
         """A connection from ``address`` proved it holds the token: it no longer counts against it."""
         self._openings.add(address, -1.0, now)
 
-    def victim(self, now: float, sparing: object = None) -> _H | None:
+    def victim(self, sparing: object = None) -> _H | None:
         """The connection to drop to make room: the oldest of the heaviest source (see the module
         docstring), never the one under ``sparing`` (the newcomer); None if none is held."""
-        counts: dict[str, float] = {}
-        chosen, heaviest = None, (-1, -1, -1.0)
-        for key, held in self._held.items():
-            if key is sparing:
+        most = max(self._per_network.values(), default=0)  # only a network holding this many is heaviest
+        per_network, per_address, scores = self._per_network, self._per_address, self._openings.scores
+        chosen, held_most, score_most = None, 0, -math.inf
+        for key, held in self._held.items():  # oldest first: of equals, the first stays chosen
+            if per_network[held.network] != most or key is sparing:
                 continue
-            if held.peer not in counts:
-                counts[held.peer] = self._openings.count(held.peer, now)
-            weight = (self._per_network[held.network], self._per_address[held.peer], counts[held.peer])
-            if weight > heaviest:  # strictly: the oldest of equals stays chosen
-                chosen, heaviest = held, weight
+            count = per_address[held.peer]
+            if count < held_most:
+                continue
+            score = scores.get(held.peer, -math.inf)
+            if count > held_most or score > score_most or chosen is None:
+                chosen, held_most, score_most = held, count, score
         return chosen

@@ -134,7 +134,9 @@ class Server:
         self._limits = limits
         self._caps = limits.unauthenticated_caps()
         self.refusals = RefusalLog()
-        self._listener = socket.create_server((host, port), backlog=128)
+        # a deep listen queue (the kernel bounds it by net.core.somaxconn): while it has room a token
+        # holder's connection waits there for its turn; a full one drops its SYN (retried after 1 s)
+        self._listener = socket.create_server((host, port), backlog=socket.SOMAXCONN)
         self._listener.setblocking(False)
         self.port = self._listener.getsockname()[1]
         self._wake_read, self._wake_write = socket.socketpair()
@@ -216,9 +218,8 @@ class Server:
 
     def _accept(self) -> bool:
         """Accept what is waiting; False if out of file descriptors (a handshake was dropped)."""
-        # many at a time: a full listen queue makes the kernel drop a token holder's SYN (its retry
-        # comes 1 s later); those accepted in one round shed each other, not a holder's connection
-        # from another source (admission)
+        # many at a time, so that the listen queue drains as fast as a flood fills it; those accepted
+        # in one round shed each other, not a holder's connection from another source (admission)
         for _ in range(_ACCEPTS_PER_ROUND):
             try:
                 sock, address = self._listener.accept()
@@ -227,7 +228,7 @@ class Server:
             except OSError as error:
                 if error.errno in _OUT_OF_DESCRIPTORS:
                     self.refusals.note(f"accept() paused: {os.strerror(error.errno or 0)}", "this process")
-                    victim = self._handshakes.victim(time.monotonic())
+                    victim = self._handshakes.victim()
                     if victim is not None:
                         self._drop(victim, "dropped to free a file descriptor")
                     return False
@@ -258,7 +259,7 @@ class Server:
         self._handshakes.add(sock, handshake, now)
         self._selector.register(sock, selectors.EVENT_READ, handshake)
         if len(self._handshakes) > total:
-            victim = self._handshakes.victim(now, sparing=sock)
+            victim = self._handshakes.victim(sparing=sock)
             if victim is not None:
                 self._drop(victim, "dropped for a newer connection")
 
