@@ -112,7 +112,7 @@ def receive_exactly(sock: socket.socket, size: int, deadline: float) -> bytes:
     while len(data) < size:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise TimeoutError("the handshake took too long")
+            raise TimeoutError(f"the deadline passed after {len(data)} of {size} bytes")
         sock.settimeout(remaining)
         chunk = sock.recv(size - len(data))
         if not chunk:
@@ -153,7 +153,7 @@ def read_opening(sock: socket.socket, address: str, deadline: float) -> tuple[st
     try:
         magic = receive_exactly(sock, len(MAGIC), deadline)
     except (EOFError, TimeoutError, ConnectionError) as exc:
-        raise _not_a_server(sock, address, exc, time.monotonic() - started) from exc
+        raise _not_a_server(address, exc, time.monotonic() - started) from exc
     if magic != MAGIC:
         seen = magic + _more(sock, deadline)
         if magic[:3] == MAGIC[:3]:
@@ -169,7 +169,7 @@ def read_opening(sock: socket.socket, address: str, deadline: float) -> tuple[st
     return named.decode("ascii", "replace"), nonce
 
 
-def _not_a_server(sock: socket.socket, address: str, why: Exception, waited: float) -> ClusterError:
+def _not_a_server(address: str, why: Exception, waited: float) -> ClusterError:
     """The error for a server that did not send the 4 bytes every cluster server sends at once."""
     if isinstance(why, TimeoutError):
         return ClusterError(f"{address} accepted our connection but said nothing in {waited:.1f} s: it is not "
