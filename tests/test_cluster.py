@@ -224,7 +224,7 @@ def test_a_pickle_sent_before_authentication_never_runs(cluster, tmp_path):
                         received += chunk
                 except ConnectionResetError:  # closed with our surplus bytes unread
                     pass
-            assert received.startswith(b"PLC1") and b"OK" not in received[36:]
+            assert received.startswith(wire.MAGIC) and b"OK" not in received[36:]
     assert not marker.exists()
     # and a local pickle.loads of the same payload would indeed have created it
     pickle.loads(payload)

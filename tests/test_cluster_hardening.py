@@ -1,8 +1,6 @@
 """The cluster against strangers, token holders that send nonsense, stalls and killed clients
 (issue 23): real masters and nodes started through ``parl-lite``, attackers as real sockets on
 127.0.0.1, another local user played by ``nobody`` when the tests run as root."""
-import hashlib
-import hmac
 import json
 import math
 import os
@@ -69,15 +67,22 @@ def _read(sock: socket.socket, size: int) -> bytes:
     return data
 
 
+def _opening(sock: socket.socket, address: str) -> tuple[str, bytes]:
+    """The server's identity and nonce (its opening read)."""
+    return wire.read_opening(sock, address, time.monotonic() + 10)
+
+
 def _authenticated(address: str, token: bytes) -> socket.socket:
-    """A connection to ``address`` that has passed the handshake (as a token holder), before its hello."""
+    """A connection to the master at ``address`` that has passed the handshake (as a token holder),
+    before its hello."""
     sock = socket.create_connection(wire.split_address(address), timeout=10)
-    opening = _read(sock, 36)
-    assert opening[:4] == b"PLC1"
-    nonce = os.urandom(32)
-    sock.sendall(hmac.new(token, b"client" + opening[4:], hashlib.sha256).digest() + nonce)
+    identity, nonce = _opening(sock, address)
+    assert identity == wire.MASTER
+    mine = os.urandom(wire.NONCE_BYTES)
+    sock.sendall(mine + wire.client_proof(token, identity, nonce, mine))
     assert _read(sock, 2) == b"OK"
-    _read(sock, 32)
+    assert _read(sock, 32) == wire.server_proof(token, identity, nonce, mine)
+    sock.settimeout(10)
     return sock
 
 
@@ -153,7 +158,7 @@ def test_a_stranger_is_dropped_at_the_handshake_deadline_however_slowly_it_sends
     node = _entry(cluster, "node")
     for address in (cluster.address, node["address"]):
         with socket.create_connection(wire.split_address(address), timeout=10) as stranger:
-            assert _read(stranger, 36)[:4] == b"PLC1"
+            _opening(stranger, address)
             # one byte every half second: each read of the old server waited less than its 5 s
             assert _closed_within(stranger, 20, trickle=0.5) < 8.0  # the 5 s deadline, with room for load
     assert _connects_within(cluster, 5)
@@ -169,7 +174,7 @@ def test_strangers_hold_a_bounded_number_of_connections_and_no_thread_each(tmp_p
         descriptors, threads = _open_descriptors(master), _threads(master)
         strangers = [socket.create_connection(wire.split_address(cluster.address)) for _ in range(200)]
         try:
-            assert all(_read(stranger, 36)[:4] == b"PLC1" for stranger in strangers)  # all were accepted
+            assert all(_opening(stranger, cluster.address)[0] == wire.MASTER for stranger in strangers)  # all accepted
             # the oldest are dropped as the newer come (the old server held each for 5 s, with a thread)
             assert true_within(lambda: sum(_closed_within(s, 0.001) < 1 for s in strangers) >= 190, 3)
             assert _open_descriptors(master) <= descriptors + 10  # the newest 10 of this address
@@ -268,7 +273,7 @@ def test_refused_connections_are_logged_as_one_line_per_interval(cluster):
     before = log.read_text().count("\n")
     for _ in range(1000):
         with socket.create_connection(wire.split_address(cluster.address), timeout=10) as stranger:
-            _read(stranger, 36)
+            _opening(stranger, cluster.address)
             stranger.sendall(b"\0" * 64)  # a wrong digest
             assert stranger.recv(2) == b"NO"
     assert _connects_within(cluster, 5)

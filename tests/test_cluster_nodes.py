@@ -372,7 +372,8 @@ def test_a_session_is_answered_before_the_node_beats_on_it(master, tmp_path, mon
     try:
         for index in range(500):
             try:
-                NodeSession(node.address, "127.0.0.1", TOKEN, f"{index:012x}", {"shipped.py": b"x = 1\n"}).close()
+                NodeSession(node.node_id, node.address, "127.0.0.1", TOKEN, f"{index:012x}",
+                            {"shipped.py": b"x = 1\n"}).close()
             except wire.ClusterError as error:
                 refused.append(str(error))
     finally:
@@ -389,7 +390,8 @@ def test_a_node_beats_on_a_session_opened_after_it_had_none(master, tmp_path, mo
     node = NodeAgent(master.address, TOKEN, 1, work_dir=".")
     try:
         for index in range(2):  # the first session, then one after the node had none again
-            framed, _ = wire.open_connection(node.address, TOKEN, "session", client_id=f"{index + 1:012x}", files=[])
+            framed, _ = wire.open_connection(node.address, TOKEN, "session", identity=wire.node_identity(node.node_id),
+                                             client_id=f"{index + 1:012x}", files=[])
             try:
                 framed.send(b"files", [])
                 assert framed.receive_json()["ok"]

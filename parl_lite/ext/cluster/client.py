@@ -35,13 +35,15 @@ class NodeSession:
     """This client's session with one node: the shipped files live as long as it is open, and the
     node reports on it why an actor ended."""
 
-    def __init__(self, address: str, host: str, token: bytes, client_id: str, files: dict[str, bytes]) -> None:
+    def __init__(self, node_id: str, address: str, host: str, token: bytes, client_id: str,
+                 files: dict[str, bytes]) -> None:
         self.address = address
         self.host = host
         self.actors: dict[str, ClusterActor] = {}
         self._lock = threading.Lock()
         names = list(files)
-        self.framed, _ = wire.open_connection(address, token, "session", client_id=client_id, files=names)
+        self.framed, _ = wire.open_connection(address, token, "session", identity=wire.node_identity(node_id),
+                                              client_id=client_id, files=names)
         self.framed.send(b"files", [memoryview(files[name]) for name in names])
         reply = self.framed.receive_json()
         if not reply.get("ok"):
@@ -118,6 +120,7 @@ class ClusterBackend(Backend):
         session = self._session(place["node_id"], place["address"], place["host"])
         actor_id = uuid.uuid4().hex[:12]
         framed, worker = wire.open_connection(place["address"], self._token, "actor", limit=self._frame_limit,
+                                              identity=wire.node_identity(place["node_id"]),
                                               client_id=self.client_id, actor_id=actor_id,
                                               reservation=place["reservation"], max_memory=options.max_memory,
                                               class_name=cls.__qualname__)
@@ -208,7 +211,7 @@ class ClusterBackend(Backend):
             with self._sessions_lock:
                 session = self._sessions.get(node_id)
             if session is None or session.gone:
-                session = NodeSession(address, host, self._token, self.client_id, self._files)
+                session = NodeSession(node_id, address, host, self._token, self.client_id, self._files)
                 with self._sessions_lock:
                     self._sessions[node_id] = session
             return session

@@ -10,11 +10,13 @@ Each message is one frame::
 This module is all a node's worker process needs to serve an actor (it imports no hashing, no
 authentication: the node did that before handing the socket over).
 """
+import contextlib
 import json
 import pickle
 import select
 import socket
 import struct
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -85,6 +87,7 @@ class FramedSocket:
         self._inbox = bytearray(_FIRST_INBOX)  # grows to _READ_CHUNK when a receive fills it
         self._start = 0  # unread bytes of the inbox are [_start, _end)
         self._end = 0
+        self._deadline: float | None = None  # while set (time.monotonic()), every read ends by then
 
     # --- sending --------------------------------------------------------------------------------
     def send(self, body: bytes, buffers: Sequence[memoryview] = ()) -> None:
@@ -127,6 +130,8 @@ class FramedSocket:
             self._end -= self._start
             self._start = 0
             self._inbox.extend(bytes(max(0, _READ_CHUNK - len(self._inbox))))
+        if self._deadline is not None:
+            self._time_left()
         received = self.sock.recv_into(memoryview(self._inbox)[self._end:])
         if not received:
             raise EOFError(f"{self.peer} closed the connection")
@@ -151,6 +156,8 @@ class FramedSocket:
         self._start += buffered
         filled = buffered
         while filled < len(target):
+            if self._deadline is not None:
+                self._time_left()
             received = self.sock.recv_into(view[filled:])
             if not received:
                 raise EOFError(f"{self.peer} closed the connection")
@@ -198,6 +205,28 @@ class FramedSocket:
             return json.loads(body)
         except RecursionError:
             raise ValueError(f"{self.peer} sent JSON nested too deeply") from None
+
+    def receive_json_before(self, deadline: float) -> Any:
+        """:meth:`receive_json`, all of the message before ``deadline`` (``time.monotonic()``)
+        however slowly its bytes come (a timeout on each read would let a peer that trickles it hold
+        the connection for ever); then the socket blocks without a timeout again.
+
+        Raises:
+            TimeoutError: the deadline passed first.
+        """
+        self._deadline = deadline
+        try:
+            return self.receive_json()
+        finally:
+            self._deadline = None
+            with contextlib.suppress(OSError):  # closed meanwhile
+                self.sock.settimeout(None)
+
+    def _time_left(self) -> None:
+        remaining = self._deadline - time.monotonic() if self._deadline is not None else 0.0
+        if remaining <= 0:
+            raise TimeoutError(f"{self.peer} took too long to send its message")
+        self.sock.settimeout(remaining)
 
     def close(self) -> None:
         try:

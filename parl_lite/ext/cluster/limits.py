@@ -54,9 +54,10 @@ class Limits:
     Attributes:
         handshake_timeout: seconds a connection may take from accept() to the end of its hello
             (authentication included), as one deadline; then it is dropped.
-        max_unauthenticated: connections still authenticating, in all (the oldest is dropped to
-            make room); at most a quarter of the process's file descriptors (``ulimit -n``).
-        max_unauthenticated_per_peer: the same, per peer address.
+        max_unauthenticated: connections still authenticating, in all (the oldest of the heaviest
+            source is dropped to make room: :mod:`~parl_lite.ext.cluster.admission`); at most a
+            quarter of the process's file descriptors (``ulimit -n``).
+        max_unauthenticated_per_peer: the same, per peer address (its oldest is dropped).
         max_frame_mb: largest message on an actor's connection (arguments, return values), checked
             against the header before anything is allocated; control messages are bounded apart.
         reconnect_grace: seconds a node keeps trying to reach a master that went away (its actors

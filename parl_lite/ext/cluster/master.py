@@ -111,7 +111,7 @@ class Master:
         self._server = Server(host, port, token, {"node": Role(self._serve_node, NODE_HELLO),
                                                   "client": Role(self._serve_client, CLIENT_HELLO),
                                                   "observer": Role(self._serve_client, CLIENT_HELLO)},
-                              limits or Limits.from_environment())
+                              limits or Limits.from_environment(), identity=wire.MASTER)
         self.address = f"{host}:{self._server.port}"
         self._stopped = threading.Event()
         self._watched_at = time.monotonic()  # when the watcher last ran (it runs every _WATCH_PERIOD)

@@ -185,6 +185,8 @@ class NodeAgent:
             shutil.rmtree(self.private, ignore_errors=True)
             raise
         self.node_id = reply["node_id"]
+        # until now its server names no node and accepts nothing: no client can be relayed to it
+        self._server.serve_as(wire.node_identity(self.node_id))
         self.address = f"{host}:{self._server.port}"
         for target, name in ((self._keep_master, "master"), (self._report, "report"), (self._beat, "beat"),
                              (self._keep_spares, "spares")):
@@ -390,15 +392,10 @@ class NodeAgent:
                     return  # closed
                 time.sleep(0.05)  # out of file descriptors: a host waits a moment, then links
                 continue
-            said = b""
-            try:
-                connection.settimeout(_LINK_WAIT)
-                while len(said) < pid_bytes and (chunk := connection.recv(pid_bytes - len(said))):
-                    said += chunk
+            try:  # one deadline for the whole pid, not one per read
+                said = wire.receive_exactly(connection, pid_bytes, time.monotonic() + _LINK_WAIT)
                 connection.settimeout(None)
-            except OSError:
-                pass
-            if len(said) != pid_bytes:
+            except (OSError, EOFError):
                 connection.close()
                 continue
             (pid,) = struct.unpack(LINK_PID_FORMAT, said)
@@ -534,6 +531,7 @@ class NodeAgent:
             with self._master_lock:
                 old, self._master = self._master, framed
                 self.node_id = reply["node_id"]
+            self._server.serve_as(wire.node_identity(self.node_id))
             old.close()
             logger.info("rejoined the master at %s as node %s", self._master_address, self.node_id)
             self._send_report()  # at once: the master learns our actors and their CPUs

@@ -1,16 +1,19 @@
 """A TCP server shared by the master and the node agent: authenticate, check the hello, dispatch.
 
+The server states its identity (the master, or a node by its id: :mod:`parl_lite.ext.cluster.wire`)
+in every opening; a node's server accepts nothing until the master has given it its id.
 Connections that have not proved they hold the token are handled by one thread, with a selector:
 the accept loop and every handshake in progress. Nothing a stranger sends is parsed (the server
-reads a fixed-size digest), and what a stranger may hold is bounded (:class:`Limits`):
+reads a fixed-size nonce and digest), and what a stranger may hold is bounded (:class:`Limits`):
 - time: one deadline for the whole handshake, from ``accept()`` to the end of the hello;
 - connections: at most ``max_unauthenticated`` in all and ``max_unauthenticated_per_peer`` per
-  address, and never more than a quarter of the process's file descriptors; a new connection
-  over a cap drops the oldest one (which has had the longest to prove itself);
+  address, and never more than a quarter of the process's file descriptors; a new connection over
+  the per-address cap drops that address's oldest, one over the total drops the oldest of the
+  heaviest source (:mod:`parl_lite.ext.cluster.admission`: a flood from many addresses sheds its own);
 - threads: none of its own (a thread per connection would let a stranger make threads);
-- the accept loop itself: out of file descriptors (``EMFILE``/``ENFILE``) it drops the oldest
-  unauthenticated connection, pauses accepting (50 ms, doubling to 1 s while it lasts) and goes
-  on; a connection aborted before it was accepted is skipped.
+- the accept loop itself: out of file descriptors (``EMFILE``/``ENFILE``) it drops an
+  unauthenticated connection (as above), pauses accepting (50 ms, doubling to 1 s while it lasts)
+  and goes on; a connection aborted before it was accepted is skipped.
 Refusals are logged as one summary line per 10 s (counts by reason), not one line each.
 
 An authenticated connection gets a thread (an idle one reused: :mod:`parl_lite.remote.threads`),
@@ -35,6 +38,7 @@ from typing import Any
 
 from parl_lite.ext.cluster import hello as hello_fields
 from parl_lite.ext.cluster import wire
+from parl_lite.ext.cluster.admission import Unauthenticated, network_of
 from parl_lite.ext.cluster.limits import HELLO_FRAME_BYTES, Limits
 from parl_lite.io.atomic import write_atomically
 from parl_lite.remote.threads import start_daemon
@@ -102,7 +106,9 @@ class _Handshake:
 
     sock: socket.socket
     peer: str  # its address (the per-peer cap's key)
+    network: str  # the network its address counts in (admission.network_of)
     label: str  # address:port
+    identity: str  # ours, as its opening stated it
     nonce: bytes
     deadline: float
     answer: bytearray = field(default_factory=bytearray)
@@ -117,24 +123,37 @@ class Server:
         token: the shared secret.
         roles: role named in the peer's hello -> its handler and hello fields.
         limits: the handshake deadline and the caps on unauthenticated connections.
+        identity: who this server is (:data:`wire.MASTER` or :func:`wire.node_identity`); if None,
+            connections wait in the listen queue until :meth:`serve_as` names it.
     """
 
-    def __init__(self, host: str, port: int, token: bytes, roles: dict[str, Role], limits: Limits) -> None:
+    def __init__(self, host: str, port: int, token: bytes, roles: dict[str, Role], limits: Limits,
+                 identity: str | None = None) -> None:
         self._token = token
         self._roles = roles
         self._limits = limits
         self._caps = limits.unauthenticated_caps()
         self.refusals = RefusalLog()
-        self._listener = socket.create_server((host, port), backlog=128)
+        # a deep listen queue (the kernel bounds it by net.core.somaxconn): while it has room a token
+        # holder's connection waits there for its turn; a full one drops its SYN (retried after 1 s)
+        self._listener = socket.create_server((host, port), backlog=socket.SOMAXCONN)
         self._listener.setblocking(False)
         self.port = self._listener.getsockname()[1]
         self._wake_read, self._wake_write = socket.socketpair()
         self._selector = selectors.DefaultSelector()
-        self._handshakes: dict[socket.socket, _Handshake] = {}  # in the order accepted (oldest first)
-        self._per_peer: collections.Counter[str] = collections.Counter()
+        self._handshakes: Unauthenticated[_Handshake] = Unauthenticated(limits.handshake_timeout)
         self._closed = False
+        self._identity = ""
         self._thread = threading.Thread(target=self._run, daemon=True, name="parl_lite-accept")
-        self._thread.start()
+        if identity is not None:
+            self.serve_as(identity)
+
+    def serve_as(self, identity: str) -> None:
+        """State ``identity`` in the openings from now on (and start serving, the first time)."""
+        wire.challenge(identity)  # checks it
+        first, self._identity = not self._identity, identity
+        if first and not self._closed:
+            self._thread.start()
 
     @property
     def unauthenticated(self) -> int:
@@ -150,7 +169,9 @@ class Server:
             self._wake_write.send(b"x")
         except OSError:
             pass
-        if self._thread is not threading.current_thread():
+        if not self._thread.is_alive() and not self._identity:  # never started: its loop cleans up nothing
+            self._release()
+        elif self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
 
     # --- the accept loop and the handshakes (one thread) -----------------------------------------
@@ -165,8 +186,9 @@ class Server:
                     self._selector.register(self._listener, selectors.EVENT_READ)
                     resume_at = 0.0
                 timeout = self.refusals.due_in()
-                if self._handshakes:
-                    timeout = min(timeout, next(iter(self._handshakes.values())).deadline - now)
+                oldest = self._handshakes.oldest()
+                if oldest is not None:
+                    timeout = min(timeout, oldest.deadline - now)
                 if resume_at:
                     timeout = min(timeout, resume_at - now)
                 ready = False
@@ -183,19 +205,22 @@ class Server:
                 self._expire()
                 self.refusals.flush()
         finally:
-            for handshake in list(self._handshakes.values()):
+            for handshake in self._handshakes:
                 self._forget(handshake)
                 handshake.sock.close()
-            self._selector.close()
-            self._listener.close()
-            self._wake_read.close()
-            self._wake_write.close()
+            self._release()
+
+    def _release(self) -> None:
+        self._selector.close()
+        self._listener.close()
+        self._wake_read.close()
+        self._wake_write.close()
 
     def _accept(self) -> bool:
-        """Accept what is waiting; False if out of file descriptors (the oldest handshake was dropped)."""
-        # a quarter of the cap at most, then the answers that came meanwhile are read: a connection
-        # is not shed by others accepted in the same round, before its client could answer
-        for _ in range(max(1, min(_ACCEPTS_PER_ROUND, self._caps[1] // 4))):
+        """Accept what is waiting; False if out of file descriptors (a handshake was dropped)."""
+        # many at a time, so that the listen queue drains as fast as a flood fills it; those accepted
+        # in one round shed each other, not a holder's connection from another source (admission)
+        for _ in range(_ACCEPTS_PER_ROUND):
             try:
                 sock, address = self._listener.accept()
             except BlockingIOError:
@@ -203,8 +228,9 @@ class Server:
             except OSError as error:
                 if error.errno in _OUT_OF_DESCRIPTORS:
                     self.refusals.note(f"accept() paused: {os.strerror(error.errno or 0)}", "this process")
-                    if self._handshakes:
-                        self._drop(next(iter(self._handshakes.values())), "dropped to free a file descriptor")
+                    victim = self._handshakes.victim()
+                    if victim is not None:
+                        self._drop(victim, "dropped to free a file descriptor")
                     return False
                 continue  # aborted before we took it (ECONNABORTED, EPROTO, ...): the next one
             self._admit(sock, address)
@@ -213,25 +239,29 @@ class Server:
     def _admit(self, sock: socket.socket, address: Any) -> None:
         peer = str(address[0])
         total, per_peer = self._caps
-        if self._per_peer[peer] >= per_peer:
-            oldest = next(h for h in self._handshakes.values() if h.peer == peer)
-            self._drop(oldest, "dropped for a newer connection from its address")
-        if len(self._handshakes) >= total:
-            self._drop(next(iter(self._handshakes.values())), "dropped for a newer connection")
-        opening, nonce = wire.challenge()
+        if self._handshakes.held_by(peer) >= per_peer:
+            oldest = self._handshakes.oldest_of(peer)
+            if oldest is not None:
+                self._drop(oldest, "dropped for a newer connection from its address")
+        identity = self._identity
+        opening, nonce = wire.challenge(identity)
         try:
             sock.setblocking(False)
-            sent = sock.send(opening)  # a new socket's buffer takes these 36 bytes whole
+            sent = sock.send(opening)  # a new socket's buffer takes these few bytes whole
         except OSError:
             sent = 0
         if sent != len(opening):
             sock.close()
             return
-        handshake = _Handshake(sock, peer, f"{peer}:{address[1]}", nonce,
-                               time.monotonic() + self._limits.handshake_timeout)
-        self._handshakes[sock] = handshake
-        self._per_peer[peer] += 1
+        now = time.monotonic()
+        handshake = _Handshake(sock, peer, network_of(peer), f"{peer}:{address[1]}", identity, nonce,
+                               now + self._limits.handshake_timeout)
+        self._handshakes.add(sock, handshake, now)
         self._selector.register(sock, selectors.EVENT_READ, handshake)
+        if len(self._handshakes) > total:
+            victim = self._handshakes.victim(sparing=sock)
+            if victim is not None:
+                self._drop(victim, "dropped for a newer connection")
 
     def _advance(self, handshake: _Handshake) -> None:
         try:
@@ -246,7 +276,7 @@ class Server:
         handshake.answer += chunk
         if len(handshake.answer) < wire.ANSWER_BYTES:
             return
-        reply = wire.check_answer(self._token, handshake.nonce, bytes(handshake.answer))
+        reply = wire.check_answer(self._token, handshake.identity, handshake.nonce, bytes(handshake.answer))
         if reply is None:
             try:
                 handshake.sock.send(wire.REFUSED)
@@ -255,6 +285,7 @@ class Server:
             self._drop(handshake, "wrong token")
             return
         self._forget(handshake)
+        self._handshakes.authenticated(handshake.peer, time.monotonic())
         try:
             handshake.sock.send(reply)
             handshake.sock.setblocking(True)
@@ -264,8 +295,7 @@ class Server:
 
     def _expire(self) -> None:
         now = time.monotonic()
-        while self._handshakes:
-            oldest = next(iter(self._handshakes.values()))  # accepted first: the first deadline
+        while (oldest := self._handshakes.oldest()) is not None:  # accepted first: the first deadline
             if oldest.deadline > now:
                 return
             self._drop(oldest, "handshake deadline passed")
@@ -276,26 +306,20 @@ class Server:
         self.refusals.note(reason, handshake.peer)
 
     def _forget(self, handshake: _Handshake) -> None:
-        del self._handshakes[handshake.sock]
-        self._per_peer[handshake.peer] -= 1
-        if not self._per_peer[handshake.peer]:
-            del self._per_peer[handshake.peer]
+        self._handshakes.remove(handshake.sock)
         self._selector.unregister(handshake.sock)
 
     # --- an authenticated connection (a thread each) ----------------------------------------------
     def _serve(self, handshake: _Handshake) -> None:
-        sock = handshake.sock
-        framed = wire.FramedSocket(sock, handshake.label, HELLO_FRAME_BYTES)
+        framed = wire.FramedSocket(handshake.sock, handshake.label, HELLO_FRAME_BYTES)
         try:
-            sock.settimeout(max(handshake.deadline - time.monotonic(), 1e-3))
-            hello = wire.read_hello(framed)
+            hello = wire.read_hello(framed, handshake.deadline)
             role = self._roles.get(hello["role"]) if isinstance(hello.get("role"), str) else None
             problem = (f"unknown role {hello.get('role')!r}" if role is None
                        else hello_fields.problem(hello, role.fields))
             if problem:
                 framed.send_json({"ok": False, "error": f"malformed hello: {problem}"})
                 raise ValueError(problem)
-            sock.settimeout(None)
         except TimeoutError:
             self.refusals.note("handshake deadline passed", handshake.peer)
             framed.close()
