@@ -148,7 +148,7 @@ class _NoIdMaster:
         self.joins = 0
         self._first_with_id = first_with_id
         self._lock = threading.Lock()
-        self.server = Server("127.0.0.1", 0, token, {"node": Role(self._answer)}, Limits())
+        self.server = Server("127.0.0.1", 0, token, {"node": Role(self._answer)}, Limits(), identity=wire.MASTER)
         self.address = f"127.0.0.1:{self.server.port}"
 
     def _answer(self, framed: wire.FramedSocket, hello: dict) -> None:
