@@ -38,6 +38,7 @@ __all__ = ["FrameReplayMemory"]
 FORMAT = "parl_lite.frame_replay_memory"
 FORMAT_VERSION = 1
 _SLOT_ARRAYS = ("frames", "action", "reward", "terminal", "is_transition")
+_REJECTION_ROUNDS = 8
 
 Batch = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -125,16 +126,20 @@ class FrameReplayMemory:
 
     def _draw(self, count: int) -> np.ndarray:
         """Slots of ``count`` sampleable transitions: the oldest frame of the stack still in the
-        ring, the next frame written (rejection sampling over the slots: nearly all hold one)."""
+        ring, the next frame written. Rejection sampling over those slots (nearly all hold one);
+        should a few rounds not find enough, the slots that do are listed and drawn from."""
         low = max(self._written - self.max_size, 0) + self.stack - 1  # slot numbers, not ring positions
         high = self._written - 1  # the newest slot: its next frame is not written yet
-        if high <= low or not self.is_transition[self._slots(np.arange(low, high))].any():
-            raise ValueError("sample_batch: no transition of the replay memory can be sampled yet; append more")
         chosen = np.empty(0, dtype=np.int64)
-        while len(chosen) < count:
+        for _ in range(_REJECTION_ROUNDS if high > low else 0):
             candidates = self._slots(self.rng.integers(low, high, size=2 * (count - len(chosen)) + 8))
             chosen = np.concatenate([chosen, candidates[self.is_transition[candidates]]])
-        return chosen[:count]
+            if len(chosen) >= count:
+                return chosen[:count]
+        valid = np.flatnonzero(self.is_transition[self._slots(np.arange(low, max(high, low)))]) + low
+        if not len(valid):
+            raise ValueError("sample_batch: no transition of the replay memory can be sampled yet; append more")
+        return self._slots(self.rng.choice(valid, size=count))
 
     def _slots(self, numbers: np.ndarray) -> np.ndarray:
         return numbers % self.max_size
