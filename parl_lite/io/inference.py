@@ -22,6 +22,7 @@ from parl_lite.io.space import check_room, file_size_limit, free_bytes
 
 __all__ = ["save_inference_model"]
 
+_BLOCK = 4096  # less free than this after a write: the disk was full
 _PARAMS_SUFFIX = ".pdiparams"
 
 
@@ -68,7 +69,7 @@ def save_inference_model(model: paddle.nn.Layer, save_path: "str | os.PathLike",
                          f"inputs after it), got {parameters[:1]}")
     specs = _input_specs(label, input_shape_list, input_dtype_list)
     path = _prefix(label, save_path)
-    weights = _check_destinations(model, path)
+    _check_destinations(model, path)
     with tempfile.TemporaryDirectory(prefix=f".{path.name}.jit-", dir=path.parent) as folder:
         try:
             paddle.jit.save(model, os.path.join(folder, "model"), input_spec=specs)
@@ -77,13 +78,13 @@ def save_inference_model(model: paddle.nn.Layer, save_path: "str | os.PathLike",
                              f"{error}") from error
         traced = sorted(Path(folder).iterdir(), key=lambda file: file.suffix in (".json", ".pdmodel"))
         for file in traced:
-            _check_whole(file, path.with_name(path.name + file.suffix), weights)
+            _check_whole(file, path.with_name(path.name + file.suffix))
         return [_move_atomically(file, path.with_name(path.name + file.suffix)) for file in traced]
 
 
-def _check_destinations(model: paddle.nn.Layer, path: Path) -> int:
+def _check_destinations(model: paddle.nn.Layer, path: Path) -> None:
     """Check every file name paddle may write at ``path`` before any is written (never half a pair
-    replaced), make its folder and check that the model's weights fit there; returns their bytes.
+    replaced), make its folder and check that the model's weights fit there.
 
     Raises:
         OSError: a name is a folder, a FIFO, a socket or a device; the weights do not fit.
@@ -93,22 +94,24 @@ def _check_destinations(model: paddle.nn.Layer, path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     weights = sum(int(value.numel()) * value.element_size() for value in model.state_dict().values())
     check_room(path.with_name(path.name + _PARAMS_SUFFIX), weights)
-    return weights
 
 
-def _check_whole(file: Path, destination: Path, weights: int) -> None:
+def _check_whole(file: Path, destination: Path) -> None:
     """Check that paddle wrote ``file`` (to become ``destination``) whole: the program parses, the
-    weights' records are complete up to the file's end and hold at least the model's ``weights``
-    bytes (paddle also saves constants and non-persistable buffers, so not exactly that).
+    weights' records are complete up to the file's end, and the write did not stop at the file size
+    limit or on a full disk (a file cut there exactly between two records would pass the first test;
+    paddle saves only the parameters ``forward`` uses, so the model's size is no lower bound).
 
     Raises:
         OSError: naming ``destination``: EFBIG when the file reached the file size limit, ENOSPC when
             less is free than it needs, else EIO.
     """
     data = file.read_bytes()
+    limit, free = file_size_limit(), free_bytes(file.parent)
     if file.suffix == _PARAMS_SUFFIX:
         stored = _params_bytes(data)
-        whole = stored is not None and stored >= weights
+        cut_short = (limit is not None and len(data) >= limit) or (free is not None and free < _BLOCK)
+        whole = stored is not None and stored > 0 and not cut_short
     elif file.suffix == ".json":
         try:
             json.loads(data)
@@ -119,10 +122,9 @@ def _check_whole(file: Path, destination: Path, weights: int) -> None:
         whole = _parses(framework_pb2.ProgramDesc(), data)
     if whole:
         return
-    limit, free = file_size_limit(), free_bytes(file.parent)
     if limit is not None and len(data) >= limit:
         code, why = errno.EFBIG, f"the file size limit of this process (ulimit -f: {limit:,} bytes) was reached"
-    elif free is not None and free < max(weights, len(data)):
+    elif free is not None and free < max(_BLOCK, len(data)):
         code, why = errno.ENOSPC, f"no space left on device ({free:,} bytes free)"
     else:
         code, why = errno.EIO, "the file is truncated or malformed"
