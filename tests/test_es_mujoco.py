@@ -60,7 +60,8 @@ def _replay(config, path, episodes):
 @pytest.mark.timeout(900)
 def test_ars_v2t_trains_swimmer_to_325_within_the_papers_episodes(tmp_path, monkeypatch):
     """The paper's Table 1: 427 episodes for V2-t on Swimmer; es_swimmer.yaml on seed 8 needs fewer
-    (60 in the bench; 29 of seeds 0-39 need at most 427, see docs/evokit.md), confirmed on 20 fresh
+    (60 in the bench; 29 of seeds 0-39 need at most 427, see
+    benchmarks/2026-11-26-es-ars-swimmer-noise.md), confirmed on 20 fresh
     episodes, and its exported policy does it again on 5 others."""
     config, result = _train_to_threshold(tmp_path, monkeypatch, "es_swimmer.yaml", episodes=427, seed=8)
     assert result.solved and result.episodes <= 427, result.summary

@@ -30,7 +30,7 @@ around what its own update left. The trainer only reads them (the generation, th
   a run stopped for any reason keeps them, and a resumed run's first update takes them first.
   One call per worker at a time: a second one waiting in each worker's queue gave no more
   evaluations/s but twice the candidates in flight at each update, hence more stale samples and
-  more updates to a target (measured in docs/evokit.md).
+  more updates to a target (benchmarks/2026-11-25-es-async-against-sync.md).
   The solution's evaluations go first: the episodes of an
   :class:`~evokit_py.training.evaluations.EvaluationQueue`, one per call, to the next free workers.
 """

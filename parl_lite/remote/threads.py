@@ -1,8 +1,8 @@
 """Short-lived daemon threads that reuse idle ones.
 
 A connection's reader, a node's handler for one client connection: each runs in a daemon thread of
-its own, and creating a thread costs about 0.1 ms of CPU (on the machines of docs/cluster.md), a
-noticeable part of placing an actor. :func:`start_daemon` hands the work to a thread that finished
+its own, and creating a thread costs about 0.1 ms of CPU (benchmarks/2026-11-26-cluster-placement-cost.md),
+a noticeable part of placing an actor. :func:`start_daemon` hands the work to a thread that finished
 its previous work within the last :data:`IDLE_SECONDS` seconds, and starts a new thread only when
 none is idle. A thread idle for longer exits, so a quiet process keeps no spare threads.
 
