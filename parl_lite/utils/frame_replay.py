@@ -31,7 +31,7 @@ import numpy as np
 
 from parl_lite.io.atomic import write_hdf5_atomically
 from parl_lite.io.datasets import open_hdf5, read_dataset, write_dataset
-from parl_lite.utils.replay_memory import GROUP, ReplayMemoryError
+from parl_lite.utils.replay_memory import GROUP, ReplayMemoryError, read_rng_state
 
 __all__ = ["FrameReplayMemory"]
 
@@ -237,13 +237,4 @@ class FrameReplayMemory:
         if pending is not None and (pending.shape != self.obs_shape or pending.dtype != np.uint8):
             raise ReplayMemoryError(f"{path}: dataset 'pending' is {pending.dtype} {pending.shape}, expected uint8 "
                                     f"{self.obs_shape}")
-        rng_state = json.loads(group.attrs["rng_state"])
-        if not isinstance(rng_state, dict) or rng_state.get("bit_generator") != type(self.rng.bit_generator).__name__:
-            raise ReplayMemoryError(f"{path}: its sampling RNG state is not a {type(self.rng.bit_generator).__name__} "
-                                    "state")
-        probe = np.random.default_rng()
-        try:
-            probe.bit_generator.state = rng_state
-        except (TypeError, ValueError, KeyError) as error:
-            raise ReplayMemoryError(f"{path}: its sampling RNG state is malformed: {error}") from error
-        return written, rng_state, arrays, pending
+        return written, read_rng_state(group, path, self.rng), arrays, pending

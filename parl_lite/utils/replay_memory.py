@@ -29,7 +29,7 @@ import numpy as np
 from parl_lite.io.atomic import write_hdf5_atomically
 from parl_lite.io.datasets import open_hdf5
 
-__all__ = ["ReplayMemory", "ReplayMemoryError", "save_agent_with_memory"]
+__all__ = ["ReplayMemory", "ReplayMemoryError", "save_agent_with_memory", "read_rng_state"]
 
 FORMAT = "parl_lite.replay_memory"
 FORMAT_VERSION = 2
@@ -250,32 +250,37 @@ class ReplayMemory:
                 raise ReplayMemoryError(f"{path}: dataset {name!r} is {dataset.shape} {dataset.dtype}, "
                                         f"expected {expected} {own.dtype}")
             arrays[field] = dataset[()]
-        return size, next_index, self._read_rng_state(group, path), arrays
+        return size, next_index, read_rng_state(group, path, self.rng), arrays
 
-    def _read_rng_state(self, group: h5py.Group, path: Path) -> dict:
-        """The sampling generator's state stored in ``group``, tried on a fresh generator of this
-        memory's kind, so that setting it on this memory's cannot fail."""
-        name = f"{path}: attribute rng_state"
-        text = group.attrs.get("rng_state")
-        if not isinstance(text, str):
-            raise ReplayMemoryError(f"{name} is missing or not a text")
-        try:
-            state = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as error:  # RecursionError: nested too deeply
-            raise ReplayMemoryError(f"{name} is not valid JSON: {type(error).__name__}: {error}") from None
-        kind = type(self.rng.bit_generator)
-        if not isinstance(state, dict):
-            raise ReplayMemoryError(f"{name} is a JSON {type(state).__name__}, not the object of a numpy "
-                                    f"{kind.__name__} state")
-        if state.get("bit_generator") != kind.__name__:
-            raise ReplayMemoryError(f"{path}: RNG {state.get('bit_generator')!r} differs from {kind.__name__!r}")
-        trial = kind()
-        try:
-            trial.state = state
-        except (TypeError, ValueError, KeyError, OverflowError) as error:
-            raise ReplayMemoryError(f"{name} is not a valid {kind.__name__} state: {type(error).__name__}: "
-                                    f"{error}") from None
-        return trial.state
+
+def read_rng_state(group: h5py.Group, path: Path, rng: np.random.Generator) -> dict:
+    """The sampling generator's state stored in ``group`` (attribute ``rng_state``, JSON), tried on
+    a fresh generator of ``rng``'s kind, so that setting it on ``rng`` cannot fail.
+
+    Raises:
+        ReplayMemoryError: it is missing, not JSON, not a state of that kind (named).
+    """
+    name = f"{path}: attribute rng_state"
+    text = group.attrs.get("rng_state")
+    if not isinstance(text, str):
+        raise ReplayMemoryError(f"{name} is missing or not a text")
+    try:
+        state = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as error:  # RecursionError: nested too deeply
+        raise ReplayMemoryError(f"{name} is not valid JSON: {type(error).__name__}: {error}") from None
+    kind = type(rng.bit_generator)
+    if not isinstance(state, dict):
+        raise ReplayMemoryError(f"{name} is a JSON {type(state).__name__}, not the object of a numpy "
+                                f"{kind.__name__} state")
+    if state.get("bit_generator") != kind.__name__:
+        raise ReplayMemoryError(f"{path}: RNG {state.get('bit_generator')!r} differs from {kind.__name__!r}")
+    trial = kind()
+    try:
+        trial.state = state
+    except (TypeError, ValueError, KeyError, OverflowError) as error:
+        raise ReplayMemoryError(f"{name} is not a valid {kind.__name__} state: {type(error).__name__}: "
+                                f"{error}") from None
+    return trial.state
 
 
 def save_agent_with_memory(agent, path: "str | os.PathLike", memory: ReplayMemory,
