@@ -1,7 +1,9 @@
 """parl_lite.core.samples: one sample type per training regime, built by the loops and consumed by
 the algorithms. The loops name no algorithm (a new on-policy algorithm trains through the
-OnPolicyTrainer unchanged)."""
+OnPolicyTrainer unchanged), and the rollout actors run a policy model without the algorithms."""
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -242,11 +244,31 @@ def _imports(path: Path) -> list[str]:
     return modules
 
 
-def test_the_training_loops_import_no_algorithm():
+def test_the_training_loops_and_the_rollouts_import_no_algorithm():
     import parl_lite.algorithms
 
-    files = sorted((ROOT / "parl_lite" / "train").glob("*.py"))
+    files = [*sorted((ROOT / "parl_lite" / "train").glob("*.py")), ROOT / "parl_lite" / "utils" / "rollout.py"]
     for path in files:
         assert not [module for module in _imports(path) if module.startswith("parl_lite.algorithms")], path
         names = {node.id for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Name)}
         assert not names & set(parl_lite.algorithms.__all__), path
+
+
+@pytest.mark.timeout(120)
+def test_a_rollout_actor_runs_its_model_s_policy_without_importing_the_algorithms():
+    code = """
+import sys
+import numpy as np
+from parl_lite.utils.models import MLPActorCritic
+from parl_lite.utils.rollout import RolloutWorker
+
+worker = RolloutWorker(lambda: MLPActorCritic(4, 2, 8), "CartPole-v1", 2, seed=0)
+rollout = worker.collect(None, 5)  # the weights it was built with
+assert rollout["behaviour_logits"].shape == (5, 2, 2) and rollout["log_probs"].shape == (5, 2)
+chosen = np.take_along_axis(rollout["behaviour_logits"], rollout["actions"][..., None], -1)[..., 0]
+np.testing.assert_allclose(rollout["log_probs"], chosen, rtol=1e-6)  # the logits are log-softmaxed
+print(sorted(name for name in sys.modules if name.startswith("parl_lite.algorithms")))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=100, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout == "[]\n"

@@ -26,7 +26,7 @@ from parl_lite.algorithms.vtrace import VTraceReturns, vtrace
 from parl_lite.core.learn_inputs import ACTIONS, OBSERVATIONS, POLICY_OUTPUTS, STEP_VALUES, TERMINALS, LearnInputs
 from parl_lite.core.model import Model
 from parl_lite.core.samples import Trajectories
-from parl_lite.utils.distributions import Categorical, Distribution, make_distribution
+from parl_lite.utils.distributions import Categorical, Distribution, make_distribution, policy_output
 
 __all__ = ["IMPALA", "IMPALALosses", "VTraceLoss"]
 
@@ -163,7 +163,7 @@ class IMPALA(ActorCriticAlgorithm):
     def sample(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
         """The policy's action probabilities and logits at ``obs`` (PARL's), each
         ``[batch, num_actions]``; the agent draws the actions."""
-        logits = getattr(self.model, "policy", self.model)(obs)
+        logits = policy_output(self.model, obs)
         return paddle.nn.functional.softmax(logits, axis=-1), logits
 
 
