@@ -11,7 +11,7 @@ With ``optimizer="rmsprop"`` (RMSprop as torch defines it,
 vf_coef`` and ``entropy_coeff = -ent_coef`` this is Stable-Baselines3's A2C update, so RL-Zoo's
 hyperparameters carry over.
 """
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import paddle
 import paddle.nn.functional as F
@@ -21,6 +21,7 @@ from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter, re
 from parl_lite.algorithms.optimizers import RMSprop
 from parl_lite.core.learn_inputs import ACTIONS, OBSERVATIONS, STEP_VALUES_FLAT, LearnInputs
 from parl_lite.core.model import Model
+from parl_lite.core.samples import AdvantageBatch
 from parl_lite.utils.distributions import Categorical
 
 __all__ = ["A2C", "A2CLosses"]
@@ -71,6 +72,12 @@ class A2C(ActorCriticAlgorithm):
 
     learn_inputs = LearnInputs(obs=OBSERVATIONS, actions=ACTIONS, advantages=STEP_VALUES_FLAT,
                                target_values=STEP_VALUES_FLAT)
+    sample_type = AdvantageBatch  # A2C's from the on-policy loop, A3C's from the asynchronous one
+
+    def learn_arguments(self, sample: AdvantageBatch) -> dict[str, Any]:
+        """An on-policy batch under :meth:`learn`'s names (PARL's): the returns are the value targets."""
+        return {"obs": sample.obs, "actions": sample.actions, "advantages": sample.advantages,
+                "target_values": sample.returns}
 
     def learn(self, obs: paddle.Tensor, actions: paddle.Tensor, advantages: paddle.Tensor,
               target_values: paddle.Tensor, learning_rate: float | None = None,

@@ -12,7 +12,7 @@ import paddle
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.learn_inputs import check_action_indices, check_action_width
 from parl_lite.core.model import Model
-from parl_lite.utils.distributions import Categorical, Distribution, make_distribution
+from parl_lite.utils.distributions import Categorical, Distribution, make_distribution, policy_output
 
 __all__ = ["ActorCriticAlgorithm"]
 
@@ -48,7 +48,7 @@ class ActorCriticAlgorithm(Algorithm):
         Raises:
             ValueError: the policy's output does not match ``continuous_action``.
         """
-        return self._distribution_of(getattr(self.model, "policy", self.model)(obs))
+        return self._distribution_of(policy_output(self.model, obs))
 
     def distribution_and_value(self, obs: paddle.Tensor) -> tuple[Distribution, paddle.Tensor]:
         """The policy's distribution and ``V(obs)`` (``[batch, 1]``) at ``obs``: one pass through

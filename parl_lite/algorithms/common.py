@@ -9,6 +9,7 @@ import paddle
 
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.model import Model
+from parl_lite.core.samples import Transitions
 
 __all__ = ["frozen", "check_hyperparameter", "reduction_of", "SoftTargetActorCritic", "ActorCriticLosses", "column",
            "GlobalNormClip"]
@@ -67,8 +68,12 @@ class SoftTargetActorCritic(Algorithm):
     """What DDPG, TD3 and SAC share: an actor and a critic in one model, each with its own Adam
     optimizer, and a soft-updated deep copy of the model as ``target_model``.
 
-    The model exposes ``get_actor_params()`` and ``get_critic_params()``.
+    The model exposes ``get_actor_params()`` and ``get_critic_params()``. They learn from replay
+    memory minibatches, ``learn(obs, action, reward, next_obs, terminal)``: the fields of
+    :class:`parl_lite.core.samples.Transitions` by their names.
     """
+
+    sample_type = Transitions
 
     def __init__(self, model: Model, gamma: float, tau: float, actor_lr: float, critic_lr: float) -> None:
         super().__init__(model)

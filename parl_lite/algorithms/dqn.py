@@ -13,6 +13,7 @@ from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.learn_inputs import (DISCRETE_ACTIONS, OBSERVATIONS, STEP_VALUES, TERMINALS, LearnInputs,
                                          check_action_indices)
 from parl_lite.core.model import Model
+from parl_lite.core.samples import Transitions
 
 __all__ = ["DQN", "DDQN"]
 
@@ -56,6 +57,7 @@ class DQN(Algorithm):
 
     learn_inputs = LearnInputs(obs=OBSERVATIONS, action=DISCRETE_ACTIONS, reward=STEP_VALUES, next_obs=OBSERVATIONS,
                                terminal=TERMINALS)
+    sample_type = Transitions  # learn takes its fields by their names
 
     def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor, next_obs: paddle.Tensor,
               terminal: paddle.Tensor) -> paddle.Tensor:

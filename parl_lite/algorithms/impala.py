@@ -25,7 +25,8 @@ from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter, re
 from parl_lite.algorithms.vtrace import VTraceReturns, vtrace
 from parl_lite.core.learn_inputs import ACTIONS, OBSERVATIONS, POLICY_OUTPUTS, STEP_VALUES, TERMINALS, LearnInputs
 from parl_lite.core.model import Model
-from parl_lite.utils.distributions import Categorical, Distribution, make_distribution
+from parl_lite.core.samples import Trajectories
+from parl_lite.utils.distributions import Categorical, Distribution, make_distribution, policy_output
 
 __all__ = ["IMPALA", "IMPALALosses", "VTraceLoss"]
 
@@ -90,6 +91,7 @@ class IMPALA(ActorCriticAlgorithm):
 
     learn_inputs = LearnInputs(obs=OBSERVATIONS, actions=ACTIONS, behaviour_logits=POLICY_OUTPUTS, rewards=STEP_VALUES,
                                dones=TERMINALS)
+    sample_type = Trajectories  # of sample_batch_steps rows each; learn takes its fields by their names
 
     def learn(self, obs: paddle.Tensor, actions: paddle.Tensor, behaviour_logits: paddle.Tensor,
               rewards: paddle.Tensor, dones: paddle.Tensor, learning_rate: float | None = None,
@@ -161,7 +163,7 @@ class IMPALA(ActorCriticAlgorithm):
     def sample(self, obs: paddle.Tensor) -> tuple[paddle.Tensor, paddle.Tensor]:
         """The policy's action probabilities and logits at ``obs`` (PARL's), each
         ``[batch, num_actions]``; the agent draws the actions."""
-        logits = getattr(self.model, "policy", self.model)(obs)
+        logits = policy_output(self.model, obs)
         return paddle.nn.functional.softmax(logits, axis=-1), logits
 
 

@@ -1,10 +1,13 @@
 """REINFORCE (Williams, 1992): the policy gradient, on the returns the caller gives."""
 
+from typing import Any
+
 import paddle
 
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.learn_inputs import DISCRETE_ACTIONS, OBSERVATIONS, STEP_VALUES, LearnInputs, check_action_indices
 from parl_lite.core.model import Model
+from parl_lite.core.samples import Episode
 
 __all__ = ["PolicyGradient"]
 
@@ -43,6 +46,11 @@ class PolicyGradient(Algorithm):
         return actions.squeeze(-1), paddle.log(paddle.take_along_axis(probs, actions, axis=-1).squeeze(-1))
 
     learn_inputs = LearnInputs(obs=OBSERVATIONS, action=DISCRETE_ACTIONS, reward=STEP_VALUES)
+    sample_type = Episode
+
+    def learn_arguments(self, sample: Episode) -> dict[str, Any]:
+        """An episode under :meth:`learn`'s names (PARL's): its returns are the ``reward``."""
+        return {"obs": sample.obs, "action": sample.actions, "reward": sample.returns}
 
     def learn(self, obs: paddle.Tensor, action: paddle.Tensor, reward: paddle.Tensor) -> paddle.Tensor:
         """One Adam step on ``-mean(log pi(action|obs) * reward)``.

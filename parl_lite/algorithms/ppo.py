@@ -7,7 +7,7 @@ over an on-policy batch, as PARL's PPO agent does. Policy and value function com
 a policy model and a separate ``critic``; logits give discrete actions, a ``(mean, std)`` pair
 diagonal-Gaussian ones.
 """
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import paddle
 
@@ -15,6 +15,7 @@ from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
 from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter
 from parl_lite.core.learn_inputs import ACTIONS, OBSERVATIONS, STEP_VALUES_FLAT, LearnInputs
 from parl_lite.core.model import Model
+from parl_lite.core.samples import AdvantageBatch
 
 __all__ = ["PPO", "PPOLosses"]
 
@@ -66,6 +67,12 @@ class PPO(ActorCriticAlgorithm):
     learn_inputs = LearnInputs(batch_obs=OBSERVATIONS, batch_action=ACTIONS, batch_value=STEP_VALUES_FLAT,
                                batch_return=STEP_VALUES_FLAT, batch_logprob=STEP_VALUES_FLAT,
                                batch_adv=STEP_VALUES_FLAT)
+    sample_type = AdvantageBatch  # the on-policy loop's; it runs the epochs and minibatches
+
+    def learn_arguments(self, sample: AdvantageBatch) -> dict[str, Any]:
+        """An on-policy (mini)batch under :meth:`learn`'s names (PARL's)."""
+        return {"batch_obs": sample.obs, "batch_action": sample.actions, "batch_value": sample.values,
+                "batch_return": sample.returns, "batch_logprob": sample.log_probs, "batch_adv": sample.advantages}
 
     def learn(self, batch_obs: paddle.Tensor, batch_action: paddle.Tensor, batch_value: paddle.Tensor,
               batch_return: paddle.Tensor, batch_logprob: paddle.Tensor, batch_adv: paddle.Tensor,

@@ -8,6 +8,7 @@ import numpy as np
 from parl_lite.core.agent_base import AgentBase
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.model import Model, check_finite_state
+from parl_lite.core.samples import Sample
 from parl_lite.io import checkpoint
 
 __all__ = ["Agent"]
@@ -22,7 +23,8 @@ class Agent(AgentBase):
     numpy observations for every shipped algorithm, which is what the training loops
     (:mod:`parl_lite.train`) call: ``learn(*args, **kwargs)`` is the algorithm's ``learn``,
     ``predict(obs)`` its greedy actions, ``sample(obs)`` its exploratory actions and their
-    log-probabilities.
+    log-probabilities. The loops learn through :meth:`learn_from`, which calls ``learn``: an
+    agent that overrides ``learn`` is what they call.
 
     The agent starts in training mode; :meth:`eval` switches every model of the algorithm to
     evaluation mode (dropout off, batch-norm uses its running statistics) and :meth:`train` back.
@@ -40,6 +42,11 @@ class Agent(AgentBase):
     def learn(self, *args: Any, **kwargs: Any) -> Any:
         """Update the algorithm: its ``learn`` with these arguments, and its result."""
         return self.alg.learn(*args, **kwargs)
+
+    def learn_from(self, sample: Sample) -> Any:
+        """Learn from a training loop's sample (:mod:`parl_lite.core.samples`): :meth:`learn` with
+        the arrays under the algorithm's argument names (``alg.learn_arguments(sample)``)."""
+        return self.learn(**self.alg.learn_arguments(sample))
 
     def predict(self, obs: Any) -> Any:
         """The greedy actions for a batch of observations (numpy in, numpy out)."""

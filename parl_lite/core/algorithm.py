@@ -20,9 +20,15 @@ observations, which the default :class:`parl_lite.Agent` and the training loops 
 The numpy <-> tensor conversion is written once, here: every subclass's own ``learn``, ``predict``,
 ``sample``, ``value``, ``greedy_actions`` and ``sample_actions`` are wrapped when the subclass is
 defined, so a subclass only ever sees tensors.
+
+The training loops hand an algorithm one sample type per regime (:mod:`parl_lite.core.samples`):
+the algorithm names the one it learns from (``sample_type``) and maps it to its ``learn``'s
+arguments (``learn_arguments``).
 """
+import dataclasses
 import functools
-from typing import Any
+import inspect
+from typing import Any, ClassVar
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -31,6 +37,7 @@ import paddle
 from parl_lite.core.algorithm_base import AlgorithmBase
 from parl_lite.core.learn_inputs import LearnInputs
 from parl_lite.core.model import Model
+from parl_lite.core.samples import Sample
 
 __all__ = ["Algorithm", "to_tensor", "to_numpy"]
 
@@ -40,9 +47,12 @@ _WRAPPED_MARK = "__wrapped_by_algorithm__"  # set on the methods __init_subclass
 def to_tensor(value: Any) -> Any:
     """A paddle tensor of ``value`` (a tensor passes through unchanged): floating and boolean
     arrays become float32, ``uint8`` arrays (images) stay ``uint8`` (the network scales them), other
-    integer arrays become int64; anything else is returned as it is."""
+    integer arrays become int64; a :class:`parl_lite.core.samples.Sample` becomes the same sample
+    of tensors; anything else is returned as it is."""
     if isinstance(value, paddle.Tensor) or value is None:
         return value
+    if isinstance(value, Sample):
+        return dataclasses.replace(value, **{name: to_tensor(array) for name, array in value.arrays().items()})
     if isinstance(value, (np.ndarray, np.generic, list, float, int, bool)):
         array = np.asarray(value)
         if array.dtype.kind in "fb":
@@ -105,6 +115,19 @@ def _wrap_acting(method: Callable[..., Any]) -> Callable[..., Any]:
 _ACTING = ("predict", "sample", "value", "greedy_actions", "sample_actions")
 
 
+_LEARN_TAKES: dict[type, frozenset[str] | None] = {}  # a class -> its learn's argument names (None: any)
+
+
+def _not_taken_by_learn(cls: type[AlgorithmBase], names: tuple[str, ...]) -> list[str]:
+    """Those of ``names`` that ``cls.learn`` takes no argument of."""
+    if cls not in _LEARN_TAKES:
+        parameters = inspect.signature(cls.learn).parameters.values()
+        any_name = any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters)
+        _LEARN_TAKES[cls] = None if any_name else frozenset(parameter.name for parameter in parameters)
+    taken = _LEARN_TAKES[cls]
+    return [] if taken is None else [name for name in names if name not in taken]
+
+
 class Algorithm(AlgorithmBase):
     """Base class of the update rules (PolicyGradient, DQN, PPO, ...).
 
@@ -118,9 +141,16 @@ class Algorithm(AlgorithmBase):
     beside it, ``learn_inputs = LearnInputs(obs=OBSERVATIONS, ...)``
     (:mod:`parl_lite.core.learn_inputs`): every call is then checked against them.
 
+    A class says which sample of :mod:`parl_lite.core.samples` the training loops hand it
+    (``sample_type = AdvantageBatch``, ...) and, where its ``learn`` names the arrays otherwise than
+    the sample's fields, overrides :meth:`learn_arguments`.
+
     Args:
         model: the algorithm's main network (``self.model``).
     """
+
+    #: the sample the training loops build for this algorithm (None: the loop's own)
+    sample_type: ClassVar[type[Sample] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -152,6 +182,23 @@ class Algorithm(AlgorithmBase):
                 (epsilon-greedy for DQN, Gaussian noise for DDPG and TD3).
         """
         raise NotImplementedError(f"{type(self).__name__} has no stochastic policy to sample actions from")
+
+    def learn_arguments(self, sample: Any) -> dict[str, Any]:
+        """The keyword arguments of :meth:`learn` for a training loop's ``sample`` (a
+        :class:`parl_lite.core.samples.Sample` of ``sample_type``): by default the
+        sample's arrays under their field names; an algorithm whose ``learn`` names them otherwise
+        (PARL's names) overrides this.
+
+        Raises:
+            TypeError: ``learn`` does not take those names (the message says what to define).
+        """
+        arguments = sample.arrays()
+        unknown = _not_taken_by_learn(type(self), tuple(arguments))
+        if unknown:
+            raise TypeError(f"{type(self).__name__}.learn takes no {', '.join(unknown)}: to learn from "
+                            f"{type(sample).__name__} samples ({', '.join(arguments)}) it must define "
+                            "learn_arguments(sample), which names the learn argument of each array")
+        return arguments
 
     def models(self) -> dict[str, Model]:
         """Every :class:`Model` attribute of this algorithm, by attribute name."""

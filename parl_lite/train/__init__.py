@@ -13,12 +13,16 @@
                                     seed=1, target=475)
     summary = trainer.learn(total_timesteps=100_000, callback=None, progress_bar=True)
 
-| loop | algorithms | a round |
+| loop | algorithms (sample) | a round |
 |---|---|---|
-| :class:`OnPolicyTrainer` | PPO, A2C | a rollout from a vector env, GAE, ``learn`` on its minibatches |
-| :class:`OffPolicyTrainer` | DQN, DDPG, TD3, SAC | one env step into the replay memory, updates from it |
-| :class:`AsyncTrainer` | A3C, IMPALA | the first rollout back from the remote actors, one ``learn`` |
-| :class:`EpisodicTrainer` | PolicyGradient | one episode, discounted returns, one ``learn`` |
+| :class:`OnPolicyTrainer` | PPO, A2C (``AdvantageBatch``) | a rollout from a vector env, GAE, ``learn`` on it |
+| :class:`OffPolicyTrainer` | DQN, DDPG, TD3, SAC (``Transitions``) | one env step into the replay memory, updates |
+| :class:`AsyncTrainer` | A3C (``AdvantageBatch``), IMPALA (``Trajectories``) | a remote rollout, one ``learn`` |
+| :class:`EpisodicTrainer` | PolicyGradient (``Episode``) | one episode, discounted returns, one ``learn`` |
+
+A loop builds the sample its algorithm learns from (the algorithm's ``sample_type``, one of
+:mod:`parl_lite.core.samples`) and calls ``agent.learn_from(sample)``: the algorithm maps the
+sample to its ``learn``'s arguments, so the loops name no algorithm.
 """
 from typing import TYPE_CHECKING
 
@@ -33,7 +37,7 @@ if TYPE_CHECKING:
     from parl_lite.train.evaluation import Evaluator
     from parl_lite.train.exploration import ContinuousExploration, EpsilonGreedy, Exploration
     from parl_lite.train.off_policy import OffPolicyTrainer
-    from parl_lite.train.on_policy import OnPolicyTrainer, advantage_batch
+    from parl_lite.train.on_policy import OnPolicyTrainer
     from parl_lite.train.progress import Reporter
     from parl_lite.train.summary import RunSummary
 
@@ -54,7 +58,7 @@ _LAZY = {
     "ContinuousExploration": "parl_lite.train.exploration", "EpsilonGreedy": "parl_lite.train.exploration",
     "Exploration": "parl_lite.train.exploration",
     "OffPolicyTrainer": "parl_lite.train.off_policy",
-    "OnPolicyTrainer": "parl_lite.train.on_policy", "advantage_batch": "parl_lite.train.on_policy",
+    "OnPolicyTrainer": "parl_lite.train.on_policy",
     "Reporter": "parl_lite.train.progress",
     "RunSummary": "parl_lite.train.summary",
 }
@@ -62,7 +66,7 @@ _LAZY = {
 __all__ = ["AsyncTrainArgs", "AsyncTrainer", "Callback", "CallbackList", "ContinuousExploration",
            "ContinuousOffPolicyArgs", "EnvSpaces", "EpisodicTrainer", "EpsilonGreedy", "Evaluator",
            "EveryNSteps", "Exploration", "OffPolicyTrainer", "OnPolicyTrainer", "RemoteArgs", "Reporter", "RunStopped",
-           "RunSummary", "StopOnThreshold", "TrainArgs", "Trainer", "advantage_batch", "arg", "env_spaces",
+           "RunSummary", "StopOnThreshold", "TrainArgs", "Trainer", "arg", "env_spaces",
            "learn_stats", "parse_args"]
 
 __getattr__, __dir__ = lazy_exports(globals(), _LAZY)

@@ -4,6 +4,9 @@ Each actor (a ``@remote_class`` :class:`parl_lite.utils.rollout.RolloutWorker`) 
 weights it was last sent; the learner takes whichever rollout arrives first, learns from it and
 sends the new weights back with that actor's next request, so actors act with weights up to
 ``actors - 1`` updates old. Update order depends on timing: a seed does not repeat a run exactly.
+What the learner learns from is the sample its algorithm takes (``sample_type``): an
+:class:`parl_lite.core.samples.AdvantageBatch` (A3C) or :class:`parl_lite.core.samples.Trajectories`
+(IMPALA's V-trace).
 
 The actors are an :class:`parl_lite.remote.group.ActorGroup`: an actor that dies (its node was lost)
 is replaced, on another node of a cluster, and training goes on with the others meanwhile; while
@@ -24,12 +27,12 @@ import parl_lite
 from parl_lite.core.agent import Agent
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.model import Model
+from parl_lite.core.samples import AdvantageBatch, Trajectories
 from parl_lite.remote.group import ActorGroup, ActorGroupError
 from parl_lite.train.base import RunStopped, Trainer
-from parl_lite.train.on_policy import advantage_batch
 from parl_lite.train.remote_rollouts import RemoteRolloutWorker, rebuild_fn
 
-__all__ = ["AsyncTrainer", "impala_batch"]
+__all__ = ["AsyncTrainer"]
 
 _WAIT = 0.5  # seconds between two looks at the actor group while no rollout arrives
 _CLOSE_WAIT = 10.0  # seconds the rollouts in flight get to finish when the run ends
@@ -40,7 +43,9 @@ class AsyncTrainer(Trainer):
     """Learn from the rollouts of ``actors`` remote actors as they arrive.
 
     Args:
-        agent: the agent or algorithm to train (PPO-style ``value`` needed when ``gae_lambda`` is set).
+        agent: the agent or algorithm to train: it learns from ``AdvantageBatch`` samples (A3C: A2C)
+            or ``Trajectories`` of ``sample_batch_steps = rollout_steps + 1`` rows (IMPALA), and has
+            ``value(obs)``.
         env_id: a registered gymnasium id.
         actors: remote rollout actors to start with, kept by replacing those that die.
         max_actors: the most actors: more are added, up to this, while the actors' backend has room
@@ -48,9 +53,9 @@ class AsyncTrainer(Trainer):
         capacity_wait: seconds the run may have no actor while one is being made, before it stops.
         num_envs: environments per actor.
         rollout_steps: steps per environment in one rollout.
-        gamma, gae_lambda: with ``gae_lambda`` set (A3C), ``learn`` gets the batch of
-            :func:`parl_lite.train.advantage_batch`, as in :class:`OnPolicyTrainer`; None (IMPALA)
-            hands it the trajectories in PARL's layout (see :func:`impala_batch`).
+        gamma: the discount of the advantages or of the truncation bootstrap.
+        gae_lambda: GAE's lambda of an ``AdvantageBatch`` (default 1: n-step returns, as A3C);
+            ``Trajectories`` have none (V-trace's targets are the algorithm's).
         model_fn: builds the actors' copy of the model (runs in the actor); default: the model's
             class with its recorded constructor arguments (:meth:`parl_lite.Model.constructor_args`).
         **options: the :class:`Trainer` options (seed, target, eval_every, save, ...).
@@ -69,16 +74,28 @@ class AsyncTrainer(Trainer):
         self.num_actors, self.num_envs, self.rollout_steps = actors, num_envs, rollout_steps
         self.max_actors = actors if max_actors is None else max_actors
         self.capacity_wait = capacity_wait
-        self.gamma, self.gae_lambda = gamma, gae_lambda
+        self.sample_type = self._sample_type(AdvantageBatch, Trajectories)
+        self._value = self._value_function(self.sample_type)
+        if self.sample_type is Trajectories:
+            self._check_trajectories(rollout_steps, gae_lambda)
+        self.gamma, self.gae_lambda = gamma, 1.0 if gae_lambda is None else gae_lambda
         self.model_fn = model_fn or rebuild_fn(self.agent.alg.model, "AsyncTrainer")
-        steps = getattr(self.agent.alg, "sample_batch_steps", None)
-        if gae_lambda is None and steps != rollout_steps + 1:
-            raise ValueError(f"AsyncTrainer: IMPALA's sample_batch_steps ({steps}) must be rollout_steps + 1 = "
-                             f"{rollout_steps + 1}: each actor's {rollout_steps} steps, then the observation "
-                             "that bootstraps them")
         self._recent: deque = deque(maxlen=20)
         self.actor_group: ActorGroup | None = None
         self._pending: dict = {}  # future of a rollout -> the actor making it
+
+    def _check_trajectories(self, rollout_steps: int, gae_lambda: float | None) -> None:
+        """The algorithm's trajectories are each actor's ``rollout_steps`` steps and the observation
+        after them; no GAE lambda applies to them."""
+        name = type(self.agent.alg).__name__
+        if gae_lambda is not None:
+            raise ValueError(f"AsyncTrainer: {name} learns from Trajectories (V-trace targets): gae_lambda does "
+                             "not apply to them; leave it unset")
+        steps = getattr(self.agent.alg, "sample_batch_steps", None)
+        if steps != rollout_steps + 1:
+            raise ValueError(f"AsyncTrainer: {name}'s sample_batch_steps ({steps}) must be rollout_steps + 1 = "
+                             f"{rollout_steps + 1}: each actor's {rollout_steps} steps, then the observation "
+                             "that bootstraps them")
 
     def _make_actor(self, index: int) -> Any:
         return RemoteRolloutWorker(self.model_fn, self.env_id, self.num_envs, seed=self.seed * 1000 + 100 * index,
@@ -128,11 +145,12 @@ class AsyncTrainer(Trainer):
 
     def _learn(self, rollout: dict[str, np.ndarray]) -> None:
         self._recent.extend(rollout.pop("episode_returns").tolist())
-        if self.gae_lambda is not None:
-            batch = advantage_batch(self.agent, rollout, self.gamma, self.gae_lambda)
+        sample: AdvantageBatch | Trajectories
+        if self.sample_type is Trajectories:
+            sample = Trajectories.from_rollout(rollout, self._value, self.gamma)
         else:
-            batch = impala_batch(self.agent.alg, rollout, self.gamma)
-        self.last_learned = self.agent.learn(**batch)
+            sample = AdvantageBatch.from_rollout(rollout, self._value, self.gamma, self.gae_lambda)
+        self.last_learned = self.agent.learn_from(sample)
         self.updates += 1
         self.steps += rollout["rewards"].size
 
@@ -148,37 +166,3 @@ class AsyncTrainer(Trainer):
             self.actor_group.close()
         self.actor_group, self._pending = None, {}
 
-
-def impala_batch(algorithm: Any, rollout: dict[str, np.ndarray], gamma: float) -> dict[str, np.ndarray]:
-    """A ``[T, N]`` rollout in the layout of PARL's ``IMPALA.learn``: each environment's trajectory
-    of ``T + 1`` rows (its ``T`` steps, then the observation after them, which only bootstraps),
-    the ``N`` trajectories one after another.
-
-    A time-limit truncation is handled exactly: the truncated step's reward gets ``gamma`` times
-    the learner's value of the final observation, and the step counts as done, which cuts the
-    trace there as a termination does.
-
-    Returns:
-        ``obs``, ``actions``, ``behaviour_logits``, ``rewards``, ``dones``, each ``[N * (T + 1), ...]``.
-
-    Raises:
-        ValueError: the rollout has no ``behaviour_logits`` (a continuous policy).
-    """
-    if "behaviour_logits" not in rollout:
-        raise ValueError("IMPALA learns from the behaviour policy's logits: its policy must be discrete")
-    T, N = rollout["rewards"].shape
-    rewards = rollout["rewards"].astype(np.float32)
-    truncated = rollout["ends"] & ~rollout["terminated"]
-    if truncated.any():
-        rewards[truncated] += gamma * np.asarray(algorithm.value(rollout["next_obs"][truncated])).reshape(-1)
-
-    def trajectories(steps: np.ndarray, after: np.ndarray) -> np.ndarray:  # [T, N, ...], [N, ...] -> [N * (T+1), ...]
-        rows = np.concatenate([steps, after[None]]).swapaxes(0, 1)
-        return rows.reshape(N * (T + 1), *rows.shape[2:])
-
-    def padded(steps: np.ndarray) -> np.ndarray:  # the bootstrap row's entries are never used
-        return trajectories(steps, np.zeros_like(steps[0]))
-
-    return {"obs": trajectories(rollout["obs"], rollout["next_obs"][-1]), "actions": padded(rollout["actions"]),
-            "behaviour_logits": padded(rollout["behaviour_logits"]), "rewards": padded(rewards),
-            "dones": padded(rollout["ends"])}

@@ -1,16 +1,18 @@
 """What every training loop shares: evaluation, reporting, callbacks, checkpoints, Ctrl-C, resume.
 
 A loop (:class:`OnPolicyTrainer`, :class:`OffPolicyTrainer`, ...) only says how one *round* goes
-(collect some experience, learn from it) in :meth:`Trainer._round`; :meth:`Trainer.learn` runs the
-rounds until the step budget, the target, a callback or Ctrl-C stops them.
+(collect some experience, build the sample its algorithm learns from, ``agent.learn_from`` it) in
+:meth:`Trainer._round`; :meth:`Trainer.learn` runs the rounds until the step budget, the target, a
+callback or Ctrl-C stops them. A loop knows its regime's sample types
+(:mod:`parl_lite.core.samples`), never an algorithm.
 """
 import math
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
-from collections.abc import Iterable
+from typing import Any, NamedTuple, TypeVar
+from collections.abc import Callable, Iterable
 
 import gymnasium as gym
 import h5py
@@ -19,6 +21,7 @@ import numpy as np
 from parl_lite.core.agent import Agent
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.model import check_finite_state
+from parl_lite.core.samples import Sample
 from parl_lite.io import checkpoint
 from parl_lite.train.callbacks import Callback, StopOnThreshold, as_callback
 from parl_lite.train.evaluation import Evaluator
@@ -29,6 +32,7 @@ from parl_lite.utils.normalization import ObsNormalizer, RewardScaler
 
 __all__ = ["Trainer", "RunStopped", "EnvSpaces", "env_spaces", "spaces_of", "learn_stats"]
 
+_Made = TypeVar("_Made", bound=Sample)
 TRAINER_GROUP = "trainer"
 INTERRUPTED_EXIT_CODE = 130
 
@@ -168,6 +172,37 @@ class Trainer:
         self.train_seconds = 0.0
         self.train_cpu_seconds = 0.0
         self.solved_at: int | None = None
+
+    # ------------------------------------------------------------------ the algorithm's sample
+    def _sample_type(self, *made: type[_Made]) -> type[_Made]:
+        """The sample type this loop builds for its algorithm: the algorithm's ``sample_type``,
+        one of ``made``; the first of them for an algorithm that declares none.
+
+        Raises:
+            ValueError: the algorithm learns from another sample type (named, with the loop's).
+        """
+        alg = self.agent.alg
+        declared = getattr(alg, "sample_type", None)
+        if declared is None:
+            return made[0]
+        if declared not in made:
+            raise ValueError(f"{type(self).__name__} builds {' or '.join(kind.__name__ for kind in made)} samples; "
+                             f"{type(alg).__name__} learns from {getattr(declared, '__name__', declared)} (its "
+                             "sample_type): train it with the loop that builds those")
+        return declared
+
+    def _value_function(self, sample_type: type[Sample]) -> Callable[[np.ndarray], Any]:
+        """The algorithm's ``value(obs)``, which ``sample_type``'s values come from.
+
+        Raises:
+            ValueError: the algorithm has none.
+        """
+        value = getattr(self.agent.alg, "value", None)
+        if not callable(value):
+            raise ValueError(f"{type(self).__name__}: {type(self.agent.alg).__name__} learns from "
+                             f"{sample_type.__name__} samples, built with the learner's value function, but it has "
+                             "no value(obs) method")
+        return value
 
     # ------------------------------------------------------------------ what a loop defines
     def _round(self, total_steps: int) -> None:

@@ -1,21 +1,22 @@
 """The Monte-Carlo loop (REINFORCE, PARL's QuickStart): whole episodes, normalised discounted
-returns, one ``learn`` per episode."""
+returns (:class:`parl_lite.core.samples.Episode`), one ``learn`` per episode."""
 
 import gymnasium as gym
 import numpy as np
 
 from parl_lite.core.agent import Agent
 from parl_lite.core.algorithm import Algorithm
+from parl_lite.core.samples import Episode
 from parl_lite.train.base import Trainer
 from parl_lite.utils.envs import EpisodeReturns
-from parl_lite.utils.returns import discounted_returns
 
 __all__ = ["EpisodicTrainer"]
 
 
 class EpisodicTrainer(Trainer):
-    """Play one episode with ``agent.sample``, then ``agent.learn(obs=, action=, reward=)`` with
-    the episode's normalised discounted returns as ``reward`` (PARL's ``PolicyGradient.learn``).
+    """Play one episode with ``agent.sample``, then learn from it: ``agent.learn_from`` an
+    :class:`parl_lite.core.samples.Episode` (its normalised discounted returns; PolicyGradient's
+    ``learn`` takes them as ``reward``, PARL's name).
 
     Args:
         agent: the agent or algorithm to train.
@@ -26,6 +27,7 @@ class EpisodicTrainer(Trainer):
 
     def __init__(self, agent: Agent | Algorithm, env_id: str, *, gamma: float = 0.99, **options) -> None:
         super().__init__(agent, env_id, **options)
+        self._sample_type(Episode)
         self.env = gym.make(env_id)
         self.gamma = gamma
         self.episodes = 0
@@ -45,8 +47,7 @@ class EpisodicTrainer(Trainer):
             done = terminated or truncated
         self.episodes += 1
         self.returns.update(np.array([sum(rewards)]), np.array([True]))
-        returns = discounted_returns(rewards, self.gamma, normalize=True)
-        self.last_learned = self.agent.learn(obs=np.array(observations), action=np.array(actions), reward=returns)
+        self.last_learned = self.agent.learn_from(Episode.from_steps(observations, actions, rewards, self.gamma))
         self.updates += 1
         self.steps += len(rewards)
 

@@ -1,7 +1,9 @@
-"""The off-policy loop (DQN, DDPG, TD3, SAC): one environment, a replay memory, updates from it."""
+"""The off-policy loop (DQN, DDPG, TD3, SAC): one environment, a replay memory, updates on its
+minibatches (:class:`parl_lite.core.samples.Transitions`)."""
 
 from typing import Any
 
+import dataclasses
 import numbers
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import numpy as np
 
 from parl_lite.core.agent import Agent
 from parl_lite.core.algorithm import Algorithm
+from parl_lite.core.samples import Transitions
 from parl_lite.io import checkpoint
 from parl_lite.train.base import EnvSpaces, Trainer, spaces_of
 from parl_lite.train.exploration import ContinuousExploration, EpsilonGreedy, Exploration
@@ -19,8 +22,6 @@ from parl_lite.utils.normalization import RewardScaler
 from parl_lite.utils.replay_memory import GROUP as REPLAY_GROUP, ReplayMemory, ReplayMemoryError
 
 __all__ = ["OffPolicyTrainer"]
-
-BATCH_KEYS = ("obs", "action", "reward", "next_obs", "terminal")  # ReplayMemory.sample_batch's, PARL's names
 
 
 class OffPolicyTrainer(Trainer):
@@ -32,8 +33,10 @@ class OffPolicyTrainer(Trainer):
     bounds (``high``), in training and in evaluation.
 
     Args:
-        agent: the agent or algorithm to train; its ``learn`` gets ``obs``, ``action``, ``reward``,
-            ``next_obs`` and ``terminal`` (a true termination, not a time-limit truncation).
+        agent: the agent or algorithm to train: it learns from
+            :class:`parl_lite.core.samples.Transitions` (``obs``, ``action``, ``reward``,
+            ``next_obs``, ``terminal``: a true termination, not a time-limit truncation), through
+            ``agent.learn_from``.
         env_id: a registered gymnasium id.
         exploration: how actions are chosen; default: epsilon-greedy (1.0 -> 0.05 over 10k steps)
             for discrete actions, Gaussian noise 0.1 after ``learning_starts`` random steps for
@@ -58,6 +61,7 @@ class OffPolicyTrainer(Trainer):
                  memory_size: int | None = None, target_every: int | None = None, normalize_reward: bool = False,
                  gamma: float = 0.99, **options) -> None:
         super().__init__(agent, env_id, **options)
+        self._sample_type(Transitions)
         for name, value in (("train_every", train_every), ("gradient_steps", gradient_steps),
                             ("batch_size", batch_size)):
             if value <= 0:
@@ -105,10 +109,10 @@ class OffPolicyTrainer(Trainer):
 
         if step > self.learning_starts and step % self.train_every == 0:
             for _ in range(self.gradient_steps):
-                batch = memory.sample_batch(self.batch_size)
+                sample = Transitions(*memory.sample_batch(self.batch_size))
                 if self.reward_scaler is not None:
-                    batch = (batch[0], batch[1], self.reward_scaler.scale(batch[2]), batch[3], batch[4])
-                self.last_learned = self.agent.learn(**dict(zip(BATCH_KEYS, batch, strict=True)))
+                    sample = dataclasses.replace(sample, reward=self.reward_scaler.scale(sample.reward))
+                self.last_learned = self.agent.learn_from(sample)
                 self.updates += 1
         if self.target_every is not None and step % self.target_every == 0:
             target_holder: Any = self.agent.alg  # DQN, DDPG, TD3, SAC: sync_target()

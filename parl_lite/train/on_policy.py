@@ -1,58 +1,23 @@
-"""The on-policy loop (PPO, A2C): rollouts from a vector environment (here, or in remote actors
-gathered synchronously), advantages, ``learn`` on the batch (A2C) or on its minibatches over
-several epochs (PPO)."""
+"""The on-policy loop: rollouts from a vector environment (here, or in remote actors gathered
+synchronously), the :class:`parl_lite.core.samples.AdvantageBatch` of each, ``learn`` on it or on
+its minibatches over several epochs."""
 
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-import paddle
 
-from parl_lite.algorithms.ppo import PPO
 from parl_lite.core.agent import Agent
 from parl_lite.core.algorithm import Algorithm, to_tensor
 from parl_lite.core.model import Model
+from parl_lite.core.samples import AdvantageBatch
 from parl_lite.train.base import Trainer
 from parl_lite.train.remote_rollouts import RemoteRollouts, rebuild_fn
-from parl_lite.utils.gae import gae
 from parl_lite.utils.normalization import RewardScaler
 from parl_lite.utils.rollout import VectorRollout
 from parl_lite.utils.scheduler import LinearDecayScheduler
 
-__all__ = ["OnPolicyTrainer", "advantage_batch"]
-
-# PARL's names of an on-policy batch's arrays in each algorithm's learn
-_PPO_NAMES = {"obs": "batch_obs", "actions": "batch_action", "values": "batch_value", "returns": "batch_return",
-              "log_probs": "batch_logprob", "advantages": "batch_adv"}
-_A2C_NAMES = {"obs": "obs", "actions": "actions", "advantages": "advantages", "returns": "target_values"}
-
-
-def advantage_batch(agent: Agent, rollout: dict[str, np.ndarray], gamma: float,
-                    gae_lambda: float) -> dict[str, np.ndarray]:
-    """Flatten a ``[T, N]`` rollout into the batch ``agent.alg.learn`` takes, under its argument
-    names: PPO's ``batch_obs``, ``batch_action``, ``batch_value``, ``batch_return``,
-    ``batch_logprob``, ``batch_adv``; A2C's ``obs``, ``actions``, ``advantages``, ``target_values``.
-
-    Values come from the agent's current value function (one forward over ``obs`` and
-    ``next_obs``), advantages and returns from :func:`parl_lite.utils.gae.gae`.
-
-    Returns:
-        The arrays, each ``[T*N, ...]``.
-    """
-    T, N = rollout["rewards"].shape
-    obs_shape = rollout["obs"].shape[2:]
-    flat_obs = rollout["obs"].reshape(T * N, *obs_shape)
-    critic: Any = agent.alg  # an actor-critic algorithm (PPO, A2C): it has value(obs)
-    both = critic.value(np.concatenate([flat_obs, rollout["next_obs"].reshape(T * N, *obs_shape)])).reshape(-1)
-    values, next_values = both[:T * N].reshape(T, N), both[T * N:].reshape(T, N)
-    advantages, returns = gae(rollout["rewards"], values, next_values, rollout["terminated"], rollout["ends"],
-                              gamma, gae_lambda)
-    actions = rollout["actions"]
-    arrays = {"obs": flat_obs, "actions": actions.reshape(T * N, *actions.shape[2:]),
-              "log_probs": rollout["log_probs"].reshape(-1), "advantages": advantages.reshape(-1),
-              "returns": returns.reshape(-1), "values": values.reshape(-1)}
-    names = _PPO_NAMES if isinstance(agent.alg, PPO) else _A2C_NAMES
-    return {names[key]: arrays[key] for key in names}
+__all__ = ["OnPolicyTrainer"]
 
 
 class OnPolicyTrainer(Trainer):
@@ -61,8 +26,10 @@ class OnPolicyTrainer(Trainer):
     passes over it, in shuffled minibatches of ``minibatch_size`` (PPO; as PARL's PPO agent does),
     or one ``learn`` on the whole batch (A2C: the defaults).
 
-    The algorithm has ``sample_actions(obs) -> (actions, log_probs)`` and ``value(obs)`` (as PPO
-    and A2C do); its ``learn`` gets the batch under PARL's names (see :func:`advantage_batch`).
+    The algorithm learns from :class:`parl_lite.core.samples.AdvantageBatch` samples
+    (``sample_type``; PPO, A2C) and has ``sample_actions(obs) -> (actions, log_probs)`` and
+    ``value(obs)``; the loop calls ``agent.learn_from`` on each (mini)batch, which hands ``learn``
+    the arrays under the algorithm's names (``alg.learn_arguments``).
 
     Args:
         agent: the agent or algorithm to train.
@@ -95,6 +62,8 @@ class OnPolicyTrainer(Trainer):
                  anneal: bool = False, normalize_reward: bool = False, actors: int = 0,
                  model_fn: Callable[[], Model] | None = None, **options) -> None:
         super().__init__(agent, env_id, **options)
+        self.sample_type = self._sample_type(AdvantageBatch)
+        self._value = self._value_function(self.sample_type)
         for name, value in (("rollout_steps", rollout_steps), ("epochs", epochs), ("minibatch_size", minibatch_size)):
             if value is not None and value <= 0:
                 raise ValueError(f"{name} must be positive, got {value}")
@@ -113,7 +82,7 @@ class OnPolicyTrainer(Trainer):
         self.gamma, self.gae_lambda, self.anneal = gamma, gae_lambda, anneal
         self.epochs, self.minibatch_size = epochs, minibatch_size
         self.rng = np.random.default_rng(self.seed)
-        alg: Any = self.agent.alg  # PPO or A2C: optimizer, clip_param (PPO)
+        alg: Any = self.agent.alg  # its optimizer and, if it has one, its clip_param (PPO's)
         self._base_lr = alg.optimizer.get_lr() if anneal else None
         self._base_clip: float | None = getattr(alg, "clip_param", None) if anneal else None
         self._schedule: LinearDecayScheduler | None = None
@@ -143,13 +112,10 @@ class OnPolicyTrainer(Trainer):
             rollout = self.rollout.collect(self._policy, self.rollout_steps)
         if self.reward_scaler is not None:
             rollout["rewards"] = self._scaled_rewards(rollout["rewards"], rollout["ends"])
-        batch = {key: to_tensor(value) for key, value in
-                 advantage_batch(self.agent, rollout, self.gamma, self.gae_lambda).items()}
-        size = len(next(iter(batch.values())))
-        for _ in range(self.epochs):
-            for minibatch in self._minibatches(batch, size):
-                self.last_learned = self.agent.learn(**minibatch)
-                self.updates += 1
+        sample = self.sample_type.from_rollout(rollout, self._value, self.gamma, self.gae_lambda)
+        for minibatch in self._minibatches(sample):
+            self.last_learned = self.agent.learn_from(minibatch)
+            self.updates += 1
         if self.obs_normalizer is not None:
             self.obs_normalizer.update(rollout["obs"])
         self.steps += rollout["rewards"].size
@@ -163,15 +129,20 @@ class OnPolicyTrainer(Trainer):
             scaled[t] = self.reward_scaler.scale(rewards[t])
         return scaled
 
-    def _minibatches(self, batch: dict[str, paddle.Tensor], size: int) -> Iterator[dict[str, paddle.Tensor]]:
-        """One epoch's minibatches: the whole batch, or shuffled slices of ``minibatch_size`` rows."""
+    def _minibatches(self, sample: AdvantageBatch) -> Iterator[AdvantageBatch]:
+        """Every epoch's minibatches: shuffled slices of ``minibatch_size`` rows, or the whole
+        batch each time, its arrays made tensors once (the learn wrapper would convert them, and
+        PPO normalise the advantages, at every epoch)."""
+        size = len(sample)
         if self.minibatch_size is None or self.minibatch_size >= size:
-            yield batch
+            whole = to_tensor(sample)
+            for _ in range(self.epochs):
+                yield whole
             return
-        order = self.rng.permutation(size)
-        for start in range(0, size, self.minibatch_size):
-            index = paddle.to_tensor(order[start:start + self.minibatch_size])
-            yield {key: paddle.gather(value, index) for key, value in batch.items()}
+        for _ in range(self.epochs):
+            order = self.rng.permutation(size)
+            for start in range(0, size, self.minibatch_size):
+                yield sample.rows(order[start:start + self.minibatch_size])
 
     def train_return(self) -> float:
         return self.rollout.returns.recent_mean

@@ -5,14 +5,18 @@ ones share one interface: ``sample()``, ``mode()``, ``log_prob(actions)``, ``ent
 ``kl(other)`` (``KL(self || other)``), each reducing the action axis so that every method returns
 one value per batch row. Sampling draws from paddle's global generator, so ``paddle.seed``
 makes it repeat.
+
+:func:`policy_distribution` is a policy model's distribution at a batch of observations (the
+learner's actor-critic algorithms and the rollout actors both use it).
 """
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import paddle
 import paddle.nn.functional as F
 
-__all__ = ["Categorical", "DiagGaussian", "make_distribution"]
+__all__ = ["Categorical", "DiagGaussian", "make_distribution", "policy_output", "policy_distribution"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -121,3 +125,15 @@ def make_distribution(params: paddle.Tensor | Sequence[paddle.Tensor]) -> Distri
         "a policy must return a logits tensor or a (mean, std) pair, "
         f"got {type(params).__name__}"
     )
+
+
+def policy_output(model: Any, obs: paddle.Tensor) -> paddle.Tensor | tuple[paddle.Tensor, paddle.Tensor]:
+    """What a policy model gives at ``obs``: ``model.policy(obs)``, or ``model(obs)`` when the
+    model has no ``policy`` method; logits (discrete actions) or a ``(mean, std)`` pair
+    (continuous), PARL's PPO convention."""
+    return getattr(model, "policy", model)(obs)
+
+
+def policy_distribution(model: Any, obs: paddle.Tensor) -> Distribution:
+    """The action distribution of a policy model at ``obs`` (see :func:`policy_output`)."""
+    return make_distribution(policy_output(model, obs))

@@ -7,8 +7,11 @@ or truncated) and ``next_obs`` (the true next observation: the final one when an
 which is everything GAE and V-trace need with the learner's own value function, plus
 ``episode_returns``, the returns of the episodes that ended during the call.
 
-``RolloutWorker`` wraps one with a local copy of the policy, to be run as a ``@remote_class``
-actor (A3C, IMPALA): ``collect(weights, steps)`` loads the learner's weights, then collects.
+``RolloutWorker`` wraps one with a local copy of the policy model, to be run as a
+``@remote_class`` actor (A2C's, A3C's and IMPALA's): ``collect(weights, steps)`` loads the
+learner's weights, then collects. It acts with the model's policy distribution
+(:func:`parl_lite.utils.distributions.policy_distribution`), with no algorithm: the learner's
+algorithm, its optimizer and hyperparameters stay with the learner.
 """
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -82,12 +85,12 @@ class VectorRollout:
 
 
 class RolloutWorker:
-    """A rollout actor: a :class:`VectorRollout` and its own copy of the policy.
+    """A rollout actor: a :class:`VectorRollout` and its own copy of the policy model.
 
     Args:
-        model_fn: builds the policy model (a :class:`parl_lite.Model` with ``policy``/``value``,
-            as :class:`parl_lite.algorithms.actor_critic.ActorCriticAlgorithm` expects); it runs
-            in the actor's process.
+        model_fn: builds the policy model (a :class:`parl_lite.Model` whose ``policy(obs)``, or
+            ``forward``, gives logits or a ``(mean, std)`` pair: see
+            :func:`parl_lite.utils.distributions.policy_output`); it runs in the actor's process.
         env_id: a registered gymnasium id.
         num_envs: environment copies in this actor.
         seed: seeds the environments and the actor's paddle generator.
@@ -98,23 +101,24 @@ class RolloutWorker:
                  env_kwargs: dict[str, Any] | None = None) -> None:
         import paddle  # only the actor processes that run a policy pay for paddle
 
-        from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
-
         paddle.seed(seed)
-        self._paddle = paddle
-        self.algorithm = ActorCriticAlgorithm(model_fn())
+        self.model = model_fn()
         self.rollout = VectorRollout(env_id, num_envs, seed, env_kwargs)
 
     def _policy(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Actions drawn from the policy; their log-probabilities, and the logits of a discrete policy."""
-        with self._paddle.no_grad():
-            dist = self.algorithm.distribution(self._paddle.to_tensor(obs, dtype="float32"))
+        import paddle
+
+        from parl_lite.core.algorithm import to_numpy, to_tensor
+        from parl_lite.utils.distributions import Categorical, policy_distribution
+
+        with paddle.no_grad():
+            dist = policy_distribution(self.model, to_tensor(obs))
             actions = dist.sample()
-            recorded = {"log_probs": dist.log_prob(actions).numpy()}
-            logits = getattr(dist, "logits", None)  # a Categorical's; a Gaussian has none
-            if logits is not None:
-                recorded["behaviour_logits"] = logits.numpy()
-        return actions.numpy(), recorded
+            recorded = {"log_probs": to_numpy(dist.log_prob(actions))}
+            if isinstance(dist, Categorical):
+                recorded["behaviour_logits"] = to_numpy(dist.logits)
+        return to_numpy(actions), recorded
 
     def collect(self, weights: dict[str, np.ndarray] | None, steps: int) -> dict[str, np.ndarray]:
         """Load ``weights`` (None: keep the current ones) and collect ``steps`` steps.
@@ -123,5 +127,5 @@ class RolloutWorker:
             :meth:`VectorRollout.collect`'s arrays.
         """
         if weights is not None:
-            self.algorithm.set_weights(weights)
+            self.model.set_weights(weights)
         return self.rollout.collect(self._policy, steps)

@@ -249,8 +249,8 @@ def one_update_side_by_side(algo: str) -> dict:
     import torch
 
     import parl_lite
-    from parl_lite import train
     from parl_lite.algorithms import A2C, PPO
+    from parl_lite.core.samples import AdvantageBatch
     from parl_lite.utils.models import MLPActorCritic
     from parl_lite.utils.rollout import VectorRollout
 
@@ -261,29 +261,25 @@ def one_update_side_by_side(algo: str) -> dict:
         ours = PPO(model, clip_param=0.2, value_loss_coef=1.0, entropy_coef=0.0, initial_lr=1e-3, max_grad_norm=0.5,
                    use_clipped_value_loss=False)
         steps, gamma, gae_lambda, epochs = 32, 0.98, 0.8, 20
-        columns = {"obs": "batch_obs", "actions": "batch_action", "values": "batch_value",
-                   "log_probs": "batch_logprob", "advantages": "batch_adv", "returns": "batch_return"}
     else:
         ours = A2C(model, 1.0, lr=7e-4, optimizer="rmsprop", max_grad_norm=0.5, reduction="mean")
         steps, gamma, gae_lambda, epochs = 5, 0.99, 1.0, 1
-        columns = {"obs": "obs", "actions": "actions", "advantages": "advantages", "returns": "target_values"}
     agent = parl_lite.Agent(ours)
     rollout = VectorRollout("CartPole-v1", 8, seed=0).collect(_recording(agent), steps)
-    batch = train.advantage_batch(agent, rollout, gamma, gae_lambda)
+    sample = AdvantageBatch.from_rollout(rollout, ours.value, gamma, gae_lambda)
     sb3 = sb3_model(algo, 0)
     _sb3_weights_from(model, sb3.policy)
     before = {name: pair[0].copy() for name, pair in _weights(model, sb3.policy).items()}
     buffer = sb3.rollout_buffer
     buffer.reset()
-    shaped = {key: batch[name].reshape(steps, 8, *batch[name].shape[1:]) for key, name in columns.items()}
-    unused = np.zeros((steps, 8), np.float32)  # A2C's update reads neither the old values nor log-probs
-    for t in range(steps):
+    shaped = {key: array.reshape(steps, 8, *array.shape[1:]) for key, array in sample.arrays().items()}
+    for t in range(steps):  # (A2C's update reads neither the old values nor the log-probs)
         buffer.add(shaped["obs"][t], shaped["actions"][t], np.zeros(8), np.zeros(8),
-                   torch.from_numpy(shaped.get("values", unused)[t]), torch.from_numpy(shaped.get("log_probs", unused)[t]))
+                   torch.from_numpy(shaped["values"][t]), torch.from_numpy(shaped["log_probs"][t]))
     buffer.advantages[:], buffer.returns[:] = shaped["advantages"], shaped["returns"]
     sb3.train()
     for _ in range(epochs):  # RL-Zoo's PPO batch fits one minibatch: each epoch is one step on it
-        agent.learn(**batch)
+        agent.learn_from(sample)
     after = _weights(model, sb3.policy)
     difference = max(float(np.abs(mine - theirs).max()) for mine, theirs in after.values())
     step = max(float(np.abs(mine - before[name]).max()) for name, (mine, _) in after.items())
@@ -318,6 +314,7 @@ def throughput_mode(seconds: float) -> dict:
     import parl_lite
     from parl_lite import train
     from parl_lite.algorithms import A2C, DDPG, DDQN, IMPALA, PPO, SAC, TD3
+    from parl_lite.core.samples import AdvantageBatch
     from parl_lite.utils.models import MLPActorCritic, MLPActorQ, MLPQNetwork
     from parl_lite.utils.rollout import VectorRollout
 
@@ -333,8 +330,9 @@ def throughput_mode(seconds: float) -> dict:
         agent = parl_lite.Agent(algorithm)
         rollout = VectorRollout(env_id, num_envs, seed=0)
         env_rate = rate(lambda: rollout.collect(_recording(agent), steps)["rewards"].size, seconds)
-        data = train.advantage_batch(agent, rollout.collect(_recording(agent), max(1, batch // num_envs)), 0.99, 0.95)
-        return {"env_steps_per_s": round(env_rate), "updates_per_s": round(rate(lambda: (agent.learn(**data), 1)[1],
+        data = AdvantageBatch.from_rollout(rollout.collect(_recording(agent), max(1, batch // num_envs)),
+                                           algorithm.value, 0.99, 0.95)
+        return {"env_steps_per_s": round(env_rate), "updates_per_s": round(rate(lambda: (agent.learn_from(data), 1)[1],
                                                                                   seconds)), "batch": batch}
 
     def off_policy(algorithm, env_id: str, exploration, batch: dict) -> dict:
