@@ -263,7 +263,8 @@ def test_save_refuses_optimizer_state_that_is_not_finite_naming_the_parameter(tm
 
 
 def test_save_agent_with_memory_refuses_weights_that_are_not_finite(tmp_path):
-    from parl_lite.utils.replay_memory import ReplayMemory, save_agent_with_memory
+    from parl_lite.io.checkpoint import save_agent_with_memory
+    from parl_lite.utils.replay_memory import ReplayMemory
 
     agent = make_agent(0)
     _set_value(agent.alg.model.state_dict()["fc1.weight"], 5, np.nan)

@@ -3,7 +3,8 @@ import h5py
 import numpy as np
 import pytest
 
-from parl_lite.utils.replay_memory import ReplayMemory, ReplayMemoryError, save_agent_with_memory
+from parl_lite.io.checkpoint import save_agent_with_memory
+from parl_lite.utils.replay_memory import ReplayMemory, ReplayMemoryError
 
 
 def _fill(memory: ReplayMemory, count: int, start: int = 0) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from parl_lite.algorithms.vtrace import vtrace
 from parl_lite.utils import summary
-from parl_lite.utils.distributions import Categorical, DiagGaussian, make_distribution
+from parl_lite.core.distributions import Categorical, DiagGaussian, make_distribution
 from parl_lite.utils.gae import gae
 from parl_lite.utils.returns import discounted_returns
 from parl_lite.utils.scheduler import LinearDecayScheduler, PiecewiseScheduler

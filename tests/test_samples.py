@@ -16,7 +16,7 @@ from parl_lite.algorithms import A2C, DDPG, DQN, IMPALA, PPO, SAC, TD3, PolicyGr
 from parl_lite.core.algorithm import to_tensor
 from parl_lite.core.learn_inputs import ACTIONS, OBSERVATIONS, STEP_VALUES_FLAT, LearnInputs
 from parl_lite.core.samples import AdvantageBatch, Episode, Trajectories, Transitions
-from parl_lite.utils.distributions import Categorical
+from parl_lite.core.distributions import Categorical
 from parl_lite.utils.gae import gae
 from parl_lite.utils.models import MLPActorCritic, MLPActorQ, MLPQNetwork
 

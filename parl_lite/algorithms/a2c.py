@@ -22,7 +22,7 @@ from parl_lite.algorithms.optimizers import RMSprop
 from parl_lite.core.learn_inputs import ACTIONS, OBSERVATIONS, STEP_VALUES_FLAT, LearnInputs
 from parl_lite.core.model import Model
 from parl_lite.core.samples import AdvantageBatch
-from parl_lite.utils.distributions import Categorical
+from parl_lite.core.distributions import Categorical
 
 __all__ = ["A2C", "A2CLosses"]
 

@@ -12,7 +12,7 @@ import paddle
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.learn_inputs import check_action_indices, check_action_width
 from parl_lite.core.model import Model
-from parl_lite.utils.distributions import Categorical, Distribution, make_distribution, policy_output
+from parl_lite.core.distributions import Categorical, Distribution, make_distribution, policy_output
 
 __all__ = ["ActorCriticAlgorithm"]
 

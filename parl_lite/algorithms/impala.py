@@ -26,7 +26,7 @@ from parl_lite.algorithms.vtrace import VTraceReturns, vtrace
 from parl_lite.core.learn_inputs import ACTIONS, OBSERVATIONS, POLICY_OUTPUTS, STEP_VALUES, TERMINALS, LearnInputs
 from parl_lite.core.model import Model
 from parl_lite.core.samples import Trajectories
-from parl_lite.utils.distributions import Categorical, Distribution, make_distribution, policy_output
+from parl_lite.core.distributions import Categorical, Distribution, make_distribution, policy_output
 
 __all__ = ["IMPALA", "IMPALALosses", "VTraceLoss"]
 

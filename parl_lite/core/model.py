@@ -11,7 +11,7 @@ import paddle
 from parl_lite.core.model_base import ModelBase
 from parl_lite.mkl import prefer_avx2_on_amd
 
-__all__ = ["Model", "check_finite_state"]
+__all__ = ["Model", "check_finite_state", "weight_problems"]
 
 prefer_avx2_on_amd()  # every network of parl_lite is a Model: set before the first runs (parl_lite/mkl.py)
 
@@ -95,7 +95,7 @@ class Model(paddle.nn.Layer, ModelBase):
                 nothing is changed in that case.
         """
         own = self.state_dict()
-        problems = _weight_problems(own, weights)
+        problems = weight_problems(own, weights)
         if problems:
             raise ValueError(f"set_weights on {type(self).__name__}: " + "; ".join(problems))
         for name, tensor in own.items():
@@ -188,7 +188,7 @@ def _recording_init(init):
     return wrapper
 
 
-def _weight_problems(own: Mapping[str, paddle.Tensor], weights: Mapping[str, np.ndarray]) -> list[str]:
+def weight_problems(own: Mapping[str, paddle.Tensor], weights: Mapping[str, np.ndarray]) -> list[str]:
     """Describe every way ``weights`` does not fit the tensors ``own``; empty when it fits."""
     problems = []
     missing = [name for name in own if name not in weights]

@@ -31,15 +31,15 @@ import h5py
 import numpy as np
 import paddle
 
-from parl_lite.core.model import Model, _weight_problems
+from parl_lite.core.model import Model, check_finite_state, weight_problems
 from parl_lite.io.atomic import write_hdf5_atomically
 from parl_lite.io.paths import check_destination
 from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_range, dataset_names, open_hdf5,
                                    read_dataset, write_dataset)
 from parl_lite.version import __version__
 
-__all__ = ["CheckpointError", "save", "load", "open_checkpoint", "model_group", "qualified_name", "FORMAT",
-           "FORMAT_VERSION"]
+__all__ = ["CheckpointError", "save", "save_agent_with_memory", "load", "open_checkpoint", "model_group",
+           "qualified_name", "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "parl_lite.checkpoint"
 FORMAT_VERSION = 2
@@ -62,7 +62,7 @@ def save(
     """Write ``models`` (and ``optimizers``' state) to ``path`` atomically.
 
     ``extra(file)``, when given, adds more groups to the same file before it is renamed into
-    place (e.g. a replay memory, see :func:`parl_lite.utils.replay_memory.save_agent_with_memory`);
+    place (e.g. a replay memory, see :func:`save_agent_with_memory`);
     :func:`load` ignores groups it does not know.
 
     The file is written next to ``path`` under a temporary name, flushed to disk and renamed over
@@ -265,7 +265,7 @@ def _read_weights(file: h5py.File, path: Path, models: Mapping[str, Model],
     problems = []
     for role, model in models.items():  # shapes and dtypes first: nothing is read for a file that does not fit
         declared = {name: _declared(dataset) for name, dataset in datasets[role].items()}
-        problems += [f"{role}: {problem}" for problem in _weight_problems(model.state_dict(), declared)]
+        problems += [f"{role}: {problem}" for problem in weight_problems(model.state_dict(), declared)]
     if problems:
         raise CheckpointError(f"checkpoint {path} does not fit: " + "; ".join(problems))
     return {role: {name: _read(dataset, version) for name, dataset in datasets[role].items()} for role in models}
@@ -360,3 +360,25 @@ def _split_accumulator_key(key: str, structured: Mapping[str, str], opt_name: st
 def qualified_name(cls: type) -> str:
     """``module.QualifiedName`` of ``cls``, as a checkpoint records a model's class."""
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def save_agent_with_memory(agent, path: "str | os.PathLike", memory: Any,
+                           with_optimizer: bool = True) -> None:
+    """Write ``agent``'s checkpoint and ``memory`` into one HDF5 file, atomically.
+
+    ``agent.restore(path)`` reads the models (and optimizers) back and ``memory.load(path)`` the
+    memory, so an off-policy run resumes where it stopped.
+
+    Args:
+        agent: a :class:`parl_lite.Agent`.
+        path: the checkpoint file.
+        memory: the replay memory to store in the ``/replay_memory`` group (a
+            :class:`parl_lite.utils.replay_memory.ReplayMemory` or ``FrameReplayMemory``).
+        with_optimizer: also store the optimizers' state (as :meth:`parl_lite.Agent.save`).
+
+    Raises:
+        ValueError: a weight or optimizer accumulator is NaN or infinite (named); nothing is written.
+    """
+    models, optimizers = agent.alg.models(), agent.alg.optimizers() if with_optimizer else {}
+    check_finite_state(f"save_agent_with_memory({os.fspath(path)!r})", models, optimizers)
+    save(path, models=models, optimizers=optimizers, owner=type(agent), extra=memory.write_group)

@@ -4,29 +4,39 @@ A callback sees the trainer (``trainer.steps``, ``trainer.agent``, ``trainer.las
 every round of experience and after every evaluation; returning False from either stops training.
 """
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:  # base imports this module
-    from parl_lite.train.base import Trainer
+__all__ = ["Callback", "CallbackList", "StopOnThreshold", "EveryNSteps", "RunningTrainer"]
 
-__all__ = ["Callback", "CallbackList", "StopOnThreshold", "EveryNSteps"]
+
+class RunningTrainer(Protocol):
+    """What a callback is given: the running :class:`parl_lite.train.Trainer` (a protocol here, so
+    that this module, which the trainer imports, imports nothing of it)."""
+
+    agent: Any
+    steps: int
+    updates: int
+    eval_return: float
+
+    @property
+    def last_stats(self) -> dict[str, float]: ...
 
 
 class Callback:
     """Base class: override what you need; the defaults do nothing and continue."""
 
-    def on_training_start(self, trainer: "Trainer") -> None:
+    def on_training_start(self, trainer: RunningTrainer) -> None:
         """Called once before the first round."""
 
-    def on_step(self, trainer: "Trainer") -> bool:
+    def on_step(self, trainer: RunningTrainer) -> bool:
         """Called after each round of experience (and its updates); False stops training."""
         return True
 
-    def on_evaluation(self, trainer: "Trainer", score: float) -> bool:
+    def on_evaluation(self, trainer: RunningTrainer, score: float) -> bool:
         """Called after each evaluation with its mean return; False stops training."""
         return True
 
-    def on_training_end(self, trainer: "Trainer") -> None:
+    def on_training_end(self, trainer: RunningTrainer) -> None:
         """Called once at the end (also after Ctrl-C)."""
 
 
@@ -36,17 +46,17 @@ class CallbackList(Callback):
     def __init__(self, callbacks: Iterable[Callback]) -> None:
         self.callbacks: list[Callback] = list(callbacks)
 
-    def on_training_start(self, trainer: "Trainer") -> None:
+    def on_training_start(self, trainer: RunningTrainer) -> None:
         for callback in self.callbacks:
             callback.on_training_start(trainer)
 
-    def on_step(self, trainer: "Trainer") -> bool:
+    def on_step(self, trainer: RunningTrainer) -> bool:
         return all([callback.on_step(trainer) for callback in self.callbacks])
 
-    def on_evaluation(self, trainer: "Trainer", score: float) -> bool:
+    def on_evaluation(self, trainer: RunningTrainer, score: float) -> bool:
         return all([callback.on_evaluation(trainer, score) for callback in self.callbacks])
 
-    def on_training_end(self, trainer: "Trainer") -> None:
+    def on_training_end(self, trainer: RunningTrainer) -> None:
         for callback in self.callbacks:
             callback.on_training_end(trainer)
 
@@ -61,7 +71,7 @@ class StopOnThreshold(Callback):
     def __init__(self, threshold: float) -> None:
         self.threshold = float(threshold)
 
-    def on_evaluation(self, trainer: "Trainer", score: float) -> bool:
+    def on_evaluation(self, trainer: RunningTrainer, score: float) -> bool:
         return not score >= self.threshold
 
 
@@ -79,7 +89,7 @@ class EveryNSteps(Callback):
             raise ValueError(f"n must be positive, got {n}")
         self.n, self.function, self._next = n, function, n
 
-    def on_step(self, trainer: "Trainer") -> bool:
+    def on_step(self, trainer: RunningTrainer) -> bool:
         if trainer.steps >= self._next:
             self._next = (trainer.steps // self.n + 1) * self.n
             self.function(trainer)

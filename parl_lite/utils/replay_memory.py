@@ -8,7 +8,7 @@
 
 The buffer never imports paddle. On disk (HDF5) it is one group, ``/replay_memory``, either in a
 file of its own (:meth:`ReplayMemory.save`) or inside an agent checkpoint
-(:func:`save_agent_with_memory`); :meth:`ReplayMemory.load` reads both.
+(:func:`parl_lite.io.checkpoint.save_agent_with_memory`); :meth:`ReplayMemory.load` reads both.
 
 Layout of the ``/replay_memory`` group (format 2; format 1 named the ``terminal`` dataset
 ``terminated``)::
@@ -29,7 +29,7 @@ import numpy as np
 from parl_lite.io.atomic import write_hdf5_atomically
 from parl_lite.io.datasets import open_hdf5
 
-__all__ = ["ReplayMemory", "ReplayMemoryError", "save_agent_with_memory", "read_rng_state"]
+__all__ = ["ReplayMemory", "ReplayMemoryError", "read_rng_state"]
 
 FORMAT = "parl_lite.replay_memory"
 FORMAT_VERSION = 2
@@ -189,7 +189,7 @@ class ReplayMemory:
         write_hdf5_atomically(pathname, self.write_group)
 
     def load(self, pathname: "str | os.PathLike") -> None:
-        """Load a memory written by :meth:`save` or :func:`save_agent_with_memory`.
+        """Load a memory written by :meth:`save` or :func:`parl_lite.io.checkpoint.save_agent_with_memory`.
 
         Everything is read and checked before this memory changes.
 
@@ -281,30 +281,6 @@ def read_rng_state(group: h5py.Group, path: Path, rng: np.random.Generator) -> d
         raise ReplayMemoryError(f"{name} is not a valid {kind.__name__} state: {type(error).__name__}: "
                                 f"{error}") from None
     return trial.state
-
-
-def save_agent_with_memory(agent, path: "str | os.PathLike", memory: ReplayMemory,
-                           with_optimizer: bool = True) -> None:
-    """Write ``agent``'s checkpoint and ``memory`` into one HDF5 file, atomically.
-
-    ``agent.restore(path)`` reads the models (and optimizers) back and ``memory.load(path)`` the
-    memory, so an off-policy run resumes where it stopped.
-
-    Args:
-        agent: a :class:`parl_lite.Agent`.
-        path: the checkpoint file.
-        memory: the replay memory to store in the ``/replay_memory`` group.
-        with_optimizer: also store the optimizers' state (as :meth:`parl_lite.Agent.save`).
-
-    Raises:
-        ValueError: a weight or optimizer accumulator is NaN or infinite (named); nothing is written.
-    """
-    from parl_lite.core.model import check_finite_state  # imports paddle
-    from parl_lite.io import checkpoint
-
-    models, optimizers = agent.alg.models(), agent.alg.optimizers() if with_optimizer else {}
-    check_finite_state(f"save_agent_with_memory({os.fspath(path)!r})", models, optimizers)
-    checkpoint.save(path, models=models, optimizers=optimizers, owner=type(agent), extra=memory.write_group)
 
 
 def _shape(name: str, dim: Shape) -> tuple[int, ...]:

@@ -10,7 +10,7 @@ which is everything GAE and V-trace need with the learner's own value function, 
 ``RolloutWorker`` wraps one with a local copy of the policy model, to be run as a
 ``@remote_class`` actor (A2C's, A3C's and IMPALA's): ``collect(weights, steps)`` loads the
 learner's weights, then collects. It acts with the model's policy distribution
-(:func:`parl_lite.utils.distributions.policy_distribution`), with no algorithm: the learner's
+(:func:`parl_lite.core.distributions.policy_distribution`), with no algorithm: the learner's
 algorithm, its optimizer and hyperparameters stay with the learner.
 """
 from collections.abc import Callable
@@ -90,7 +90,7 @@ class RolloutWorker:
     Args:
         model_fn: builds the policy model (a :class:`parl_lite.Model` whose ``policy(obs)``, or
             ``forward``, gives logits or a ``(mean, std)`` pair: see
-            :func:`parl_lite.utils.distributions.policy_output`); it runs in the actor's process.
+            :func:`parl_lite.core.distributions.policy_output`); it runs in the actor's process.
         env_id: a registered gymnasium id.
         num_envs: environment copies in this actor.
         seed: seeds the environments and the actor's paddle generator.
@@ -110,7 +110,7 @@ class RolloutWorker:
         import paddle
 
         from parl_lite.core.algorithm import to_numpy, to_tensor
-        from parl_lite.utils.distributions import Categorical, policy_distribution
+        from parl_lite.core.distributions import Categorical, policy_distribution
 
         with paddle.no_grad():
             dist = policy_distribution(self.model, to_tensor(obs))

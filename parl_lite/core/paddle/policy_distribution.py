@@ -1,5 +1,5 @@
 """PARL's ``parl.core.paddle.policy_distribution``: the policy distributions under PARL's names and
-constructors, on parl_lite's own (:mod:`parl_lite.utils.distributions`).
+constructors, on parl_lite's own (:mod:`parl_lite.core.distributions`).
 
 PARL's classes take the policy's output as one ``logits`` argument (a ``[batch, num_actions]``
 tensor, or a ``(mean, logstd)`` pair of ``[batch, act_dim]`` tensors) and call the log-probability
@@ -12,7 +12,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 
-from parl_lite.utils.distributions import Categorical, DiagGaussian
+from parl_lite.core.distributions import Categorical, DiagGaussian
 
 __all__ = ["PolicyDistribution", "CategoricalDistribution", "SoftCategoricalDistribution",
            "DiagGaussianDistribution", "SoftMultiCategoricalDistribution"]

@@ -3,7 +3,7 @@ connection, which ends in the worker process hosting the actor."""
 import socket
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.framing import FrameTooLargeError, frame_size
@@ -12,13 +12,19 @@ from parl_lite.remote.caller import CLOSED, CallerChannel, Cause, Ending, over_m
 from parl_lite.remote.errors import SerializationError
 from parl_lite.remote.output import print_actor_output
 
-if TYPE_CHECKING:
-    from parl_lite.ext.cluster.client import NodeSession
-
-__all__ = ["ClusterActor"]
+__all__ = ["ClusterActor", "NodeLink"]
 
 _VERDICT_WAIT = 2.0  # seconds to wait for the node to say why an actor's connection dropped
 _Frame = tuple[bytes, list[memoryview]]
+
+
+class NodeLink(Protocol):
+    """What an actor knows of the client's session with its node (a
+    :class:`parl_lite.ext.cluster.client.NodeSession`): the node's address, and the actors the
+    session holds, this one among them."""
+
+    address: str
+    actors: dict[str, "ClusterActor"]
 
 
 class ClusterActor(CallerChannel):
@@ -31,7 +37,7 @@ class ClusterActor(CallerChannel):
     actor's authenticated TCP connection) and keeps what the node says about why the actor ended.
     """
 
-    def __init__(self, actor_id: str, class_name: str, framed: wire.FramedSocket, node: "NodeSession",
+    def __init__(self, actor_id: str, class_name: str, framed: wire.FramedSocket, node: NodeLink,
                  max_memory: float | None, on_closed: Callable[["ClusterActor"], None], pid: int,
                  host: str) -> None:
         self.actor_id = actor_id
