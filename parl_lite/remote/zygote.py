@@ -67,63 +67,83 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the caller, who shuts us down
     children: set[int] = set()
     signal.signal(signal.SIGCHLD, lambda *_: _reap(children))
+    prctl = _prepare_for_forks()
+    control.sendall(struct.pack(PID_FORMAT, os.getpid()))  # ready
+    try:
+        _fork_on_request(control, children, segment_prefix, prctl, large_messages)
+    finally:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        _kill_children(children)
+        _sweep(segment_prefix, status_path, owner)
 
-    import numpy  # noqa: F401  (warm imports every worker needs, done once before forking)
+
+def _prepare_for_forks() -> Any:
+    """Import what every worker needs once, before forking; returns ``prctl``, looked up once (each
+    worker calls it first thing)."""
+    import numpy  # noqa: F401
     import cloudpickle  # noqa: F401
     import parl_lite.remote.worker  # noqa: F401
 
     for module in filter(None, os.environ.pop(PRELOAD_VARIABLE, "").split(",")):
         importlib.import_module(module)
-    prctl = ctypes.CDLL(None).prctl  # looked up once: each worker calls it first thing
+    prctl = ctypes.CDLL(None).prctl
     parl_lite.remote.worker.rebuild_a_class()
     # what is here now lives as long as the workers: their collections need not visit it, and
     # visiting it would copy the pages it lies in into each worker
     gc.freeze()
+    return prctl
 
-    control.sendall(struct.pack(PID_FORMAT, os.getpid()))  # ready
-    try:
-        while True:
-            try:
-                request, fds, _, _ = socket.recv_fds(control, 1, 1)
-            except OSError:
-                break
-            if request not in (WARM_WORKER, ACTOR_WORKER) or not fds:
-                break
-            pid = os.fork()
-            if pid == 0:
-                _become_worker(control, fds[0], segment_prefix, prctl, request == WARM_WORKER, large_messages)
-            os.close(fds[0])
-            try:
-                os.setpgid(pid, pid)  # also done by the child: whichever runs first
-            except OSError:
-                pass  # the child already did it, or already exited
-            children.add(pid)
-            control.sendall(struct.pack(PID_FORMAT, pid))
-    finally:
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        for pid in list(children):
-            for kill in (os.killpg, os.kill):  # the group, with what the actor started
-                try:
-                    kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-        for pid in list(children):
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
-        from parl_lite.remote.shm import PROCESS_SEGMENT, remove_session_segments
-        from parl_lite.remote.status import process_start_time
 
-        remove_session_segments(segment_prefix)
-        # the pool's process died: sweep what else it owned (a noise table), unless its pid already names
-        # another process, whose segments those names now are (they are swept once that pid is free)
-        if os.getppid() != owner and process_start_time(owner) is None:
-            remove_session_segments(PROCESS_SEGMENT.format(pid=owner))
+def _fork_on_request(control: socket.socket, children: set[int], segment_prefix: str, prctl: Any,
+                     large_messages: bool) -> None:
+    """Fork a worker for each request on ``control`` (its socket comes with it) until it closes."""
+    while True:
         try:
-            os.unlink(status_path)
+            request, fds, _, _ = socket.recv_fds(control, 1, 1)
         except OSError:
+            return
+        if request not in (WARM_WORKER, ACTOR_WORKER) or not fds:
+            return
+        pid = os.fork()
+        if pid == 0:
+            _become_worker(control, fds[0], segment_prefix, prctl, request == WARM_WORKER, large_messages)
+        os.close(fds[0])
+        try:
+            os.setpgid(pid, pid)  # also done by the child: whichever runs first
+        except OSError:
+            pass  # the child already did it, or already exited
+        children.add(pid)
+        control.sendall(struct.pack(PID_FORMAT, pid))
+
+
+def _kill_children(children: set[int]) -> None:
+    for pid in list(children):
+        for kill in (os.killpg, os.kill):  # the group, with what the actor started
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    for pid in list(children):
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
             pass
+
+
+def _sweep(segment_prefix: str, status_path: str, owner: int) -> None:
+    """Remove the session's shared memory and status file."""
+    from parl_lite.remote.shm import PROCESS_SEGMENT, remove_session_segments
+    from parl_lite.remote.status import process_start_time
+
+    remove_session_segments(segment_prefix)
+    # the pool's process died: sweep what else it owned (a noise table), unless its pid already names
+    # another process, whose segments those names now are (they are swept once that pid is free)
+    if os.getppid() != owner and process_start_time(owner) is None:
+        remove_session_segments(PROCESS_SEGMENT.format(pid=owner))
+    try:
+        os.unlink(status_path)
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":
