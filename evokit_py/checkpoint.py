@@ -12,7 +12,7 @@ Layout (``FORMAT_VERSION`` 2)::
 
 Reading checks the file's structure and the declared layout of its datasets against the
 parameter count and the stored config before any value is read, then every dataset's CRC-32
-(attribute ``crc32``, see :mod:`parl_lite.io.datasets`) and the config text's (``config_crc32``),
+(attribute ``crc32``, see :mod:`parl_lite.common.datasets`) and the config text's (``config_crc32``),
 then the values (see :mod:`evokit_py.checkpoint_checks`). Every error names the dataset and the file.
 Format 1 files (no checksums) are read with the other checks only.
 """
@@ -25,8 +25,8 @@ import numpy as np
 
 from evokit_py.checkpoint_checks import MAX_GENERATION, SAMPLING_INFO_FIELDS, check_layout, check_values
 from evokit_py.config import ConfigError, ESConfig, config_from_yaml_text
-from parl_lite.io.atomic import write_hdf5_atomically
-from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_range, dataset_names, open_hdf5,
+from parl_lite.common.atomic import write_hdf5_atomically
+from parl_lite.common.datasets import (DatasetError, check_finite, check_integer_range, dataset_names, open_hdf5,
                                    read_dataset, write_dataset)
 
 __all__ = ["UNFINISHED_RESULTS", "SolverCheckpointError", "write_checkpoint", "read_checkpoint", "check_resume",

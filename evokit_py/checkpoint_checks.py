@@ -14,7 +14,7 @@ The layouts are those of the built-in solvers' state (``solver/*``), of the obse
   values (all 6 are checked with the values).
 
 Datasets of other names (a plugin solver's state, a caller's extras) are bounded only by the file's
-size (:func:`parl_lite.io.datasets.open_hdf5`).
+size (:func:`parl_lite.common.datasets.open_hdf5`).
 """
 import math
 from collections.abc import Mapping
@@ -24,7 +24,7 @@ import numpy as np
 
 from evokit_py.config import SolverConfig
 from evokit_py.solvers.cma_stop import CRITERIA, default_tolstagnation
-from parl_lite.io.datasets import DatasetError, check_finite, check_integer_range
+from parl_lite.common.datasets import DatasetError, check_finite, check_integer_range
 
 __all__ = ["check_layout", "check_values", "MAX_GENERATION", "SAMPLING_INFO_FIELDS"]
 

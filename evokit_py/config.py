@@ -28,7 +28,7 @@ from typing import Any, Literal, Union
 
 import yaml
 
-from parl_lite.io.paths import describe_file_type
+from parl_lite.common.paths import describe_file_type
 
 __all__ = ["ConfigError", "ESConfig", "load_config", "parse_config", "default_config", "config_from_yaml_text",
            "resolve_config"]

@@ -18,7 +18,7 @@ import os
 from typing import Any
 
 from evokit_py.config import ConfigError
-from parl_lite.io.space import file_size_limit
+from parl_lite.common.space import file_size_limit
 from parl_lite.remote.shm import SHM_DIR
 from parl_lite.remote.status import find_pools
 

@@ -25,7 +25,7 @@ import onnxruntime as ort
 
 from evokit_py.config import PolicyConfig
 from evokit_py.envs import action_size, mlp_output_activation, observation_size
-from parl_lite.io.paths import describe_file_type
+from parl_lite.common.paths import describe_file_type
 
 if TYPE_CHECKING:
     import onnx

@@ -59,10 +59,10 @@ from evokit_py.training.schedule import Batch, async_batches, sync_batches
 from evokit_py.training.setup import Run, setup_run
 from evokit_py.training.totals import Totals
 from evokit_py.training.unfinished import UnfinishedGeneration
-from parl_lite.io.paths import describe_file_type
-from parl_lite.io.space import explain_write_error
-from parl_lite.train.progress import Reporter
-from parl_lite.train.summary import RunSummary
+from parl_lite.common.paths import describe_file_type
+from parl_lite.common.space import explain_write_error
+from parl_lite.common.progress import Reporter
+from parl_lite.common.summary import RunSummary
 
 __all__ = ["TrainError", "TrainStopped", "StoppedAtOnce", "TrainResult", "train", "CHECKPOINT_NAME", "CSV_NAME",
            "ONNX_NAME"]

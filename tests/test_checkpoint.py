@@ -13,7 +13,7 @@ import paddle
 import pytest
 
 import parl_lite
-from parl_lite.io.datasets import write_dataset
+from parl_lite.common.datasets import write_dataset
 from core_models import CartpoleModel, NormModel, SharedActorCritic, fixed_batch, make_agent
 
 TESTS = Path(__file__).parent

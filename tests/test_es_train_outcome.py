@@ -12,7 +12,7 @@ from evokit_py.config import resolve_config
 from evokit_py.seeds import confirmation_seeds, evaluation_seeds
 from evokit_py.train import train
 from es_test_envs import seed_return
-from parl_lite.train.progress import Reporter
+from parl_lite.common.progress import Reporter
 
 
 def _config(tmp_path, *overrides):

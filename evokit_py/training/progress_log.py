@@ -17,8 +17,8 @@ import numpy as np
 
 from evokit_py.training.schedule import Batch
 from evokit_py.training.totals import Totals
-from parl_lite.io.atomic import write_bytes_atomically
-from parl_lite.io.space import explain_write_error
+from parl_lite.common.atomic import write_bytes_atomically
+from parl_lite.common.space import explain_write_error
 
 __all__ = ["CSV_FIELDS", "ProgressLog"]
 

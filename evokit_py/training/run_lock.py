@@ -23,8 +23,8 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from parl_lite.io.paths import describe_file_type
-from parl_lite.io.space import explain_write_error
+from parl_lite.common.paths import describe_file_type
+from parl_lite.common.space import explain_write_error
 
 __all__ = ["LOCK_NAME", "RunFolderInUseError", "lock_run_folders", "held_by_a_run"]
 

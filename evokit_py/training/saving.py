@@ -8,7 +8,7 @@ from evokit_py.checkpoint import SolverCheckpointError, check_resume, read_check
 from evokit_py.config import config_from_yaml_text
 from evokit_py.obs_stats import ObsStats
 from evokit_py.training.setup import Run
-from parl_lite.io.atomic import write_bytes_atomically
+from parl_lite.common.atomic import write_bytes_atomically
 
 __all__ = ["save_checkpoint", "restore_checkpoint", "export_policy"]
 

@@ -14,8 +14,8 @@ Optimizer accumulators are stored under the *structured* parameter name rather t
 generated one (``linear_0.w_0``), so a checkpoint restores into a fresh process.
 
 Every dataset carries the CRC-32 of its values (attribute ``crc32``, see
-:mod:`parl_lite.io.datasets`, new in format 2). Loading first checks the file's structure (see
-:func:`parl_lite.io.datasets.open_hdf5`) and the declared shapes and dtypes of the weights and
+:mod:`parl_lite.common.datasets`, new in format 2). Loading first checks the file's structure (see
+:func:`parl_lite.common.datasets.open_hdf5`) and the declared shapes and dtypes of the weights and
 accumulators against the models, reading no value; then the checksums, that every value is finite,
 that each accumulator has its parameter's shape (or is a scalar such as Adam's ``beta1_pow_acc``,
 which must be in [0, 1]) and that the learning-rate scheduler's step count is in range, before
@@ -32,9 +32,9 @@ import numpy as np
 import paddle
 
 from parl_lite.core.model import Model, check_finite_state, weight_problems
-from parl_lite.io.atomic import write_hdf5_atomically
-from parl_lite.io.paths import check_destination
-from parl_lite.io.datasets import (DatasetError, check_finite, check_integer_range, dataset_names, open_hdf5,
+from parl_lite.common.atomic import write_hdf5_atomically
+from parl_lite.common.paths import check_destination
+from parl_lite.common.datasets import (DatasetError, check_finite, check_integer_range, dataset_names, open_hdf5,
                                    read_dataset, write_dataset)
 from parl_lite.version import __version__
 
@@ -132,7 +132,7 @@ def load(
 
 
 def open_checkpoint(path: Path) -> h5py.File:
-    """Open the checkpoint ``path`` for reading (see :func:`parl_lite.io.datasets.open_hdf5`).
+    """Open the checkpoint ``path`` for reading (see :func:`parl_lite.common.datasets.open_hdf5`).
 
     Raises:
         CheckpointError: ``path`` is missing, not a regular file (the message says what it is),

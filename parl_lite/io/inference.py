@@ -16,9 +16,9 @@ from paddle.base import core
 from paddle.base.proto import framework_pb2
 from paddle.static import InputSpec
 
-from parl_lite.io.atomic import write_atomically
-from parl_lite.io.paths import check_destination
-from parl_lite.io.space import check_room, file_size_limit, free_bytes
+from parl_lite.common.atomic import write_atomically
+from parl_lite.common.paths import check_destination
+from parl_lite.common.space import check_room, file_size_limit, free_bytes
 
 __all__ = ["save_inference_model"]
 

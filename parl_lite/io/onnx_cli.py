@@ -196,7 +196,7 @@ def export_command(checkpoint_path: Path, input_shapes, output: Path | None, mod
     """
     from parl_lite.io import checkpoint
     from parl_lite.io.onnx_export import OnnxExportError, export_onnx
-    from parl_lite.io.paths import check_destination
+    from parl_lite.common.paths import check_destination
 
     if model_class is not None and import_recorded_class:
         raise click.UsageError("give either --model-class or --import-recorded-class, not both")

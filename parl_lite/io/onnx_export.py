@@ -33,8 +33,8 @@ import paddle
 from paddle.static import InputSpec
 
 from parl_lite.io import pir_to_onnx
-from parl_lite.io.atomic import write_bytes_atomically
-from parl_lite.io.paths import check_destination
+from parl_lite.common.atomic import write_bytes_atomically
+from parl_lite.common.paths import check_destination
 
 __all__ = ["OnnxExportError", "export_onnx", "BACKENDS"]
 

@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from parl_lite.train.exploration import ContinuousExploration, EpsilonGreedy, Exploration
     from parl_lite.train.off_policy import OffPolicyTrainer
     from parl_lite.train.on_policy import OnPolicyTrainer
-    from parl_lite.train.progress import Reporter
-    from parl_lite.train.summary import RunSummary
+    from parl_lite.common.progress import Reporter
+    from parl_lite.common.summary import RunSummary
 
 # public name -> the module that defines it: the loops import paddle, so they load on first use, and
 # ``parl-lite es-train`` (which must not import paddle) can use the reporter and the summary
@@ -59,8 +59,8 @@ _LAZY = {
     "Exploration": "parl_lite.train.exploration",
     "OffPolicyTrainer": "parl_lite.train.off_policy",
     "OnPolicyTrainer": "parl_lite.train.on_policy",
-    "Reporter": "parl_lite.train.progress",
-    "RunSummary": "parl_lite.train.summary",
+    "Reporter": "parl_lite.common.progress",
+    "RunSummary": "parl_lite.common.summary",
 }
 
 __all__ = ["AsyncTrainArgs", "AsyncTrainer", "Callback", "CallbackList", "ContinuousExploration",

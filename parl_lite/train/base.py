@@ -25,8 +25,8 @@ from parl_lite.core.samples import Sample
 from parl_lite.io import checkpoint
 from parl_lite.train.callbacks import Callback, StopOnThreshold, as_callback
 from parl_lite.train.evaluation import Evaluator
-from parl_lite.train.progress import Reporter
-from parl_lite.train.summary import RunSummary
+from parl_lite.common.progress import Reporter
+from parl_lite.common.summary import RunSummary
 from parl_lite.utils.envs import make_vector_env
 from parl_lite.utils.normalization import ObsNormalizer, RewardScaler
 

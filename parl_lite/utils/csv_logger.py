@@ -13,8 +13,8 @@ import threading
 from typing import Any
 from collections.abc import Mapping
 
-from parl_lite.io.paths import open_to_write_in_place
-from parl_lite.io.space import explain_write_error
+from parl_lite.common.paths import open_to_write_in_place
+from parl_lite.common.space import explain_write_error
 
 __all__ = ["CSVLogger"]
 

@@ -29,8 +29,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from parl_lite.io.atomic import write_hdf5_atomically
-from parl_lite.io.datasets import open_hdf5, read_dataset, write_dataset
+from parl_lite.common.atomic import write_hdf5_atomically
+from parl_lite.common.datasets import open_hdf5, read_dataset, write_dataset
 from parl_lite.utils.replay_memory import GROUP, ReplayMemoryError, read_rng_state
 
 __all__ = ["FrameReplayMemory"]

@@ -23,7 +23,7 @@ import shutil
 from pathlib import Path
 from typing import IO
 
-from parl_lite.io.paths import open_to_write_in_place
+from parl_lite.common.paths import open_to_write_in_place
 
 __all__ = [
     "set_dir", "get_dir", "auto_set_dir", "auto_dir_name", "set_level", "add_stdout_handler",

@@ -26,8 +26,8 @@ from typing import TypeGuard
 import h5py
 import numpy as np
 
-from parl_lite.io.atomic import write_hdf5_atomically
-from parl_lite.io.datasets import open_hdf5
+from parl_lite.common.atomic import write_hdf5_atomically
+from parl_lite.common.datasets import open_hdf5
 
 __all__ = ["ReplayMemory", "ReplayMemoryError", "read_rng_state"]
 

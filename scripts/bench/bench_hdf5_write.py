@@ -21,7 +21,7 @@ from collections.abc import Callable
 import h5py
 import numpy as np
 
-from parl_lite.io.atomic import _FailureHoldingFile
+from parl_lite.common.atomic import _FailureHoldingFile
 
 
 def _cases() -> dict[str, dict[str, np.ndarray]]:

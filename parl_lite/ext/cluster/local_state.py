@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from parl_lite.io.atomic import write_atomically
+from parl_lite.common.atomic import write_atomically
 
 __all__ = ["cluster_home", "token_path", "create_token", "start_token", "load_token", "read_state",
            "record_process", "forget_processes", "TOKEN_VARIABLE"]

@@ -40,7 +40,7 @@ from parl_lite.ext.cluster import hello as hello_fields
 from parl_lite.ext.cluster import wire
 from parl_lite.ext.cluster.admission import Unauthenticated, network_of
 from parl_lite.ext.cluster.limits import HELLO_FRAME_BYTES, Limits
-from parl_lite.io.atomic import write_atomically
+from parl_lite.common.atomic import write_atomically
 from parl_lite.remote.threads import start_daemon
 
 __all__ = ["Server", "Role", "RefusalLog", "run_until_stopped"]

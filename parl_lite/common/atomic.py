@@ -7,7 +7,7 @@ A process killed by SIGKILL cannot remove its temporary ``.<name>.tmp-<pid>``: t
 :func:`remove_stale_temporaries`, which loaders call) removes those of ``path`` whose process is gone.
 
 A write that fails for want of room (a full disk, a quota, the file size limit) raises an
-``OSError`` with its errno that names the file and the reason (:mod:`parl_lite.io.space`), and leaves
+``OSError`` with its errno that names the file and the reason (:mod:`parl_lite.common.space`), and leaves
 the previous file in place. HDF5 files are written through a Python file object that keeps the
 first failed write to itself (:class:`_FailureHoldingFile`): HDF5 cannot recover from a failed
 write of its own: closing the file fails (h5py says so as a RuntimeError from a destructor), and
@@ -23,8 +23,8 @@ from typing import Any
 
 import h5py
 
-from parl_lite.io.paths import check_destination
-from parl_lite.io.space import check_room, explain_write_error
+from parl_lite.common.paths import check_destination
+from parl_lite.common.space import check_room, explain_write_error
 
 __all__ = ["write_atomically", "write_bytes_atomically", "write_hdf5_atomically", "remove_stale_temporaries"]
 _TEMPORARY_INFIX = ".tmp-"
@@ -71,7 +71,7 @@ def write_atomically(path: "str | os.PathLike", write: Callable[[Path], object])
 
 def write_bytes_atomically(path: "str | os.PathLike", data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (see :func:`write_atomically`), after checking that
-    it fits (:func:`parl_lite.io.space.check_room`: free space, file size limit)."""
+    it fits (:func:`parl_lite.common.space.check_room`: free space, file size limit)."""
     path = check_destination(path)
     if path.parent.is_dir():
         check_room(path, len(data))

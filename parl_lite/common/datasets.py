@@ -17,8 +17,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from parl_lite.io.atomic import remove_stale_temporaries
-from parl_lite.io.paths import describe_file_type
+from parl_lite.common.atomic import remove_stale_temporaries
+from parl_lite.common.paths import describe_file_type
 
 __all__ = ["DatasetError", "CHECKSUM_ATTRIBUTE", "open_hdf5", "write_dataset", "read_dataset", "check_finite",
            "check_integer_range", "dataset_names"]

@@ -2,7 +2,7 @@
 
 On a terminal it is a tqdm bar (steps, rate, ETA, last evaluation in the postfix); when stderr is not
 a terminal (CI, a file) it prints one plain line per evaluation to stdout instead, with the same
-figures. Scalars go to TensorBoard and ``scalars.csv`` through :mod:`parl_lite.utils.summary` when a
+figures. Scalars go to TensorBoard and ``scalars.csv`` through :mod:`parl_lite.common.scalars` when a
 log folder is given. The unit need not be environment steps: ``parl-lite es-train`` counts
 generations.
 """
@@ -12,7 +12,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from parl_lite.utils.summary import SummaryWriter
+from parl_lite.common.scalars import SummaryWriter
 
 __all__ = ["Reporter"]
 
