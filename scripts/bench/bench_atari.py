@@ -141,9 +141,9 @@ def process_kind(pid: int) -> str:
         with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
             words = [word.decode(errors="replace") for word in cmdline.read().split(b"\0") if word]
     except OSError:
-        return "?"
-    if not words:
-        return "?"
+        return "(exited)"
+    if not words:  # a zombie (its CPU is still counted until it is reaped)
+        return "(exited)"
     words = words[0].split() + words[1:]  # a process that set its title has one word with spaces
     program = os.path.basename(words[0])
     if program.startswith("python"):
