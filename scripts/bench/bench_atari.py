@@ -60,7 +60,9 @@ every step). Figures: ``frames_per_cpu_s`` (env steps x 4 over the process's CPU
 ``frames_per_s``, and ``frames_per_cpu_s_vs_sb3``.
 
 Whole run with the defaults (2 x 3 IMPALA runs and 2 DQN runs of 20 + 60 s, each after its start-up):
-about 15-20 minutes on 2 cores.
+about 15-20 minutes on 2 cores. Every process a measurement started is ended after it, by pid. The
+peers leave what they always leave: PARL its jobs' logs in ``~/.parl_data`` and an empty
+TensorBoard folder ``train_log`` in the examples folder, Ray its session folder under ``/tmp/ray``.
 """
 import argparse
 import ctypes
