@@ -117,3 +117,19 @@ class WithClose:
     def close(self) -> None:
         with open(self.path, "w") as marker:
             marker.write("closed")
+
+
+class PaddleProbe:
+    """An ONNX rollout actor (parl_lite.utils.rollout.OnnxRolloutWorker) that also says which paddle
+    modules its process has imported; this module imports no paddle itself."""
+
+    def __init__(self, *args, **kwargs):
+        from parl_lite.utils.rollout import OnnxRolloutWorker
+
+        self.worker = OnnxRolloutWorker(*args, **kwargs)
+
+    def collect(self, weights, steps):
+        return self.worker.collect(weights, steps)
+
+    def paddle_modules(self) -> list:
+        return sorted(name for name in sys.modules if name == "paddle" or name.startswith("paddle."))

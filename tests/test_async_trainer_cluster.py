@@ -122,7 +122,7 @@ class NodesJoin(train.Callback):
         status = self.cluster.status()
         node_id = next(node["id"] for node in status["nodes"] if node["address"] == self.joined["address"])
         return [actor["calls_served"] for actor in status["actors"]
-                if actor["node"] == node_id and actor["class"] == "RolloutWorker" and actor["state"] == "alive"]
+                if actor["node"] == node_id and actor["class"] in ("RolloutWorker", "OnnxRolloutWorker") and actor["state"] == "alive"]
 
     def _refused_joins(self) -> None:
         wrong = self.cluster.folder / "wrong-token"

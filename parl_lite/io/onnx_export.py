@@ -32,11 +32,12 @@ import onnx
 import paddle
 from paddle.static import InputSpec
 
+from parl_lite.common.onnx_runtime import weights_to_inputs
 from parl_lite.io import pir_to_onnx
 from parl_lite.common.atomic import write_bytes_atomically
 from parl_lite.common.paths import check_destination
 
-__all__ = ["OnnxExportError", "export_onnx", "BACKENDS"]
+__all__ = ["OnnxExportError", "export_onnx", "policy_graph", "BACKENDS"]
 
 BACKENDS = ("auto", "paddle2onnx", "onnx")
 _CHILD = Path(__file__).with_name("_paddle2onnx_child.py")
@@ -103,6 +104,42 @@ def export_onnx(
     except OSError as error:  # no space left on device, the file size limit, ...: the message names the file
         raise OnnxExportError(f"{label}: {error}") from error
     return path
+
+
+def policy_graph(model: paddle.nn.Layer, input_spec: InputSpec) -> bytes:
+    """``model.policy`` (``forward`` when the model has none) as a serialized ONNX model whose
+    weights are graph inputs named as in ``model.get_weights()`` (see
+    :mod:`parl_lite.common.onnx_runtime`): what a rollout actor runs with onnxruntime, given the
+    learner's weights with each batch of work, without importing paddle. Only parl_lite's own
+    translation is used.
+
+    Raises:
+        OnnxExportError: ``forward`` has an operator the translation does not know (named), or the
+            graph does not match paddle on a random input.
+    """
+    label = _label(model)
+    policy = _PolicyOf(model)
+    specs = _input_specs(policy, input_spec, label)
+    with _evaluation_mode(policy):
+        proto = _export(policy, specs, None, 17, "onnx", True, 300.0, label)
+    graph, _ = weights_to_inputs(proto)
+    prefix = "model."
+    for value in graph.graph.input:
+        value.name = value.name.removeprefix(prefix)
+    for node in graph.graph.node:
+        node.input[:] = [name.removeprefix(prefix) for name in node.input]
+    return graph.SerializeToString()
+
+
+class _PolicyOf(paddle.nn.Layer):
+    """A model's policy as the ``forward`` an export traces (its weights are ``model.<name>``)."""
+
+    def __init__(self, model: paddle.nn.Layer) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, obs: paddle.Tensor) -> Any:
+        return getattr(self.model, "policy", self.model.forward)(obs)
 
 
 def _label(model: Any) -> str:

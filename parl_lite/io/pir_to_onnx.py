@@ -194,6 +194,8 @@ class _Translator:
             self._emit(op, "Reshape", [self._name(operands[0]), self._name(operands[1])])
         elif short == "transpose":
             self._emit(op, "Transpose", [self._name(operands[0])], perm=list(attrs["perm"]))
+        elif short == "cast":  # e.g. uint8 frames to float32 in a convolutional network's first step
+            self._emit(op, "Cast", [self._name(operands[0])], to=_onnx_dtype(op.results()[0]))
         elif short == "concat":
             self._emit(op, "Concat", self._combined(operands[0]), axis=int(self._python(op, operands[1])[0]))
         else:
@@ -275,7 +277,7 @@ class _Translator:
 
 
 SUPPORTED_OPS = tuple(sorted([*_UNARY, *_BINARY, *_REDUCE, "softmax", "log_softmax", "leaky_relu", "matmul",
-                              "scale", "conv2d", "flatten", "reshape", "transpose", "concat", "clip",
+                              "scale", "conv2d", "flatten", "reshape", "transpose", "concat", "clip", "cast",
                               "dropout (evaluation)", "batch_norm (evaluation)", "full", "full_int_array"]))
 
 

@@ -19,7 +19,6 @@ import concurrent.futures
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -30,7 +29,7 @@ from parl_lite.core.model import Model
 from parl_lite.core.samples import AdvantageBatch, Trajectories
 from parl_lite.remote.group import ActorGroup, ActorGroupError
 from parl_lite.train.base import RunStopped, Trainer
-from parl_lite.train.remote_rollouts import RemoteRolloutWorker, rebuild_fn
+from parl_lite.train.remote_rollouts import RolloutActors
 
 __all__ = ["AsyncTrainer"]
 
@@ -56,7 +55,8 @@ class AsyncTrainer(Trainer):
         gamma: the discount of the advantages or of the truncation bootstrap.
         gae_lambda: GAE's lambda of an ``AdvantageBatch`` (default 1: n-step returns, as A3C);
             ``Trajectories`` have none (V-trace's targets are the algorithm's).
-        model_fn: builds the actors' copy of the model (runs in the actor); default: the model's
+        model_fn: builds the actors' paddle copy of the model when its policy has no ONNX translation
+            (see :class:`parl_lite.train.remote_rollouts.RolloutActors`); default: the model's
             class with its recorded constructor arguments (:meth:`parl_lite.Model.constructor_args`).
         **options: the :class:`Trainer` options (seed, target, eval_every, save, ...).
     """
@@ -79,7 +79,8 @@ class AsyncTrainer(Trainer):
         if self.sample_type is Trajectories:
             self._check_trajectories(rollout_steps, gae_lambda)
         self.gamma, self.gae_lambda = gamma, 1.0 if gae_lambda is None else gae_lambda
-        self.model_fn = model_fn or rebuild_fn(self.agent.alg.model, "AsyncTrainer")
+        self.actor_maker = RolloutActors(self.agent.alg.model, env_id, num_envs, self.seed, self.env_kwargs,
+                                         model_fn, "AsyncTrainer")
         self._recent: deque = deque(maxlen=20)
         self.actor_group: ActorGroup | None = None
         self._pending: dict = {}  # future of a rollout -> the actor making it
@@ -97,12 +98,8 @@ class AsyncTrainer(Trainer):
                              f"{rollout_steps + 1}: each actor's {rollout_steps} steps, then the observation "
                              "that bootstraps them")
 
-    def _make_actor(self, index: int) -> Any:
-        return RemoteRolloutWorker(self.model_fn, self.env_id, self.num_envs, seed=self.seed * 1000 + 100 * index,
-                                   env_kwargs=self.env_kwargs)
-
     def _start_actors(self) -> None:
-        self.actor_group = ActorGroup(self._make_actor, self.num_actors, self.max_actors, name="rollout actor",
+        self.actor_group = ActorGroup(self.actor_maker.make, self.num_actors, self.max_actors, name="rollout actor",
                                       capacity_wait=self.capacity_wait)
         weights = self.agent.get_weights()
         self._pending = {actor.collect(weights, self.rollout_steps): actor for actor in self.actor_group.start()}

@@ -12,7 +12,7 @@ from parl_lite.core.algorithm import Algorithm, to_tensor
 from parl_lite.core.model import Model
 from parl_lite.core.samples import AdvantageBatch
 from parl_lite.train.base import Trainer
-from parl_lite.train.remote_rollouts import RemoteRollouts, rebuild_fn
+from parl_lite.train.remote_rollouts import RemoteRollouts, RolloutActors
 from parl_lite.utils.normalization import RewardScaler
 from parl_lite.utils.rollout import VectorRollout
 from parl_lite.utils.scheduler import LinearDecayScheduler
@@ -51,8 +51,9 @@ class OnPolicyTrainer(Trainer):
             ``num_envs`` environments each (on the local pool, or the cluster or Ray
             ``parl_lite.connect`` gave), which play every round with the current weights, as
             PARL's A2C example (:class:`parl_lite.train.remote_rollouts.RemoteRollouts`).
-        model_fn: builds the actors' copy of the model; default: the model's class with its
-            recorded constructor arguments.
+        model_fn: builds the actors' paddle copy of the model when its policy has no ONNX
+            translation (see :class:`parl_lite.train.remote_rollouts.RolloutActors`); default: the
+            model's class with its recorded constructor arguments.
         **options: the :class:`Trainer` options (seed, target, eval_every, save, ...); ``seed``
             also seeds the minibatch shuffling.
     """
@@ -71,9 +72,9 @@ class OnPolicyTrainer(Trainer):
             raise ValueError(f"actors must be 0 (environments here) or more, got {actors}")
         self.rollout: VectorRollout | RemoteRollouts
         if actors:
-            self.rollout = RemoteRollouts(model_fn or rebuild_fn(self.agent.alg.model, "OnPolicyTrainer"), env_id,
-                                          actors=actors, num_envs=num_envs, seed=self.seed,
-                                          env_kwargs=self.env_kwargs, name=self.name)
+            maker = RolloutActors(self.agent.alg.model, env_id, num_envs, self.seed, self.env_kwargs, model_fn,
+                                  "OnPolicyTrainer")
+            self.rollout = RemoteRollouts(maker, actors=actors, name=self.name)
         else:
             self.rollout = VectorRollout(env_id, num_envs, seed=self.seed, env_kwargs=self.env_kwargs)
         self.num_actors = actors or None

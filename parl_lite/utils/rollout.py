@@ -11,8 +11,11 @@ which is everything GAE and V-trace need with the learner's own value function, 
 ``@remote_class`` actor (A2C's, A3C's and IMPALA's): ``collect(weights, steps)`` loads the
 learner's weights, then collects. It acts with the model's policy distribution
 (:func:`parl_lite.core.distributions.policy_distribution`), with no algorithm: the learner's
-algorithm, its optimizer and hyperparameters stay with the learner.
+algorithm, its optimizer and hyperparameters stay with the learner. ``OnnxRolloutWorker`` does the
+same with the policy's ONNX graph in onnxruntime, its process never importing paddle: the trainers
+use it for every model parl_lite's ONNX translation takes.
 """
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +27,9 @@ from parl_lite.utils.envs import EpisodeReturns, final_observations, make_vector
 if TYPE_CHECKING:  # actors import paddle only when they run a policy
     from parl_lite.core.model import Model
 
-__all__ = ["VectorRollout", "RolloutWorker"]
+__all__ = ["VectorRollout", "RolloutWorker", "OnnxRolloutWorker"]
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 Policy = Callable[[np.ndarray], tuple[np.ndarray, dict[str, np.ndarray]]]
 
@@ -128,4 +133,52 @@ class RolloutWorker:
         """
         if weights is not None:
             self.model.set_weights(weights)
+        return self.rollout.collect(self._policy, steps)
+
+
+class OnnxRolloutWorker:
+    """A rollout actor that runs the policy in onnxruntime (its process never imports paddle):
+    a :class:`VectorRollout` and the policy's graph with its weights as inputs
+    (:func:`parl_lite.io.onnx_export.policy_graph`). Actions are drawn with numpy from the graph's
+    output, logits (a categorical policy: Gumbel-max) or ``(mean, std)`` (a diagonal Gaussian),
+    and recorded with their log-probabilities (and the logits), as :class:`RolloutWorker` does.
+
+    Args:
+        graph: the serialized policy graph.
+        env_id: a registered gymnasium id.
+        num_envs: environment copies in this actor.
+        seed: seeds the environments and the action draws.
+        env_kwargs: keyword arguments for making the environment.
+    """
+
+    def __init__(self, graph: bytes, env_id: str, num_envs: int, seed: int,
+                 env_kwargs: dict[str, Any] | None = None) -> None:
+        from parl_lite.common.onnx_runtime import WeightedModel
+
+        self.policy = WeightedModel(graph)
+        self.rng = np.random.default_rng(seed)
+        self.rollout = VectorRollout(env_id, num_envs, seed, env_kwargs)
+
+    def _policy(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        outputs = self.policy(obs)
+        if len(outputs) == 2:  # (mean, std): a diagonal Gaussian
+            mean, std = outputs
+            noise = self.rng.standard_normal(mean.shape).astype(np.float32)
+            log_probs = (-0.5 * noise**2 - np.log(std) - _HALF_LOG_2PI).sum(axis=-1)
+            return mean + std * noise, {"log_probs": log_probs.astype(np.float32)}
+        logits = outputs[0]
+        shifted = logits - logits.max(axis=-1, keepdims=True)
+        log_softmax = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+        actions = np.argmax(log_softmax - np.log(-np.log(self.rng.random(logits.shape))), axis=-1)
+        log_probs = np.take_along_axis(log_softmax, actions[:, None], axis=-1)[:, 0]
+        return actions, {"log_probs": log_probs.astype(np.float32), "behaviour_logits": log_softmax}
+
+    def collect(self, weights: dict[str, np.ndarray] | None, steps: int) -> dict[str, np.ndarray]:
+        """Use ``weights`` (None: keep the current ones) and collect ``steps`` steps.
+
+        Returns:
+            :meth:`VectorRollout.collect`'s arrays.
+        """
+        if weights is not None:
+            self.policy.set_weights(weights)
         return self.rollout.collect(self._policy, steps)

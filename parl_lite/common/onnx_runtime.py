@@ -1,0 +1,88 @@
+"""ONNX models run by onnxruntime whose weights are *graph inputs*: one session serves every set of
+weights, which are fed with each call, so a process that only runs a policy (a rollout actor, an
+evolution-strategies sampler) needs onnxruntime and numpy, never paddle.
+
+:func:`weights_to_inputs` turns a model's float initializers (its parameters and buffers, as
+:func:`parl_lite.export_onnx` names them) into inputs; :class:`WeightedModel` runs such a model.
+"""
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # onnxruntime is imported where a model is run (its import writes $TMPDIR/.ses)
+    import onnx
+    import onnxruntime as ort
+
+__all__ = ["session_options", "weights_to_inputs", "WeightedModel"]
+
+_NUMPY_TYPES = {"tensor(float)": np.float32, "tensor(uint8)": np.uint8, "tensor(double)": np.float64}
+
+
+def session_options() -> "ort.SessionOptions":
+    """One intra-op and one inter-op thread, no spinning: a worker process has one core, shared with
+    numpy and the environment."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return options
+
+
+def weights_to_inputs(model: "onnx.ModelProto") -> "tuple[onnx.ModelProto, dict[str, np.ndarray]]":
+    """A copy of ``model`` whose float initializers with at least one dimension (the weights; scalar
+    constants stay) are graph inputs, and their values by name, in file order."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    graph = model.graph
+    keep, values = [], {}
+    for tensor in graph.initializer:
+        if tensor.data_type == TensorProto.FLOAT and len(tensor.dims) >= 1:
+            values[tensor.name] = numpy_helper.to_array(tensor).astype(np.float32)
+            graph.input.append(helper.make_tensor_value_info(tensor.name, TensorProto.FLOAT, list(tensor.dims)))
+        else:
+            keep.append(tensor)
+    del graph.initializer[:]
+    graph.initializer.extend(keep)
+    return model, values
+
+
+class WeightedModel:
+    """An ONNX model whose first input is the observation and whose other inputs are named weights.
+
+    Args:
+        model_bytes: the serialized model (e.g. :func:`parl_lite.io.onnx_export.policy_graph`'s).
+    """
+
+    def __init__(self, model_bytes: bytes) -> None:
+        import onnxruntime as ort
+
+        self.session = ort.InferenceSession(model_bytes, session_options(), providers=["CPUExecutionProvider"])
+        inputs = self.session.get_inputs()
+        self.obs_name = inputs[0].name
+        self.obs_dtype = _NUMPY_TYPES.get(inputs[0].type, np.float32)
+        self.weight_names = [value.name for value in inputs[1:]]
+        self.output_names = [value.name for value in self.session.get_outputs()]
+        self._feed: dict[str, np.ndarray] = {}
+
+    def set_weights(self, weights: Mapping[str, np.ndarray]) -> None:
+        """Use these weights from the next call on (a model's ``get_weights()``; names the graph does
+        not take, such as a value head's, are left out).
+
+        Raises:
+            ValueError: a weight the graph takes is missing (named).
+        """
+        missing = [name for name in self.weight_names if name not in weights]
+        if missing:
+            raise ValueError(f"the policy graph takes weights {missing} that were not given")
+        self._feed = {name: np.ascontiguousarray(weights[name], dtype=np.float32) for name in self.weight_names}
+
+    def __call__(self, obs: np.ndarray) -> list[np.ndarray]:
+        """The model's outputs for a batch of observations."""
+        return self.session.run(self.output_names, {**self._feed, self.obs_name: np.asarray(obs, self.obs_dtype)})
