@@ -21,10 +21,12 @@ _NUMPY_TYPES = {"tensor(float)": np.float32, "tensor(uint8)": np.uint8, "tensor(
 
 def session_options() -> "ort.SessionOptions":
     """One intra-op and one inter-op thread, no spinning: a worker process has one core, shared with
-    numpy and the environment."""
+    numpy and the environment; errors only in the log (not the notes on initializers a graph does not
+    use, such as a value head beside the policy)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
+    options.log_severity_level = 3
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL

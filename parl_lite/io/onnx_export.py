@@ -32,7 +32,7 @@ import onnx
 import paddle
 from paddle.static import InputSpec
 
-from parl_lite.common.onnx_runtime import weights_to_inputs
+from parl_lite.common.onnx_runtime import session_options, weights_to_inputs
 from parl_lite.io import pir_to_onnx
 from parl_lite.common.atomic import write_bytes_atomically
 from parl_lite.common.paths import check_destination
@@ -418,10 +418,9 @@ def _verify(model: paddle.nn.Layer, proto: onnx.ModelProto, specs: list[InputSpe
                               f"dimensions set to {_VERIFY_BATCH}): {error}; give fixed sizes or verify=False"
                               ) from error
     expected = [np.asarray(t.numpy()) for t in (expected if isinstance(expected, (list, tuple)) else [expected])]
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = options.inter_op_num_threads = 1
     try:
-        session = onnxruntime.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        session = onnxruntime.InferenceSession(proto.SerializeToString(), session_options(),
+                                               providers=["CPUExecutionProvider"])
         actual = session.run(None, feeds)
     except Exception as error:
         raise OnnxExportError(f"{label}: onnxruntime cannot run the exported graph: {error}") from error
