@@ -133,3 +133,19 @@ class PaddleProbe:
 
     def paddle_modules(self) -> list:
         return sorted(name for name in sys.modules if name == "paddle" or name.startswith("paddle."))
+
+
+class Squarer:
+    """Squares numbers; dies (its process exits) on the call after its first ``calls``."""
+
+    def __init__(self, calls: int | None = None) -> None:
+        self.calls_left = calls
+
+    def square(self, value: int) -> int:
+        if self.calls_left == 0:
+            os._exit(3)
+        if self.calls_left is not None:
+            self.calls_left -= 1
+        if value < 0:
+            raise ValueError(f"no square for {value} here")
+        return value * value

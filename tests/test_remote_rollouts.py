@@ -32,7 +32,7 @@ class Rounds(train.Callback):
     def on_step(self, trainer) -> bool:
         self.steps.append(trainer.steps)
         if self.kill_at is not None and len(self.steps) == self.kill_at:
-            self.killed = trainer.rollout._actors[0]._channel.pid
+            self.killed = trainer.rollout.group.actors[0]._channel.pid
             os.kill(self.killed, signal.SIGKILL)
             assert wait_for_exit(self.killed, 10)
         sizes = np.diff([0, *self.steps])

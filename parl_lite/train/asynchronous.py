@@ -19,15 +19,16 @@ import concurrent.futures
 import logging
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-import parl_lite
 from parl_lite.core.agent import Agent
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.model import Model
 from parl_lite.core.samples import AdvantageBatch, Trajectories
 from parl_lite.remote.group import ActorGroup, ActorGroupError
+from parl_lite.remote.work import WorkQueue
 from parl_lite.train.base import RunStopped, Trainer
 from parl_lite.train.remote_rollouts import RolloutActors
 
@@ -83,7 +84,7 @@ class AsyncTrainer(Trainer):
                                          model_fn, "AsyncTrainer")
         self._recent: deque = deque(maxlen=20)
         self.actor_group: ActorGroup | None = None
-        self._pending: dict = {}  # future of a rollout -> the actor making it
+        self._rollouts: WorkQueue[None] | None = None
 
     def _check_trajectories(self, rollout_steps: int, gae_lambda: float | None) -> None:
         """The algorithm's trajectories are each actor's ``rollout_steps`` steps and the observation
@@ -101,43 +102,30 @@ class AsyncTrainer(Trainer):
     def _start_actors(self) -> None:
         self.actor_group = ActorGroup(self.actor_maker.make, self.num_actors, self.max_actors, name="rollout actor",
                                       capacity_wait=self.capacity_wait)
-        weights = self.agent.get_weights()
-        self._pending = {actor.collect(weights, self.rollout_steps): actor for actor in self.actor_group.start()}
+        self._rollouts = WorkQueue(self.actor_group.start(), self._collect, self.actor_group, source=lambda: None)
+
+    def _collect(self, actor: Any, _: None) -> concurrent.futures.Future:
+        """A rollout of ``actor`` with the latest weights (those of the update just made)."""
+        return actor.collect(self.agent.get_weights(), self.rollout_steps)
 
     def _round(self, total_steps: int) -> None:
-        """Learn from the first rollout that arrives (waiting for one, while the group replaces
-        lost actors and adds new ones)."""
-        if self.actor_group is None:
+        """Learn from the first rollouts that arrive (waiting for one, while the group replaces
+        lost actors and adds new ones); every actor free gets the new weights and plays on."""
+        if self._rollouts is None:
             self._start_actors()
-        group = self.actor_group
-        assert group is not None
+        assert self._rollouts is not None and self.actor_group is not None
         while True:
             try:
-                new = group.take_new()
+                finished = self._rollouts.next_finished(_WAIT)
             except ActorGroupError as error:
                 raise RunStopped(str(error)) from error
             finally:
-                for event in group.drain_events():
+                for event in self.actor_group.drain_events():
                     _log.warning("%s: %s", self.name, event)
-            weights = self.agent.get_weights() if new else None
-            for actor in new:  # used from this update on
-                self._pending[actor.collect(weights, self.rollout_steps)] = actor
-            if not self._pending:
-                group.wait_for_change(_WAIT)
-                continue
-            done, _ = parl_lite.wait(list(self._pending), timeout=_WAIT, return_when=concurrent.futures.FIRST_COMPLETED)
-            learned = False
-            for future in done:
-                actor = self._pending.pop(future)
-                try:
-                    rollout = future.result()
-                except parl_lite.ActorDiedError as error:
-                    group.lost(actor, error)
-                    continue
+            rollouts = [done.result() for done in finished if done.lost is None]
+            for rollout in rollouts:
                 self._learn(rollout)
-                learned = True
-                self._pending[actor.collect(self.agent.get_weights(), self.rollout_steps)] = actor
-            if learned:
+            if rollouts:
                 return
 
     def _learn(self, rollout: dict[str, np.ndarray]) -> None:
@@ -157,9 +145,9 @@ class AsyncTrainer(Trainer):
     def _close(self) -> None:
         """Let the rollouts in flight finish (for a while: a lost node's never will), then close the
         actors."""
-        if self._pending:
-            parl_lite.wait(list(self._pending), timeout=_CLOSE_WAIT)
+        if self._rollouts is not None:
+            self._rollouts.wait_running(_CLOSE_WAIT)
         if self.actor_group is not None:
             self.actor_group.close()
-        self.actor_group, self._pending = None, {}
+        self.actor_group, self._rollouts = None, None
 

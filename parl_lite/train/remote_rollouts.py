@@ -12,7 +12,6 @@ the same number of steps with the same weights, and their rollouts are put side 
 environment axis), so the on-policy loop learns from them as from one vector environment. An actor
 that dies is replaced; the round goes on with the rollouts of the others.
 """
-import concurrent.futures
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +21,7 @@ import numpy as np
 import parl_lite
 from parl_lite.core.model import Model
 from parl_lite.remote.group import ActorGroup, ActorGroupError
+from parl_lite.remote.work import Finished, WorkQueue
 from parl_lite.io.onnx_export import OnnxExportError, policy_graph
 from parl_lite.train.base import RunStopped, env_spaces
 from parl_lite.utils.envs import EpisodeReturns
@@ -32,6 +32,7 @@ __all__ = ["RemoteRollouts", "RolloutActors", "rebuild_fn"]
 _RemoteRolloutWorker = parl_lite.remote_class(RolloutWorker, wait=False)
 _RemoteOnnxRolloutWorker = parl_lite.remote_class(OnnxRolloutWorker, wait=False)
 _log = logging.getLogger("parl_lite.train")
+_WAIT = 0.5  # seconds between two looks at the actor group while no rollout arrives
 
 
 class RolloutActors:
@@ -109,7 +110,7 @@ class RemoteRollouts:
         self.name = name
         self.group = ActorGroup(maker.make, actors, name="rollout actor", capacity_wait=capacity_wait)
         self.returns = EpisodeReturns(0)  # the returns of the episodes that ended
-        self._actors: list[Any] | None = None
+        self._queue: WorkQueue[tuple[dict[str, np.ndarray], int]] | None = None
 
     def collect(self, weights: dict[str, np.ndarray], steps: int) -> dict[str, np.ndarray]:
         """Every actor plays ``steps`` steps with ``weights``; their ``[T, n, ...]`` rollouts side
@@ -119,15 +120,12 @@ class RemoteRollouts:
             RunStopped: no actor is left and none can be made, or their backend is gone.
         """
         while True:
-            pending = {actor.collect(weights, steps): actor for actor in self._current_actors()}
-            concurrent.futures.wait(list(pending))
+            queue = self._actors()
+            for _ in queue.actors:
+                queue.submit((weights, steps), retry=False)
             rollouts = []
-            for future, actor in pending.items():
-                try:
-                    rollouts.append(future.result())
-                except parl_lite.ActorDiedError as error:
-                    self.group.lost(actor, error)
-                    self._actors = [kept for kept in self._actors or [] if kept is not actor]
+            while queue.busy:
+                rollouts += [done.result() for done in self._next_finished(queue) if done.lost is None]
             if rollouts:
                 batch = {key: np.concatenate([rollout[key] for rollout in rollouts], axis=1)
                          for key in rollouts[0] if key != "episode_returns"}
@@ -135,20 +133,26 @@ class RemoteRollouts:
                 self.returns.add(returns.tolist())
                 batch["episode_returns"] = returns
                 return batch
-            self.group.wait_for_change(0.5)
+            self._next_finished(queue)  # no actor was left: waits for one
 
-    def _current_actors(self) -> list[Any]:
-        """The actors to play this round: the first ones, started now, and those made since."""
+    def _actors(self) -> WorkQueue[tuple[dict[str, np.ndarray], int]]:
+        """The queue of the actors' rollouts; the first actors are started on the first call."""
+        if self._queue is None:
+            try:
+                actors = self.group.start()
+            except ActorGroupError as error:
+                raise RunStopped(str(error)) from error
+            self._queue = WorkQueue(actors, lambda actor, work: actor.collect(*work), self.group)
+        return self._queue
+
+    def _next_finished(self, queue: WorkQueue) -> list[Finished]:
         try:
-            if self._actors is None:
-                self._actors = self.group.start()
-            self._actors += self.group.take_new()
+            return queue.next_finished(_WAIT)
         except ActorGroupError as error:
             raise RunStopped(str(error)) from error
         finally:
             for event in self.group.drain_events():
                 _log.warning("%s: %s", self.name, event)
-        return list(self._actors)
 
     def close(self) -> None:
         """Close the actors."""
