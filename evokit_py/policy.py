@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 import onnxruntime as ort
 
-from evokit_py.config import PolicyConfig
+from evokit_py.sections import PolicyConfig
 from evokit_py.envs import action_size, mlp_output_activation, observation_size
 from parl_lite.io.paths import describe_file_type
 
