@@ -17,7 +17,7 @@ import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -62,8 +62,7 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
     import onnx
     from onnx import TensorProto, helper
 
-    ops = {"tanh": "Tanh", "relu": "Relu", "softmax": "Softmax"}
-    sizes = [obs_dim, *hidden, act_dim]
+    ops, sizes = {"tanh": "Tanh", "relu": "Relu", "softmax": "Softmax"}, [obs_dim, *hidden, act_dim]
     inputs = [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", obs_dim])]
     nodes = []
     x = "obs"
@@ -89,10 +88,8 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
             x = f"{x}__f32"
         act = activation if layer < len(sizes) - 2 else output_activation
         if act != "none":
-            if act == "softmax":
-                nodes.append(helper.make_node(ops[act], [x], [f"a{layer}"], axis=-1))
-            else:
-                nodes.append(helper.make_node(ops[act], [x], [f"a{layer}"]))
+            options: dict[str, Any] = {"axis": -1} if act == "softmax" else {}
+            nodes.append(helper.make_node(ops[act], [x], [f"a{layer}"], **options))
             x = f"a{layer}"
     nodes.append(helper.make_node("Identity", [x], ["action"]))
     output = helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", act_dim])
