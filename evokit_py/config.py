@@ -40,7 +40,7 @@ __all__ = ["ConfigError", "ESConfig", "SolverConfig", "load_config", "parse_conf
            "config_from_yaml_text", "resolve_config"]
 
 
-def _settings(solvers: Iterable[type[Solver]]) -> list[type[SolverSettings]]:
+def _settings(solvers: Iterable[type[Solver]]) -> tuple[type[SolverSettings], ...]:
     """The settings dataclasses of ``solvers`` and of their base classes, each once."""
     found: dict[type[SolverSettings], None] = {}
     for solver in solvers:
@@ -48,7 +48,7 @@ def _settings(solvers: Iterable[type[Solver]]) -> list[type[SolverSettings]]:
             settings = vars(cls).get("settings")
             if settings is not None:
                 found.setdefault(settings)
-    return list(found)
+    return tuple(found)
 
 
 def _check_solver_block(block: SolverKeys) -> None:
@@ -57,35 +57,34 @@ def _check_solver_block(block: SolverKeys) -> None:
 
 
 @functools.cache
-def _solver_block(solvers: tuple[type[Solver], ...]) -> type[SolverKeys]:
-    """The dataclass of a ``solver`` block that holds the settings of ``solvers``: a field per settings
-    block, the settings whose ``config_key`` is ``""`` as bases (their keys in the block itself).
+def _solver_block(settings: tuple[type[SolverSettings], ...]) -> type[SolverKeys]:
+    """The dataclass of a ``solver`` block with ``settings``: a field per settings block, the settings
+    whose ``config_key`` is ``""`` as bases (their keys in the block itself).
 
     Raises:
-        ConfigError: two solvers declare the same key.
+        ConfigError: two settings declare the same key.
     """
     owners: dict[str, Any] = {each.name: SolverKeys for each in dataclasses.fields(SolverKeys)}
     flat, blocks = [], []
-    for settings in _settings(solvers):
-        keys = [settings.config_key] if settings.config_key else [each.name for each in dataclasses.fields(settings)]
+    for kind in settings:
+        keys = [kind.config_key] if kind.config_key else [each.name for each in dataclasses.fields(kind)]
         for key in keys:
             if key in owners:
-                raise ConfigError(f"solver.{key}: declared by both {owners[key].__qualname__} and "
-                                  f"{settings.__qualname__}")
-            owners[key] = settings
-        if settings.config_key:
-            blocks.append((settings.config_key, settings, field(default_factory=settings)))
+                raise ConfigError(f"solver.{key}: declared by both {owners[key].__qualname__} and {kind.__qualname__}")
+            owners[key] = kind
+        if kind.config_key:
+            blocks.append((kind.config_key, kind, field(default_factory=kind)))
         else:
-            flat.append(settings)
+            flat.append(kind)
     block = dataclasses.make_dataclass("SolverConfig", blocks, bases=(*reversed(flat), SolverKeys),
                                        namespace={"__post_init__": _check_solver_block})
     block.__module__ = __name__
-    block.__doc__ = f"The ``solver`` block of {', '.join(s.__name__ for s in solvers)}: keys {', '.join(owners)}."
+    block.__doc__ = f"The ``solver`` block, keys {', '.join(owners)}."
     return cast(type[SolverKeys], block)
 
 
-SolverConfig = _solver_block(tuple(BUILT_IN.values()))
-"""The ``solver`` block of a built-in ``solver.type`` (every built-in solver's settings)."""
+SolverConfig = _solver_block(_settings(BUILT_IN.values()))
+"""The ``solver`` block with the settings of every built-in solver (and of plugins that add none)."""
 
 
 def _solver_block_of(data: Any) -> type[SolverKeys]:
@@ -97,7 +96,7 @@ def _solver_block_of(data: Any) -> type[SolverKeys]:
     solver_type = data.get("type", SolverKeys.type) if isinstance(data, dict) else None
     if not isinstance(solver_type, str) or solver_type in BUILT_IN:
         return SolverConfig  # anything else than a type name is refused when the block is read
-    return _solver_block((*BUILT_IN.values(), solver_class(solver_type)))
+    return _solver_block(_settings([*BUILT_IN.values(), solver_class(solver_type)]))
 
 
 @dataclass
