@@ -24,7 +24,9 @@ import h5py
 import numpy as np
 
 from evokit_py.checkpoint_checks import MAX_GENERATION, SAMPLING_INFO_FIELDS, check_layout, check_values
-from evokit_py.config import ConfigError, ESConfig, config_from_yaml_text
+from evokit_py.config import ESConfig, config_from_yaml_text
+from evokit_py.schema import ConfigError
+from evokit_py.solvers.registry import solver_class
 from parl_lite.common.atomic import write_hdf5_atomically
 from parl_lite.common.datasets import (DatasetError, check_finite, check_integer_range, dataset_names, open_hdf5,
                                    read_dataset, write_dataset)
@@ -42,12 +44,12 @@ FORMAT = "evokit_py.solver"
 FORMAT_VERSION = 2
 _FIRST_CHECKSUMMED_VERSION = 2
 
-# config keys a resumed run must share with the checkpoint: they decide the parameters, the noise,
-# every random draw and the layout of the solver state, so a change would silently continue another
-# experiment (ESAgent.load_solver checks solver.type, solver.population_size and the noise seed too)
+# config keys a resumed run must share with the checkpoint: they decide the parameters, the noise and
+# every random draw, so a change would silently continue another experiment (the solver's own keys that
+# decide its state's layout are its resume_fixed; ESAgent.load_solver checks solver.type,
+# solver.population_size and the noise seed too)
 RESUME_FIXED_KEYS = ("seed", "env.id", "observation_normalization", "observation_stats.std_floor",
-                     "observation_stats.clip", "solver.mirrored_sampling",
-                     "solver.optimizer.type", "solver.sampling.gaussian_sampling.cached",
+                     "observation_stats.clip", "solver.sampling.gaussian_sampling.cached",
                      "solver.sampling.gaussian_sampling.cache_size")
 
 
@@ -99,13 +101,14 @@ def read_checkpoint(path: "str | os.PathLike") -> tuple[dict, dict[str, dict[str
             except (ConfigError, KeyError) as error:
                 raise DatasetError(f"attribute config is corrupt: {error}") from error
             generation = check_integer_range("attribute generation", attrs.get("generation"), (0, MAX_GENERATION))
+            solver = _solver_class(attrs)
             datasets = {"params": {"params": file["params"]}}
             for group in ("solver", "obs_stats", "extra"):
                 datasets[group] = {name: file[group][name] for name in dataset_names(file[group])}
-            check_layout(datasets, str(attrs.get("solver_type")), config.solver, generation)
+            check_layout(datasets, solver, config.solver, generation)
             groups = {group: {name: read_dataset(dataset, require) for name, dataset in members.items()}
                       for group, members in datasets.items()}
-        check_values(groups, attrs, config.solver)
+        check_values(groups, attrs, solver, config.solver)
     except SolverCheckpointError:
         raise
     except DatasetError as error:
@@ -115,8 +118,21 @@ def read_checkpoint(path: "str | os.PathLike") -> tuple[dict, dict[str, dict[str
     return attrs, groups
 
 
+def _solver_class(attrs: dict) -> type:
+    """The solver class of the file's ``solver_type`` attribute.
+
+    Raises:
+        DatasetError: no solver has that type (a plugin's that is not installed).
+    """
+    try:
+        return solver_class(str(attrs.get("solver_type")))
+    except ConfigError as error:
+        raise DatasetError(f"attribute solver_type: {error}") from None
+
+
 def check_resume(path: "str | os.PathLike", stored: ESConfig, config: ESConfig) -> None:
-    """Refuse to resume with a config that changes one of :data:`RESUME_FIXED_KEYS`.
+    """Refuse to resume with a config that changes one of :data:`RESUME_FIXED_KEYS` or of the
+    solver's own keys that decide its state's layout (its ``resume_fixed``).
 
     Args:
         path: the checkpoint (for messages).
@@ -127,7 +143,9 @@ def check_resume(path: "str | os.PathLike", stored: ESConfig, config: ESConfig) 
         SolverCheckpointError: naming the first key that differs and both values.
     """
     stored_values, values = stored.to_dict(), config.to_dict()
-    for key in RESUME_FIXED_KEYS:
+    same_solver = stored.solver.type == config.solver.type  # else restore_checkpoint refuses the type
+    own = tuple(f"solver.{key}" for key in solver_class(config.solver.type).resume_fixed) if same_solver else ()
+    for key in RESUME_FIXED_KEYS + own:
         before, now = _lookup(stored_values, key), _lookup(values, key)
         if before != now:
             raise SolverCheckpointError(f"{key}: {path} was trained with {before!r}, the config says {now!r}; "

@@ -8,7 +8,7 @@ that everything built on its spaces can rely on them.
 import gymnasium as gym
 import numpy as np
 
-from evokit_py.config import EnvConfig, MLPConfig, PolicyConfig
+from evokit_py.sections import EnvConfig, MLPConfig, PolicyConfig
 
 __all__ = ["make_env", "observation_size", "action_size", "mlp_output_activation", "ActionMap"]
 

@@ -17,7 +17,7 @@ started: each refusal names the config key, what the value needs and the limit.
 import os
 from typing import Any
 
-from evokit_py.config import ConfigError
+from evokit_py.schema import ConfigError
 from parl_lite.common.space import file_size_limit
 from parl_lite.remote.shm import SHM_DIR
 from parl_lite.remote.status import find_pools

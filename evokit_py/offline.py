@@ -67,7 +67,7 @@ def sample_generation(config: ESConfig, checkpoint: "str | os.PathLike", log_pat
         mean, std = run.normalisation()
         all_seeds = candidate_seeds(config, generation, len(asked) * (extra_round + 1))[len(asked) * extra_round:]
         seeds = [all_seeds[i] for i in indices]
-        sampler = Sampler(config, run.policy.to_bytes(), run.noise_spec())
+        sampler = Sampler(config.worker_config(), run.policy.to_bytes(), run.noise_spec())
         try:
             result = aggregate(sampler.evaluate(solver.basis().to_dict(), mean, std, [i.to_list() for i in infos],
                                                 seeds))

@@ -17,34 +17,24 @@ import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
 import onnxruntime as ort
 
-from evokit_py.config import PolicyConfig
+from evokit_py.sections import PolicyConfig
 from evokit_py.envs import action_size, mlp_output_activation, observation_size
+from parl_lite.common.onnx_runtime import session_options, weights_to_inputs
 from parl_lite.common.paths import describe_file_type
 
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["OnnxPolicy", "LinearPolicy", "build_mlp", "session_options", "make_policy", "check_policy",
+__all__ = ["OnnxPolicy", "LinearPolicy", "build_mlp", "make_policy", "check_policy",
            "sampling_policy"]
 
 OPSET = 17
-
-
-def session_options() -> ort.SessionOptions:
-    """One intra-op and one inter-op thread, no spinning: workers share 2 cores with numpy."""
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    return options
 
 
 def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str = "tanh",
@@ -62,8 +52,7 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
     import onnx
     from onnx import TensorProto, helper
 
-    ops = {"tanh": "Tanh", "relu": "Relu", "softmax": "Softmax"}
-    sizes = [obs_dim, *hidden, act_dim]
+    ops, sizes = {"tanh": "Tanh", "relu": "Relu", "softmax": "Softmax"}, [obs_dim, *hidden, act_dim]
     inputs = [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", obs_dim])]
     nodes = []
     x = "obs"
@@ -89,10 +78,8 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
             x = f"{x}__f32"
         act = activation if layer < len(sizes) - 2 else output_activation
         if act != "none":
-            if act == "softmax":
-                nodes.append(helper.make_node(ops[act], [x], [f"a{layer}"], axis=-1))
-            else:
-                nodes.append(helper.make_node(ops[act], [x], [f"a{layer}"]))
+            options: dict[str, Any] = {"axis": -1} if act == "softmax" else {}
+            nodes.append(helper.make_node(ops[act], [x], [f"a{layer}"], **options))
             x = f"a{layer}"
     nodes.append(helper.make_node("Identity", [x], ["action"]))
     output = helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", act_dim])
@@ -100,25 +87,6 @@ def build_mlp(obs_dim: int, act_dim: int, hidden: Sequence[int], activation: str
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="evokit_py")
     onnx.checker.check_model(model)
     return model
-
-
-def _weights_to_inputs(model: "onnx.ModelProto") -> "tuple[onnx.ModelProto, list[np.ndarray]]":
-    """Float initializers with >= 1 dimension become graph inputs; returns the model and their values."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    model = onnx.ModelProto.FromString(model.SerializeToString())
-    graph = model.graph
-    keep, values = [], []
-    for tensor in graph.initializer:
-        if tensor.data_type == TensorProto.FLOAT and len(tensor.dims) >= 1:
-            values.append(numpy_helper.to_array(tensor).astype(np.float32))
-            graph.input.append(helper.make_tensor_value_info(tensor.name, TensorProto.FLOAT, list(tensor.dims)))
-        else:
-            keep.append(tensor)
-    del graph.initializer[:]
-    graph.initializer.extend(keep)
-    return model, values
 
 
 class OnnxPolicy:
@@ -178,7 +146,8 @@ class OnnxPolicy:
             model = onnx.load(str(path))
         except Exception as error:  # onnx raises DecodeError and others for a bad file
             raise ValueError(f"policy.onnx: {path} is not an ONNX model: {error}") from error
-        model, values = _weights_to_inputs(model)
+        model, weights = weights_to_inputs(model)
+        values = list(weights.values())
         if not values:
             raise ValueError(f"policy.onnx: {path} has no float weights to optimise")
         return cls(model), np.concatenate([v.ravel() for v in values])

@@ -113,12 +113,13 @@ class EvaluationPool:
                 if status.get("kind") == "cluster":
                     check_cluster_workers(workers, status)
             remote_sampler = parl_lite.remote_class(wait=False)(Sampler)
-            self._group = ActorGroup(lambda index: remote_sampler(config, policy_bytes, noise), workers,
+            self._group = ActorGroup(lambda index: remote_sampler(config.worker_config(), policy_bytes, noise), workers,
                                      hp.max_workers or workers, name="sampler", capacity_wait=hp.capacity_wait,
                                      backend=connection)
             self.workers: list[Any] = self._group.start()
         else:
-            self.workers = [Sampler(config, policy_bytes, noise)]  # one is enough: they would run in turn
+            # one is enough: they would run in turn
+            self.workers = [Sampler(config.worker_config(), policy_bytes, noise)]
 
     def evaluate(self, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
                  infos: Sequence[list[int]], seeds: Sequence[list[int]],

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from evokit_py.basis import Basis
-from evokit_py.config import ESConfig
 from evokit_py.envs import ActionMap, make_env, observation_size
 from evokit_py.noise import NoiseSource, NoiseSpec, NoiseTable, SamplingInfo
 from evokit_py.obs_stats import normalise
 from evokit_py.policy import sampling_policy
+from evokit_py.sections import WorkerConfig
 
 __all__ = ["Sampler", "aggregate"]
 
@@ -34,13 +34,13 @@ class Sampler:
     """One environment + one ONNX session + the noise: evaluates candidates given by sampling infos.
 
     Args:
-        config: the ES config (env, max steps, episodes per candidate, normalisation).
+        config: what the worker reads of the ES config (the env, the policy, the observation statistics).
         policy_bytes: the serialized weights-as-inputs policy graph.
         noise: where the noise table lives (attached, never owned, by the sampler; rebuilt from
             its seed where that shared memory does not exist).
     """
 
-    def __init__(self, config: ESConfig, policy_bytes: bytes, noise: NoiseSpec):
+    def __init__(self, config: WorkerConfig, policy_bytes: bytes, noise: NoiseSpec):
         self.config = config
         self.env = make_env(config.env)
         self.policy = sampling_policy(config.policy, policy_bytes, self.env)

@@ -1,8 +1,9 @@
 """ARS (Mania, Guy and Recht 2018): the update against the paper's formula computed by hand, top-b
-selection, its config keys, and the reward shift."""
+selection, its config keys, its checkpoints' layout, and the reward shift."""
 import numpy as np
 import pytest
 
+from evokit_py.checkpoint import SolverCheckpointError, read_checkpoint, write_checkpoint
 from evokit_py.config import ConfigError, resolve_config
 from evokit_py.noise import NoiseSource
 from evokit_py.solvers import ARS, make_solver
@@ -98,6 +99,29 @@ def test_ars_from_the_config_keys():
 def test_ars_config_errors_name_the_key(override, message):
     with pytest.raises(ConfigError, match=message):
         resolve_config(None, ["solver.type=ARS", override])
+
+
+@pytest.mark.parametrize("dataset, value, message", [
+    ("theta", np.zeros(6), r"solver/theta: shape \(6,\), expected \(5,\)"),
+    ("history/thetas", np.zeros((1, 6)), r"solver/history/thetas: shape \(1, 6\)"),
+    ("mystery", np.zeros(3), r"solver/mystery: not part of ARS's state"),
+])
+def test_an_ars_checkpoint_is_checked_against_its_layout(tmp_path, dataset, value, message):
+    # ARS keeps BASIC_ES's state; its checkpoints are checked against that layout before any value is read
+    config = resolve_config(None, ["solver.type=ARS", "solver.population_size=4"])
+    solver = make_solver(config.solver, np.zeros(5), NoiseSource(seed=7, dim=5))
+    solver.tell(solver.ask(), [1.0, 0.0, 3.0, 2.0])
+    stats = {"count": np.asarray(0.0), "sum": np.zeros(4), "sumsq": np.zeros(4)}
+
+    def write(path, state):
+        write_checkpoint(path, solver_type="ARS", config_yaml=config.to_yaml(), noise_seed=7,
+                         params=solver.solution(), solver_state=state, obs_stats=stats)
+
+    write(tmp_path / "sound.h5", solver.state_dict())
+    assert read_checkpoint(tmp_path / "sound.h5")[1]["solver"]["generation"] == 1
+    write(tmp_path / "bad.h5", {**solver.state_dict(), dataset: value})
+    with pytest.raises(SolverCheckpointError, match=message):
+        read_checkpoint(tmp_path / "bad.h5")
 
 
 def test_the_reward_shift_is_taken_per_step_off_each_candidates_mean_return():

@@ -1,11 +1,16 @@
-"""Solvers (ask/tell), optimizers, fitness shaping, and their state round trips."""
+"""Solvers (ask/tell), optimizers, fitness shaping, their state round trips, and the layout every
+registered solver declares for its checkpointed state."""
+import h5py
 import numpy as np
 import pytest
 
+from evokit_py.checkpoint import SolverCheckpointError, read_checkpoint, write_checkpoint
+from evokit_py.checkpoint_checks import check_layout
 from evokit_py.config import parse_config
 from evokit_py.noise import NoiseSource, NoiseTable
 from evokit_py.optimizers import SGD, Adam, Momentum
-from evokit_py.solvers import centered_rank, make_solver
+from evokit_py.solvers import BasicES, centered_rank, make_solver, solver_types
+from parl_lite.common.datasets import DatasetError, dataset_names
 
 
 def sphere(x):
@@ -128,3 +133,52 @@ def test_optimizers_step_against_the_gradient():
 
 def test_centered_rank():
     assert np.allclose(centered_rank([10.0, -3.0, 7.0, 100.0]), [1 / 6, -0.5, -1 / 6, 0.5])
+
+
+def _checkpoint_of(path, config, solver, state=None):
+    """Write ``solver`` (or the ``state`` given) to a checkpoint at ``path``, as es-train does."""
+    write_checkpoint(path, solver_type=config["solver"]["type"], config_yaml=parse_config(config).to_yaml(),
+                     noise_seed=solver.noise.seed, params=solver.solution(),
+                     solver_state=solver.state_dict() if state is None else state,
+                     obs_stats={"count": np.asarray(0.0), "sum": np.zeros(3), "sumsq": np.zeros(3)})
+
+
+@pytest.mark.parametrize("solver_type", solver_types())  # the built-in ones and every installed plugin's
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_every_registered_solver_declares_the_layout_of_its_state(tmp_path, solver_type, diagonal):
+    config = {"solver": {"type": solver_type, "population_size": 6, "cma_es": {"diagonal": diagonal},
+                         "sampling": {"gaussian_sampling": {"std": 0.3, "cached": False}}}}
+    solver = _solver(config["solver"], np.ones(5))
+    for _ in range(2):  # a state with history, parents, paths: more than at the start
+        infos, basis = solver.ask(), solver.basis()
+        solver.tell(infos, [-sphere(basis.candidate(i, solver.noise)) for i in infos])
+    layout = type(solver).state_layout(parse_config(config).solver, 5)
+    undeclared = sorted(set(solver.state_dict()) - set(layout.shapes))
+    assert not undeclared, f"{solver_type}: its state_layout does not name {undeclared}"
+    _checkpoint_of(tmp_path / "s.h5", config, solver)
+    _, groups = read_checkpoint(tmp_path / "s.h5")  # the datasets checked against that layout
+    assert set(groups["solver"]) == set(solver.state_dict())
+
+
+class _Undeclared(BasicES):
+    """A solver that keeps a dataset its layout does not declare."""
+
+    def state_dict(self):
+        return {**super().state_dict(), "scratch": np.zeros(3)}
+
+
+def test_a_state_dataset_outside_the_solver_s_layout_is_refused(tmp_path):
+    config = {"solver": {"type": "BASIC_ES", "population_size": 4}}
+    solver = _solver(config["solver"], np.zeros(5))
+    _checkpoint_of(tmp_path / "s.h5", config, solver, {**solver.state_dict(), "scratch": np.zeros(3)})
+    with pytest.raises(SolverCheckpointError, match=r"solver/scratch: not part of BasicES's state \(its datasets: "
+                                                    r"generation, sigma, dropped_samples, optimizer/t"):
+        read_checkpoint(tmp_path / "s.h5")
+    undeclared = _Undeclared.from_config(parse_config(config).solver, np.zeros(5), solver.noise)
+    _checkpoint_of(tmp_path / "u.h5", config, undeclared)
+    with h5py.File(tmp_path / "u.h5", "r") as file:
+        datasets = {group: {name: file[group][name] for name in dataset_names(file[group])}
+                    for group in ("solver", "obs_stats")}
+        datasets.update(params={"params": file["params"]}, extra={})
+        with pytest.raises(DatasetError, match=r"solver/scratch: not part of _Undeclared's state"):
+            check_layout(datasets, _Undeclared, parse_config(config).solver, 0)

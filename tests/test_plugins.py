@@ -1,6 +1,6 @@
 """Plugins: a third-party distribution built here, pip-installed into a folder of its own, adds a
-backend scheme, an ES solver and a ``parl-lite`` command; a broken one is named when used and never
-breaks the import."""
+backend scheme, ES solvers (one with a config block of its own, ``tests/toy_solver_plugin.py``) and a
+``parl-lite`` command; a broken one is named when used and never breaks the import."""
 import base64
 import csv
 import hashlib
@@ -12,9 +12,12 @@ import zipfile
 from pathlib import Path
 from typing import Dict
 
+import h5py
+import numpy as np
 import pytest
 
 from parl_lite import plugins
+from parl_lite.common.datasets import write_dataset
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -85,6 +88,8 @@ class CountingES(BasicES):
         super()._tell(infos, fitness)
 '''
 
+TOY_SOLVER = (Path(__file__).with_name("toy_solver_plugin.py")).read_text()
+
 MY_COMMAND = '''
 import click
 
@@ -101,7 +106,7 @@ NOT_A_COMMAND = "hello"
 
 MY_ENTRY_POINTS = {
     "parl_lite.backends": {"myscheme": "myplugin.backend:connect_my"},
-    "evokit_py.solvers": {"MY_ES": "myplugin.solver:CountingES"},
+    "evokit_py.solvers": {"MY_ES": "myplugin.solver:CountingES", "TOY_ES": "myplugin.toy:ToyES"},
     # "export" is parl-lite's own command: the plugin's must not replace it
     "parl_lite.commands": {"hello": "myplugin.command:hello", "export": "myplugin.command:hello",
                            "notacommand": "myplugin.command:NOT_A_COMMAND"},
@@ -145,7 +150,8 @@ def plugin_path(tmp_path_factory) -> str:
     wheels = [
         build_wheel(folder, "my_parl_plugin", "0.3.1",
                     {"myplugin/__init__.py": "", "myplugin/backend.py": MY_BACKEND,
-                     "myplugin/solver.py": MY_SOLVER, "myplugin/command.py": MY_COMMAND}, MY_ENTRY_POINTS),
+                     "myplugin/solver.py": MY_SOLVER, "myplugin/toy.py": TOY_SOLVER,
+                     "myplugin/command.py": MY_COMMAND}, MY_ENTRY_POINTS),
         build_wheel(folder, "broken_parl_plugin", "1.0", {"brokenplugin/__init__.py": ""}, BROKEN_ENTRY_POINTS),
     ]
     target = folder / "site"
@@ -207,6 +213,54 @@ def test_es_train_command_accepts_the_plugin_solver_type(plugin_path, tmp_path):
     assert summary["algo"] == "MY_ES" and summary["updates"] == 2
 
 
+TOY_CONFIG = """
+solver:
+  type: TOY_ES
+  population_size: 6
+  toy: {step: 0.5, elite: 3}
+env: {max_steps: 30}
+train: {generations: 4, target_return: null, workers: 1, checkpoint_every: 1}
+"""
+
+
+def test_a_plugin_solver_with_a_config_block_of_its_own_trains_and_resumes(plugin_path, tmp_path):
+    (tmp_path / "toy.yaml").write_text(TOY_CONFIG)
+
+    def es_train(run: str, *overrides: str, resume: bool = False) -> subprocess.CompletedProcess:
+        sets = [f"train.log_dir={tmp_path / run}", f"train.checkpoint_dir={tmp_path / run}/ck", *overrides]
+        return run_parl_lite(plugin_path, "es-train", "--config", str(tmp_path / "toy.yaml"),
+                             *(arg for value in sets for arg in ("--set", value)), *(["--resume"] if resume else []))
+
+    whole = es_train("whole")
+    assert whole.returncode == 0 and "CartPole-v1, TOY_ES," in whole.stdout, whole.stderr
+    half = es_train("halves", "train.generations=2")
+    assert half.returncode == 0, half.stderr
+    resumed = es_train("halves", resume=True)
+    assert resumed.returncode == 0 and "at generation 2" in resumed.stdout, resumed.stderr
+    with h5py.File(tmp_path / "whole/ck/solver.h5", "r") as one, h5py.File(tmp_path / "halves/ck/solver.h5") as two:
+        assert int(one["solver/moves"][()]) == int(two["solver/moves"][()]) == 4
+        assert one["solver/centre"][()].tobytes() == two["solver/centre"][()].tobytes()  # the same run, resumed
+        assert "step: 0.5" in one.attrs["config"] and "elite: 3" in one.attrs["config"]
+        count = len(one["params"])
+    with h5py.File(tmp_path / "halves/ck/solver.h5", "r+") as file:  # the plugin's layout is checked
+        del file["solver/centre"]
+        write_dataset(file, "solver/centre", np.zeros(count + 1))
+    forged = es_train("halves", "train.generations=5", resume=True)
+    assert forged.returncode == 1 and f"solver/centre: shape ({count + 1},), expected ({count},)" in forged.stderr
+
+
+@pytest.mark.parametrize("override, message", [
+    ("solver.toy.elite=7", "solver.toy.elite: must be <= population_size (6), got 7"),
+    ("solver.toy.step=0", "solver.toy.step: must be > 0, got 0"),
+    ("solver.toy.speed=1", "solver.toy.speed: unknown key (known keys here: step, elite)"),
+    ("train.mode=async", "train.mode: async needs solver.type BASIC_ES (TOY_ES does not correct samples"),
+])
+def test_a_plugin_solver_s_config_block_is_checked_by_its_own_rules(plugin_path, tmp_path, override, message):
+    (tmp_path / "toy.yaml").write_text(TOY_CONFIG)
+    out = run_parl_lite(plugin_path, "es-train", "--config", str(tmp_path / "toy.yaml"), "--set", override)
+    assert out.returncode == 1 and message in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
 def test_the_plugins_command_lists_them_and_names_the_broken_one(plugin_path, tmp_path):
     out = run_python("from parl_lite.cli import main; main(['plugins', '--json'])", plugin_path, tmp_path)
     assert out.returncode == 0, out.stderr
@@ -227,14 +281,12 @@ def test_a_broken_plugin_is_named_when_used_and_never_breaks_the_import(plugin_p
 import parl_lite
 from parl_lite.plugins import PluginError
 from evokit_py.config import resolve_config
-from evokit_py.agent import ESAgent
 try:
     parl_lite.connect("broken://x")
 except PluginError as error:
     print("backend:", error)
-config = resolve_config(None, ["solver.type=BROKEN_ES"])  # the name is known: the config is valid
 try:
-    ESAgent(config)
+    resolve_config(None, ["solver.type=BROKEN_ES"])  # a solver's settings are part of the config: it is loaded
 except PluginError as error:
     print("solver:", error)
 """
@@ -255,8 +307,12 @@ def test_an_unknown_solver_type_lists_the_available_ones():
     from evokit_py.noise import NoiseSource
     from evokit_py.solvers import make_solver
 
-    config = resolve_config(None, ["solver.type=PSO"])  # checked when the solver is built
-    with pytest.raises(ConfigError, match=r"solver\.type: must be one of BASIC_ES, CMA_ES, SEP_CMA_ES, GA.*got 'PSO'"):
+    message = r"solver\.type: must be one of BASIC_ES, CMA_ES, SEP_CMA_ES, GA, ARS.*got 'PSO'"
+    with pytest.raises(ConfigError, match=message):  # checked as the config is read
+        resolve_config(None, ["solver.type=PSO"])
+    config = resolve_config(None, ["solver.type=GA"])
+    config.solver.type = "PSO"  # a config changed after it was read: checked when the solver is built
+    with pytest.raises(ConfigError, match=message):
         make_solver(config.solver, np.zeros(2), NoiseSource(0, 2))
 
 

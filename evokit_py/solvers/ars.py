@@ -11,13 +11,27 @@ normalisation, which the run applies (``observation_normalization``), not the so
 used as they come (no rank shaping): the division by ``sigma_R`` is ARS's normalisation. Unlike
 OpenAI ES, the step is not divided by ``nu``: ``alpha`` is ARS's step size as the paper states it.
 """
+from dataclasses import dataclass, field
+from typing import ClassVar
+
 import numpy as np
 
 from evokit_py.noise import NoiseSource, SamplingInfo
 from evokit_py.optimizers import SGD
-from evokit_py.solvers.basic_es import BasicES
+from evokit_py.schema import POSITIVE, ConfigError
+from evokit_py.solvers.base import Solver
+from evokit_py.solvers.basic_es import BasicES, BasicESConfig
+from evokit_py.solvers.settings import SolverKeys
 
-__all__ = ["ARS"]
+__all__ = ["ARS", "ARSConfig"]
+
+
+@dataclass
+class ARSConfig:
+    """ARS (``solver.ars``): N = population_size / 2 directions, step size ``solver.optimizer.base_lr``
+    (SGD), noise std ``solver.sampling.gaussian_sampling.std``."""
+    config_key: ClassVar[str] = "ars"
+    top_directions: int | None = field(default=None, metadata=POSITIVE)  # b; None: all N (V1/V2, not -t)
 
 
 class ARS(BasicES):
@@ -34,6 +48,28 @@ class ARS(BasicES):
 
     accepts_stale = False  # a pair's difference estimates the gradient where it was drawn: no correction
     can_preview = False
+    settings = ARSConfig  # beside BASIC_ES's keys (its optimizer's base_lr and type)
+
+    @classmethod
+    def check_config(cls, config: SolverKeys) -> None:
+        if config.population_size % 2:
+            raise ConfigError(f"population_size: ARS evaluates each of its directions at +delta and -delta, so "
+                              f"it must be even (2 N), got {config.population_size}")
+        top, directions = config.settings(ARSConfig).top_directions, config.population_size // 2
+        if top is not None and top > directions:
+            raise ConfigError(f"ars.top_directions: must be <= the {directions} directions (population_size / 2), "
+                              f"got {top}")
+        optimizer = config.settings(BasicESConfig).optimizer
+        if optimizer.type != "SGD":
+            raise ConfigError(f"optimizer.type: ARS steps by optimizer.base_lr (its alpha) with SGD, "
+                              f"got {optimizer.type}")
+
+    @classmethod
+    def from_config(cls, config: SolverKeys, x0: np.ndarray, noise: NoiseSource) -> Solver:
+        return cls(x0, noise, directions=config.population_size // 2,
+                   top_directions=config.settings(ARSConfig).top_directions,
+                   step_size=config.settings(BasicESConfig).optimizer.base_lr,
+                   sigma=config.sampling.gaussian_sampling.std)
 
     def __init__(self, x0: np.ndarray, noise: NoiseSource, directions: int, top_directions: int | None,
                  step_size: float, sigma: float):

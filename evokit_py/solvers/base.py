@@ -1,6 +1,7 @@
-"""The ask/tell interface every solver implements.
+"""The ask/tell interface every solver implements, and what the config and the checkpoints know of it.
 
-A solver is built from plain values (the config is read by :mod:`evokit_py.solvers.registry`).
+A solver is built from plain values; :meth:`Solver.from_config` makes it from the config's ``solver``
+block, which holds the solver's own settings (see :mod:`evokit_py.solvers.settings`).
 A generation is ``infos = solver.ask()``; every candidate ``solver.basis().candidate(info, noise)``
 is evaluated somewhere (any process holding the same noise); ``solver.tell(infos, fitness)``.
 Only the basis (once per generation), the infos and the fitness values cross process boundaries.
@@ -22,13 +23,15 @@ part of the solver's state (``state_dict``): a caller that keeps candidates draw
 across a checkpoint keeps those previews with them and gives them back (``restore_previews``).
 """
 import dataclasses
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from evokit_py.basis import Basis
 from evokit_py.noise import NoiseSource, SamplingInfo
+from evokit_py.solvers.settings import SolverKeys, SolverSettings, StateLayout
+from parl_lite.common.datasets import DatasetError, check_integer_range
 
 __all__ = ["Solver", "StaleSampleError", "centered_rank"]
 
@@ -71,11 +74,51 @@ class Solver:
         self.previews: dict[int, tuple[int, Any]] = {}  # preview id -> (its version, what _preview made)
         self._last_preview_id = 0
 
-    accepts_stale = False  # whether _tell corrects infos of older versions
+    # whether _tell corrects infos of older versions; also the rule of asynchronous training
+    # (train.mode: async), which needs a solver that does
+    accepts_stale = False
     can_preview = False  # whether _preview and preview_basis are implemented (needs accepts_stale)
     # how many consecutive infos of an ask() belong together (a mirrored pair): an evaluator that
     # splits a generation keeps each group whole, so that it lands in one update
     group_size = 1
+    # the dataclass of this solver's own keys of the config (its config_key says where they are:
+    # solver.<config_key>, or the solver block itself for ""); a subclass has its base's keys too
+    settings: ClassVar[type[SolverSettings] | None] = None
+    # keys of the solver block (below solver.) a resumed run must keep: they decide the state's layout
+    resume_fixed: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def check_config(cls, config: SolverKeys) -> None:
+        """Check what involves several keys of the ``solver`` block for this solver (a single key's
+        type and range are checked by its field).
+
+        Raises:
+            ConfigError: naming the key below ``solver`` (``ga.elite_count: ...``).
+        """
+
+    @classmethod
+    def from_config(cls, config: SolverKeys, x0: np.ndarray, noise: NoiseSource) -> "Solver":
+        """This solver as the ``solver`` block ``config`` says, starting from ``x0``."""
+        return cls(x0, noise, **config.common_arguments())
+
+    @classmethod
+    def state_layout(cls, config: SolverKeys, parameter_count: int) -> StateLayout:
+        """The datasets of :meth:`state_dict` as the checkpoint of a run of ``config`` with
+        ``parameter_count`` parameters holds them."""
+        return StateLayout({"generation": "", "sigma": "", "dropped_samples": ""})
+
+    @classmethod
+    def check_state(cls, state: Mapping[str, np.ndarray], generation: int, config: SolverKeys) -> None:
+        """Check the values of a checkpoint's state at ``generation`` (its layout and the values'
+        finiteness are checked before).
+
+        Raises:
+            DatasetError: naming the first dataset out of range (``solver/sigma: ...``).
+        """
+        if "sigma" in state and not float(state["sigma"]) > 0:
+            raise DatasetError(f"solver/sigma: {float(state['sigma'])}, expected a step size > 0")
+        if "dropped_samples" in state:
+            check_integer_range("solver/dropped_samples", state["dropped_samples"], (0, None))
 
     def _rng(self, extra_round: int = 0) -> np.random.Generator:
         key = [self.noise.seed, self.generation] + ([extra_round] if extra_round else [])

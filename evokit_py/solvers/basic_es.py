@@ -12,16 +12,61 @@ A candidate drawn around a preview (the parameters an update was heading to, bef
 is corrected the same way, by the difference between the preview and the current parameters.
 """
 import copy
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
 
 import numpy as np
 
 from evokit_py.basis import Basis
 from evokit_py.noise import NoiseSource, SamplingInfo
-from evokit_py.optimizers import Optimizer
+from evokit_py.optimizers import SGD, Adam, Momentum, Optimizer
+from evokit_py.schema import NON_NEGATIVE, POSITIVE, UNIT_OPEN, ConfigError
 from evokit_py.solvers.base import Solver, centered_rank
+from evokit_py.solvers.settings import SolverKeys, SolverSettings, StateLayout
+from parl_lite.common.datasets import DatasetError, check_integer_range
 
-__all__ = ["BasicES"]
+__all__ = ["BasicES", "BasicESConfig", "OptimizerConfig", "make_optimizer"]
+
+
+@dataclass
+class MomentumConfig:
+    mu: float = field(default=0.9, metadata=UNIT_OPEN)
+
+
+@dataclass
+class AdamConfig:
+    beta1: float = field(default=0.9, metadata=UNIT_OPEN)
+    beta2: float = field(default=0.999, metadata=UNIT_OPEN)
+    epsilon: float = field(default=1e-8, metadata=POSITIVE)
+
+
+@dataclass
+class OptimizerConfig:
+    """EvoKit's optimizer block (``solver.optimizer``): BASIC_ES's, and ARS's step size."""
+    type: Literal["SGD", "MOMENTUM", "ADAM"] = "SGD"
+    base_lr: float = field(default=0.05, metadata=POSITIVE)
+    momentum: MomentumConfig = field(default_factory=MomentumConfig)
+    adam: AdamConfig = field(default_factory=AdamConfig)
+
+
+@dataclass
+class BasicESConfig:
+    """BASIC_ES's keys, in the ``solver`` block itself as EvoKit has them (``solver.mirrored_sampling``)."""
+    config_key: ClassVar[str] = ""
+    mirrored_sampling: bool = True
+    fitness_shaping: Literal["centered_rank", "none"] = "centered_rank"
+    weight_decay: float = field(default=0.0, metadata=NON_NEGATIVE)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+
+
+def make_optimizer(config: OptimizerConfig, dim: int) -> Optimizer:
+    """The optimizer ``solver.optimizer`` describes, for ``dim`` parameters."""
+    if config.type == "SGD":
+        return SGD(dim, config.base_lr)
+    if config.type == "MOMENTUM":
+        return Momentum(dim, config.base_lr, config.momentum.mu)
+    return Adam(dim, config.base_lr, config.adam.beta1, config.adam.beta2, config.adam.epsilon)
 
 
 class BasicES(Solver):
@@ -37,6 +82,34 @@ class BasicES(Solver):
 
     accepts_stale = True
     can_preview = True
+    settings: ClassVar[type[SolverSettings] | None] = BasicESConfig
+    resume_fixed = ("mirrored_sampling", "optimizer.type")
+
+    @classmethod
+    def check_config(cls, config: SolverKeys) -> None:
+        if config.settings(BasicESConfig).mirrored_sampling and config.population_size % 2:
+            raise ConfigError(f"population_size: must be even with mirrored_sampling, got {config.population_size}")
+
+    @classmethod
+    def from_config(cls, config: SolverKeys, x0: np.ndarray, noise: NoiseSource) -> Solver:
+        own = config.settings(BasicESConfig)
+        return cls(x0, noise, optimizer=make_optimizer(own.optimizer, noise.dim), mirrored=own.mirrored_sampling,
+                   fitness_shaping=own.fitness_shaping, weight_decay=own.weight_decay, **config.common_arguments())
+
+    @classmethod
+    def state_layout(cls, config: SolverKeys, parameter_count: int) -> StateLayout:
+        optimizer = {"optimizer/t": "", "optimizer/velocity": "n", "optimizer/m": "n", "optimizer/v": "n"}
+        return super().state_layout(config, parameter_count).extended(
+            {**optimizer, "theta": "n", "history/versions": "h", "history/thetas": "h,n"},
+            {"h": (config.max_staleness, "solver.max_staleness")}, ("theta", "history/thetas"))
+
+    @classmethod
+    def check_state(cls, state: Mapping[str, np.ndarray], generation: int, config: SolverKeys) -> None:
+        super().check_state(state, generation, config)
+        if "optimizer/t" in state:
+            check_integer_range("solver/optimizer/t", state["optimizer/t"], (0, generation))
+        if "history/versions" in state:
+            _check_versions(state["history/versions"], generation, config.max_staleness)
 
     def __init__(self, x0: np.ndarray, noise: NoiseSource, population_size: int, sigma: float, optimizer: Optimizer,
                  mirrored: bool = True, fitness_shaping: Literal["centered_rank", "none"] = "centered_rank",
@@ -116,3 +189,13 @@ class BasicES(Solver):
         versions, thetas = state.get("history/versions", []), state.get("history/thetas", [])
         self.history = {int(v): np.array(t, dtype=np.float64) for v, t in zip(versions, thetas, strict=True)}
         self.optimizer.load_state_dict({k.split("/", 1)[1]: v for k, v in state.items() if k.startswith("optimizer/")})
+
+
+def _check_versions(versions: np.ndarray, generation: int, max_staleness: int) -> None:
+    """The versions BASIC_ES keeps for stale samples: distinct, among the ``max_staleness`` before
+    ``generation``."""
+    oldest = max(0, generation - max_staleness)
+    for version in versions:
+        check_integer_range("solver/history/versions", version, (oldest, generation - 1))
+    if len(set(versions.tolist())) != len(versions):
+        raise DatasetError(f"solver/history/versions: {versions.tolist()} holds a version twice")

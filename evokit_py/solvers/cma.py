@@ -18,16 +18,36 @@ need the basis (mean, sigma, B·D) and the infos. The separable variant (``diago
 larger, positive weights only.
 """
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
 from evokit_py.basis import Basis
 from evokit_py.noise import NoiseSource, SamplingInfo
+from evokit_py.schema import NON_NEGATIVE, POSITIVE
 from evokit_py.solvers.base import Solver
-from evokit_py.solvers.cma_stop import CRITERIA, Termination
+from evokit_py.solvers.cma_stop import CRITERIA, Termination, default_tolstagnation
+from evokit_py.solvers.settings import SolverKeys, StateLayout
+from parl_lite.common.datasets import check_integer_range
 
-__all__ = ["CMAES", "SepCMAES", "CMAParameters"]
+__all__ = ["CMAES", "SepCMAES", "CMAParameters", "CMAESConfig"]
+
+
+@dataclass
+class CMAESConfig:
+    """CMA-ES (``solver.cma_es``): the initial step size is ``solver.sampling.gaussian_sampling.std``;
+    termination thresholds are pycma's defaults (0 disables one)."""
+    config_key: ClassVar[str] = "cma_es"
+    mu: int | None = field(default=None, metadata=POSITIVE)  # None: population_size // 2
+    active: bool = True  # negative weights for the worst candidates (active CMA)
+    diagonal: bool = False  # separable CMA-ES: diagonal covariance (as solver.type SEP_CMA_ES)
+    restarts: int = field(default=0, metadata=NON_NEGATIVE)  # IPOP: each restart doubles the population
+    tolfun: float = field(default=1e-11, metadata=NON_NEGATIVE)
+    tolx: float = field(default=1e-11, metadata=NON_NEGATIVE)
+    tolconditioncov: float = field(default=1e14, metadata=NON_NEGATIVE)
+    tolstagnation: int | None = field(default=None, metadata=NON_NEGATIVE)  # None: 100 + 100 n^1.5 / lambda
 
 
 @dataclass
@@ -101,6 +121,40 @@ class CMAES(Solver):
     """
 
     diagonal = False
+    settings = CMAESConfig
+
+    @classmethod
+    def from_config(cls, config: SolverKeys, x0: np.ndarray, noise: NoiseSource) -> Solver:
+        own = config.settings(CMAESConfig)
+        return cls(x0, noise, mu=own.mu, active=own.active, diagonal=own.diagonal, restarts=own.restarts,
+                   tolfun=own.tolfun, tolx=own.tolx, tolconditioncov=own.tolconditioncov,
+                   tolstagnation=own.tolstagnation, **config.common_arguments())
+
+    @classmethod
+    def state_layout(cls, config: SolverKeys, parameter_count: int) -> StateLayout:
+        own, n, population = config.settings(CMAESConfig), parameter_count, config.population_size
+        covariance = {"C": "n"} if cls.diagonal or own.diagonal else {"C": "n,n", "B": "n,n"}
+        stagnation = default_tolstagnation(n, population) if own.tolstagnation is None else own.tolstagnation
+        scalars = ("population_size", "restarts_done", "run_generation", "eigen_generation", "best_f", "stop_reason")
+        return super().state_layout(config, parameter_count).extended(
+            {**dict.fromkeys(scalars, ""), "mean": "n", "D": "n", "pc": "n", "ps": "n", "best_x": "n", **covariance,
+             "termination/best_history": "b", "termination/stagnation_best": "s",
+             "termination/stagnation_median": "s"},
+            {"b": (10 + math.ceil(30 * n / population), "CMA-ES's tolfun history"),
+             "s": (max(1, stagnation), "CMA-ES's tolstagnation window")}, ("mean", "best_x"))
+
+    @classmethod
+    def check_state(cls, state: Mapping[str, np.ndarray], generation: int, config: SolverKeys) -> None:
+        super().check_state(state, generation, config)
+        restarts = config.settings(CMAESConfig).restarts
+        bounds = {"restarts_done": (0, restarts), "run_generation": (0, generation),
+                  "population_size": (2, config.population_size * 2**restarts), "stop_reason": (0, len(CRITERIA))}
+        for key, bound in bounds.items():
+            if key in state:
+                check_integer_range(f"solver/{key}", state[key], bound)
+        if "eigen_generation" in state:
+            check_integer_range("solver/eigen_generation", state["eigen_generation"],
+                                (0, int(state.get("run_generation", generation))))
 
     def __init__(self, x0: np.ndarray, noise: NoiseSource, population_size: int, sigma: float, mu: int | None = None,
                  active: bool = True, diagonal: bool = False, restarts: int = 0, tolfun: float = 1e-11,

@@ -6,14 +6,26 @@ is a parent (uniformly among the top ``truncation`` fraction) plus ``std * eps``
 the next generation are the best ``ceil(truncation * population_size)`` candidates.
 """
 import math
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
 from evokit_py.basis import Basis
 from evokit_py.noise import NoiseSource, SamplingInfo
+from evokit_py.schema import NON_NEGATIVE, ConfigError, check
 from evokit_py.solvers.base import Solver
+from evokit_py.solvers.settings import SolverKeys, StateLayout
 
-__all__ = ["GA"]
+__all__ = ["GA", "GAConfig"]
+
+
+@dataclass
+class GAConfig:
+    """GA (``solver.ga``): mutation std is ``solver.sampling.gaussian_sampling.std``."""
+    config_key: ClassVar[str] = "ga"
+    elite_count: int = field(default=1, metadata=NON_NEGATIVE)
+    truncation: float = field(default=0.2, metadata=check(lambda v: 0 < v <= 1, "must be in (0, 1]"))
 
 
 class GA(Solver):
@@ -25,6 +37,25 @@ class GA(Solver):
         elite_count: the best parents re-evaluated unchanged each generation (fewer than ``population_size``).
         truncation: the fraction of the population that becomes parents, in (0, 1].
     """
+
+    settings = GAConfig
+
+    @classmethod
+    def check_config(cls, config: SolverKeys) -> None:
+        elite_count = config.settings(GAConfig).elite_count
+        if elite_count >= config.population_size:
+            raise ConfigError(f"ga.elite_count: must be < population_size ({config.population_size}), "
+                              f"got {elite_count}")
+
+    @classmethod
+    def from_config(cls, config: SolverKeys, x0: np.ndarray, noise: NoiseSource) -> Solver:
+        own = config.settings(GAConfig)
+        return cls(x0, noise, elite_count=own.elite_count, truncation=own.truncation, **config.common_arguments())
+
+    @classmethod
+    def state_layout(cls, config: SolverKeys, parameter_count: int) -> StateLayout:
+        return super().state_layout(config, parameter_count).extended(
+            {"parents": "q,n"}, {"q": (config.population_size, "solver.population_size")}, ("parents",))
 
     def __init__(self, x0: np.ndarray, noise: NoiseSource, population_size: int, sigma: float, elite_count: int = 1,
                  truncation: float = 0.2, max_staleness: int = 0):

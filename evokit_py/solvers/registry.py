@@ -1,38 +1,39 @@
-"""Which solver ``solver.type`` names, and building it from the config: the only place where the
-``solver`` block becomes a solver. Solvers and optimizers take plain values; this module turns the
-block into them.
+"""Which solver ``solver.type`` names: the built-in ones, then those plugins register.
 
-A distribution adds a solver by registering its class under the entry-point group
-``evokit_py.solvers`` with the ``solver.type`` name that selects it (see :mod:`parl_lite.ext`). A
-plugin class is built as its nearest built-in base class is (a subclass of :class:`BasicES` gets
-BASIC_ES's values, a direct subclass of :class:`Solver` the common ones: ``x0``, ``noise``,
-``population_size``, ``sigma``, ``max_staleness``).
+A solver class carries all that the config and the checkpoints need of it (its settings, their
+checks, whether it takes asynchronous updates, how it is built from the ``solver`` block, the layout
+of its state: see :class:`~evokit_py.solvers.base.Solver`), so this registry is only names. A
+distribution adds a solver by registering its class under the entry-point group
+``evokit_py.solvers`` with the ``solver.type`` name that selects it (see :mod:`parl_lite.ext`); a
+class derived from a built-in one inherits what it does not declare (a subclass of :class:`BasicES`
+has BASIC_ES's keys and is built as BASIC_ES is).
 """
-from collections.abc import Callable
-
 import numpy as np
 
-from evokit_py.config import ConfigError, OptimizerConfig, SolverConfig
 from evokit_py.noise import NoiseSource
-from evokit_py.optimizers import SGD, Adam, Momentum, Optimizer
+from evokit_py.schema import ConfigError
 from evokit_py.solvers.ars import ARS
 from evokit_py.solvers.base import Solver
 from evokit_py.solvers.basic_es import BasicES
 from evokit_py.solvers.cma import CMAES, SepCMAES
 from evokit_py.solvers.ga import GA
+from evokit_py.solvers.settings import SolverKeys
 
-__all__ = ["make_solver", "make_optimizer", "solver_types", "solver_class"]
+__all__ = ["BUILT_IN", "make_solver", "solver_types", "solver_class"]
 
-_SOLVERS: dict[str, type[Solver]] = {"BASIC_ES": BasicES, "CMA_ES": CMAES, "SEP_CMA_ES": SepCMAES, "GA": GA,
+BUILT_IN: dict[str, type[Solver]] = {"BASIC_ES": BasicES, "CMA_ES": CMAES, "SEP_CMA_ES": SepCMAES, "GA": GA,
                                      "ARS": ARS}
+"""The built-in solvers by ``solver.type``; they win over a plugin of the same name."""
+
+_loaded: dict[str, type[Solver]] = {}  # plugin solvers loaded so far, by name
 
 
 def solver_types() -> list[str]:
     """The ``solver.type`` names available: the built-in ones, then those of installed plugins."""
     from parl_lite import plugins  # here: importlib.metadata costs 15 ms that only a lookup needs
 
-    added = [plugin.name for plugin in plugins.installed(plugins.SOLVERS) if plugin.name not in _SOLVERS]
-    return [*_SOLVERS, *added]
+    added = [plugin.name for plugin in plugins.installed(plugins.SOLVERS) if plugin.name not in BUILT_IN]
+    return [*BUILT_IN, *added]
 
 
 def solver_class(name: str) -> type[Solver]:
@@ -43,8 +44,10 @@ def solver_class(name: str) -> type[Solver]:
             is not a :class:`Solver` class (the message names ``solver.type``).
         parl_lite.plugins.PluginError: the plugin of that name does not load (the message names it).
     """
-    if name in _SOLVERS:
-        return _SOLVERS[name]
+    if name in BUILT_IN:
+        return BUILT_IN[name]
+    if name in _loaded:
+        return _loaded[name]
     from parl_lite import plugins
 
     plugin = plugins.find(plugins.SOLVERS, name)
@@ -54,59 +57,14 @@ def solver_class(name: str) -> type[Solver]:
     if not (isinstance(found, type) and issubclass(found, Solver)):
         raise ConfigError(f"solver.type: {plugin.description} is {found!r}, not a subclass of "
                           f"evokit_py.solvers.Solver")
+    _loaded[name] = found
     return found
 
 
-def make_optimizer(config: OptimizerConfig, dim: int) -> Optimizer:
-    """The optimizer ``solver.optimizer`` describes, for ``dim`` parameters."""
-    if config.type == "SGD":
-        return SGD(dim, config.base_lr)
-    if config.type == "MOMENTUM":
-        return Momentum(dim, config.base_lr, config.momentum.mu)
-    return Adam(dim, config.base_lr, config.adam.beta1, config.adam.beta2, config.adam.epsilon)
-
-
-def _common(config: SolverConfig) -> dict:
-    return {"population_size": config.population_size, "sigma": config.sampling.gaussian_sampling.std,
-            "max_staleness": config.max_staleness}
-
-
-def _basic_es(cls: type, config: SolverConfig, x0: np.ndarray, noise: NoiseSource) -> Solver:
-    return cls(x0, noise, optimizer=make_optimizer(config.optimizer, noise.dim), mirrored=config.mirrored_sampling,
-               fitness_shaping=config.fitness_shaping, weight_decay=config.weight_decay, **_common(config))
-
-
-def _cma_es(cls: type, config: SolverConfig, x0: np.ndarray, noise: NoiseSource) -> Solver:
-    cma = config.cma_es
-    return cls(x0, noise, mu=cma.mu, active=cma.active, diagonal=cma.diagonal, restarts=cma.restarts,
-               tolfun=cma.tolfun, tolx=cma.tolx, tolconditioncov=cma.tolconditioncov,
-               tolstagnation=cma.tolstagnation, **_common(config))
-
-
-def _ga(cls: type, config: SolverConfig, x0: np.ndarray, noise: NoiseSource) -> Solver:
-    return cls(x0, noise, elite_count=config.ga.elite_count, truncation=config.ga.truncation, **_common(config))
-
-
-def _ars(cls: type, config: SolverConfig, x0: np.ndarray, noise: NoiseSource) -> Solver:
-    return cls(x0, noise, directions=config.population_size // 2, top_directions=config.ars.top_directions,
-               step_size=config.optimizer.base_lr, sigma=config.sampling.gaussian_sampling.std)
-
-
-def _solver(cls: type, config: SolverConfig, x0: np.ndarray, noise: NoiseSource) -> Solver:
-    return cls(x0, noise, **_common(config))
-
-
-# how each built-in class (and so each plugin class derived from it) is built from the config
-_BUILDERS: dict[type, Callable[[type, SolverConfig, np.ndarray, NoiseSource], Solver]] = {
-    ARS: _ars, BasicES: _basic_es, CMAES: _cma_es, GA: _ga, Solver: _solver}
-
-
-def make_solver(config: SolverConfig, x0: np.ndarray, noise: NoiseSource) -> Solver:
-    """The solver ``config.type`` names, starting from ``x0``.
+def make_solver(config: SolverKeys, x0: np.ndarray, noise: NoiseSource) -> Solver:
+    """The solver ``config.type`` names, built from the ``solver`` block ``config``, starting from ``x0``.
 
     Raises:
         ConfigError, PluginError: as :func:`solver_class`.
     """
-    cls = solver_class(config.type)
-    builder = next(_BUILDERS[base] for base in cls.__mro__ if base in _BUILDERS)
-    return builder(cls, config, x0, noise)
+    return solver_class(config.type).from_config(config, x0, noise)

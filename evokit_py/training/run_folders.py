@@ -13,9 +13,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from evokit_py.sections import TrainConfig
 from evokit_py.training.run_lock import held_by_a_run
 
-__all__ = ["CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME", "RunFolders", "choose_run_folders"]
+__all__ = ["CHECKPOINT_NAME", "CSV_NAME", "ONNX_NAME", "RunFolders", "RunPaths", "choose_run_folders"]
 
 CHECKPOINT_NAME = "solver.h5"
 CSV_NAME = "progress.csv"
@@ -34,6 +35,22 @@ class RunFolders:
     checkpoint_dir: Path
     number: int = 0
     note: str | None = None
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """The files of a run: in ``train.log_dir`` the CSV and the policy, in ``train.checkpoint_dir`` the
+    checkpoint."""
+    log_dir: Path
+    checkpoint: Path
+    csv: Path
+    onnx: Path
+
+    @classmethod
+    def of(cls, train: TrainConfig) -> "RunPaths":
+        """The files of a run of the ``train`` section's folders."""
+        log_dir = Path(train.log_dir)
+        return cls(log_dir, Path(train.checkpoint_dir) / CHECKPOINT_NAME, log_dir / CSV_NAME, log_dir / ONNX_NAME)
 
 
 def choose_run_folders(log_dir: "str | os.PathLike", checkpoint_dir: "str | os.PathLike", resume: bool) -> RunFolders:

@@ -154,79 +154,126 @@ def async_batches(run: Run, pool: EvaluationPool, evaluations: EvaluationQueue |
     a resumed run's checkpoint held go first), whenever the generator is suspended or ended.
     Closing the generator waits for the evaluation episodes still running and records them; the
     candidates still running are left to finish on their own (no update would take their results)."""
-    solver, config = run.solver, run.config
-    lookahead = config.train.lookahead and solver.can_preview
-    pending: deque = deque()  # (index, infos) of the current version not handed out yet, a call each
-    version: int | None = None  # the solver version ``basis`` is of
-    basis: dict = {}
-    extra_round = 0
-    evaluations = evaluations if evaluations is not None else EvaluationQueue()
-    # (info, its row of the result), kept in ``unfinished`` as they arrive
-    arrived = (unfinished if unfinished is not None else UnfinishedGeneration()).hold(solver)
-    running: dict[concurrent.futures.Future, tuple[Any, list[SamplingInfo]]] = {}  # future -> (worker, infos)
-    evaluating: dict[concurrent.futures.Future, tuple[Any, tuple[int, int]]] = {}  # future -> (worker, episode)
-    idle = list(pool.workers)
-    completions = _Completions()
-    normalised: tuple[int, float] | None = None  # (version, observations counted) ``mean`` and ``std`` are of
-    mean = std = None
+    schedule = _AsyncSchedule(run, pool, evaluations if evaluations is not None else EvaluationQueue(),
+                              unfinished if unfinished is not None else UnfinishedGeneration())
     try:
         tick = time.perf_counter()
         while True:
-            if version != solver.generation:  # the start, or an update below moved the solver
-                version, basis, extra_round, pending = solver.generation, solver.basis().to_dict(), 0, deque()
-            if normalised != (version, run.obs_stats.count):  # the start, or an update below fed the statistics
-                normalised = version, run.obs_stats.count
-                mean, std = run.normalisation()
-            while idle:
-                started = evaluations.submit_next(pool, idle[-1])
-                if started is not None:
-                    evaluating[started[0]] = (idle.pop(), started[1])
-                    completions.watch(started[0])
-                    continue
-                if not pending:
-                    infos = solver.ask(extra_round)
-                    size = len(infos)
-                    group = solver.group_size
-                    pending.extend((size * extra_round + i, infos[i:i + group]) for i in range(0, size, group))
-                    extra_round += 1
-                worker, (index, infos) = idle.pop(), pending.popleft()
-                ahead = len(arrived) + sum(len(running_infos) for _, running_infos in running.values())
-                batch_generation = version + ahead // solver.population_size
-                seeds = [candidate_episode_seeds(config, batch_generation, index + k) for k in range(len(infos))]
-                around = basis, mean, std
-                if lookahead and ahead >= solver.population_size and arrived:
-                    infos, around = _around_preview(run, arrived, infos, around)
-                future = pool.submit(worker, *around, [info.to_list() for info in infos], seeds)
-                running[future] = (worker, infos)
-                completions.watch(future)
-            done = completions.next_done(LOOK_EVERY) if running or evaluating else pool.wait_for_workers()
-            for future in [future for future in evaluating if future in done]:
-                worker, episode = evaluating.pop(future)
-                result = _result(pool, future, worker, 0)
-                if result is None:
-                    evaluations.requeue(episode)
-                else:
-                    idle.append(worker)
-                    evaluations.record(episode, result)
-            if evaluations.reached_target():
+            schedule.hand_out()
+            done = schedule.wait()
+            if schedule.take_evaluations(done):
                 yield None
-            for future in [future for future in running if future in done]:  # in the order handed out
-                worker, infos = running.pop(future)
-                result = _result(pool, future, worker, len(infos))  # None: lost, further candidates are drawn
-                if result is not None:
-                    idle.append(worker)
-                    arrived += [(info, {key: value[k:k + 1] for key, value in result.items()})
-                                for k, info in enumerate(infos)]
-            idle += pool.take_new()
-            size = solver.population_size
-            while len(arrived) >= size:
-                batch = arrived[:size]
-                del arrived[:size]
-                result = aggregate({key: np.concatenate([r[key] for _, r in batch]) for key in batch[0][1]})
-                yield _updated(run, [info for info, _ in batch], result, tick)
+            schedule.take_candidates(done)
+            while (batch := schedule.full_batch()) is not None:
+                yield _updated(run, *batch, tick)
                 tick = time.perf_counter()
     finally:
-        _record_finishing(evaluating, evaluations)
+        _record_finishing(schedule.evaluating, schedule.evaluations)
+
+
+class _AsyncSchedule:
+    """What :func:`async_batches` keeps between its steps: the idle workers, the calls running
+    (candidates, evaluation episodes), the candidates of the current version not handed out yet and
+    the results arrived since the last update (the list ``unfinished`` holds: a checkpoint keeps them)."""
+
+    def __init__(self, run: Run, pool: EvaluationPool, evaluations: EvaluationQueue,
+                 unfinished: UnfinishedGeneration):
+        self.run, self.pool, self.evaluations = run, pool, evaluations
+        self.lookahead = run.config.train.lookahead and run.solver.can_preview
+        self.pending: deque = deque()  # (index, infos) of the current version not handed out yet, a call each
+        self.version = -1  # the solver version ``basis`` is of (-1: none yet)
+        self.basis: dict = {}
+        self.extra_round = 0
+        self.arrived = unfinished.hold(run.solver)  # (info, its row of the result), in the order they arrived
+        self.running: dict[concurrent.futures.Future, tuple[Any, list[SamplingInfo]]] = {}  # -> (worker, infos)
+        self.evaluating: dict[concurrent.futures.Future, tuple[Any, tuple[int, int]]] = {}  # -> (worker, episode)
+        self.idle = list(pool.workers)
+        self.completions = _Completions()
+        self.normalised: tuple[int, float] | None = None  # (version, observations counted) mean and std are of
+        self.mean: np.ndarray | None = None
+        self.std: np.ndarray | None = None
+
+    def hand_out(self) -> None:
+        """Give each idle worker a call: the next evaluation episode if one waits, else the next
+        candidates of the solver's current version (a new version starts its candidates anew)."""
+        solver, stats = self.run.solver, self.run.obs_stats
+        if self.version != solver.generation:  # the start, or an update moved the solver
+            self.version, self.basis, self.extra_round, self.pending = (solver.generation, solver.basis().to_dict(),
+                                                                        0, deque())
+        if self.normalised != (self.version, stats.count):  # the start, or an update fed the statistics
+            self.normalised = self.version, stats.count
+            self.mean, self.std = self.run.normalisation()
+        while self.idle:
+            started = self.evaluations.submit_next(self.pool, self.idle[-1])
+            if started is None:
+                self._submit_candidates(self.idle.pop())
+            else:
+                self.evaluating[started[0]] = (self.idle.pop(), started[1])
+                self.completions.watch(started[0])
+
+    def _submit_candidates(self, worker: Any) -> None:
+        """Start the next call's candidates (a mirrored pair whole) on ``worker``: past the
+        generation's, further ones (``solver.ask(extra_round)``); with the episode seeds of the batch
+        they are expected to land in, and around a preview of the next update once that batch is
+        complete without them (``train.lookahead``)."""
+        solver, config = self.run.solver, self.run.config
+        if not self.pending:
+            infos = solver.ask(self.extra_round)
+            size, group = len(infos), solver.group_size
+            self.pending.extend((size * self.extra_round + i, infos[i:i + group]) for i in range(0, size, group))
+            self.extra_round += 1
+        index, infos = self.pending.popleft()
+        ahead = len(self.arrived) + sum(len(running_infos) for _, running_infos in self.running.values())
+        batch_generation = self.version + ahead // solver.population_size
+        seeds = [candidate_episode_seeds(config, batch_generation, index + k) for k in range(len(infos))]
+        around = self.basis, self.mean, self.std
+        if self.lookahead and ahead >= solver.population_size and self.arrived:
+            infos, around = _around_preview(self.run, self.arrived, infos, around)
+        future = self.pool.submit(worker, *around, [info.to_list() for info in infos], seeds)
+        self.running[future] = (worker, infos)
+        self.completions.watch(future)
+
+    def wait(self) -> set[concurrent.futures.Future]:
+        """The calls finished within :data:`LOOK_EVERY` seconds (with none running: a wait for a new worker)."""
+        if self.running or self.evaluating:
+            return self.completions.next_done(LOOK_EVERY)
+        return self.pool.wait_for_workers()
+
+    def take_evaluations(self, done: set[concurrent.futures.Future]) -> bool:
+        """Record the evaluation episodes among ``done`` (a lost worker's goes back in the queue);
+        whether an evaluation not taken yet reached its target."""
+        for future in [future for future in self.evaluating if future in done]:
+            worker, episode = self.evaluating.pop(future)
+            result = _result(self.pool, future, worker, 0)
+            if result is None:
+                self.evaluations.requeue(episode)
+            else:
+                self.idle.append(worker)
+                self.evaluations.record(episode, result)
+        return self.evaluations.reached_target()
+
+    def take_candidates(self, done: set[concurrent.futures.Future]) -> None:
+        """Take the results of the candidates among ``done``, in the order they were handed out (a lost
+        worker's candidates are not: further ones are drawn), and the workers made meanwhile."""
+        for future in [future for future in self.running if future in done]:
+            worker, infos = self.running.pop(future)
+            result = _result(self.pool, future, worker, len(infos))
+            if result is not None:
+                self.idle.append(worker)
+                self.arrived += [(info, {key: value[k:k + 1] for key, value in result.items()})
+                                 for k, info in enumerate(infos)]
+        self.idle += self.pool.take_new()
+
+    def full_batch(self) -> tuple[list[SamplingInfo], dict] | None:
+        """The infos and :func:`aggregate` totals of the next ``population_size`` results arrived,
+        taken out of them; None while fewer arrived."""
+        size = self.run.solver.population_size
+        if len(self.arrived) < size:
+            return None
+        batch = self.arrived[:size]
+        del self.arrived[:size]
+        return ([info for info, _ in batch],
+                aggregate({key: np.concatenate([row[key] for _, row in batch]) for key in batch[0][1]}))
 
 
 def _record_finishing(evaluating: dict[concurrent.futures.Future, tuple[Any, tuple[int, int]]],
