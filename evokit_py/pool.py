@@ -3,24 +3,25 @@
 The trainer only calls :meth:`EvaluationPool.evaluate`. Candidates go out in small chunks, the next
 chunk to whichever worker finishes first, so that episodes of very different lengths (CartPole: 10
 to 500 steps) keep every worker busy. Results are put back in candidate order and summed per
-candidate, so the outcome does not depend on the number of workers or on who ran what.
-:meth:`EvaluationPool.submit` is the asynchronous mode's: one call on one chosen worker, not waited for.
+candidate, so the outcome does not depend on the number of workers or on who ran what. The
+asynchronous mode hands out calls of its own (:meth:`EvaluationPool.draw_from`) and takes them as
+they finish (:meth:`EvaluationPool.next_finished`).
 
-The remote workers are an :class:`parl_lite.remote.group.ActorGroup`: a worker that dies (its node
-was lost) is dropped, its chunk goes back in the queue for the workers left, and the group makes
-another on a node that is alive; while a cluster has free CPUs (a node joined), workers are added,
-up to ``train.max_workers``. Since a candidate's episodes depend only on its sampling info and
-seeds, a chunk evaluated again gives the same result: a lost worker changes nothing in a sync run's
-outcome. What happened is kept as lines (:meth:`EvaluationPool.drain_events`) and counted
+The calls go through one :class:`parl_lite.remote.work.WorkQueue` over the workers, an
+:class:`parl_lite.remote.group.ActorGroup` for the remote ones: a worker that dies (its node was lost)
+is dropped, its chunk goes back in the queue for the workers left, and the group makes another on a
+node that is alive; while a cluster has free CPUs (a node joined), workers are added, up to
+``train.max_workers``. Since a candidate's episodes depend only on its sampling info and seeds, a
+chunk evaluated again gives the same result: a lost worker changes nothing in a sync run's outcome.
+What happened is kept as lines (:meth:`EvaluationPool.drain_events`) and counted
 (:attr:`EvaluationPool.losses`). With no worker left and none made for ``train.capacity_wait``
 seconds, or when the backend cannot be reached any more (a cluster's master is gone), the pool raises
 :class:`WorkersLostError`.
 """
-import collections
 import concurrent.futures
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,9 +31,10 @@ from evokit_py.config import ESConfig
 from evokit_py.limits import check_cluster_workers, check_local_workers
 from evokit_py.noise import NoiseSpec
 from evokit_py.sampler import Sampler, aggregate
-from parl_lite.remote.errors import ActorDiedError
+from parl_lite.remote.group import ActorGroupError
+from parl_lite.remote.work import Finished, WorkQueue
 
-__all__ = ["EvaluationPool", "Losses", "WorkersLostError"]
+__all__ = ["EvaluationPool", "Losses", "SamplerCall", "WorkersLostError"]
 
 CHUNKS_PER_WORKER = 4  # more chunks balance better; each costs one remote call (~0.1-0.2 ms)
 RAY_HERE = "ray://local"  # the Ray backend's address for a Ray started on this machine
@@ -50,6 +52,21 @@ class WorkersLostError(RuntimeError):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.finished: dict[int, dict] = {}
+
+
+@dataclass(eq=False)
+class SamplerCall:
+    """One call of :meth:`Sampler.evaluate`.
+
+    Attributes:
+        args: its arguments: basis, observation mean and std, sampling infos, episode seeds.
+        purpose: the caller's note of what it is for (a chunk's index, the candidates' infos, an
+            evaluation episode).
+        candidates: the candidates it evaluates (0: an episode of the solution's evaluation).
+    """
+    args: tuple
+    purpose: Any
+    candidates: int
 
 
 @dataclass
@@ -97,7 +114,7 @@ class EvaluationPool:
         self.backend = backend
         self.losses = Losses()
         self._events: list[str] = []
-        self._group = None
+        self._group: Any = None
         if backend == "remote":
             import parl_lite
             from parl_lite.remote.group import ActorGroup
@@ -116,10 +133,11 @@ class EvaluationPool:
             self._group = ActorGroup(lambda index: remote_sampler(config.worker_config(), policy_bytes, noise), workers,
                                      hp.max_workers or workers, name="sampler", capacity_wait=hp.capacity_wait,
                                      backend=connection)
-            self.workers: list[Any] = self._group.start()
+            samplers = self._group.start()
         else:
             # one is enough: they would run in turn
-            self.workers = [Sampler(config.worker_config(), policy_bytes, noise)]
+            samplers = [Sampler(config.worker_config(), policy_bytes, noise)]
+        self._queue: WorkQueue[SamplerCall] = WorkQueue(samplers, self._start_call, self._group)
 
     def evaluate(self, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
                  infos: Sequence[list[int]], seeds: Sequence[list[int]],
@@ -154,7 +172,6 @@ class EvaluationPool:
 
     def _chunks(self, todo: Sequence[int]) -> list[Sequence[int]]:
         """``todo`` (candidate indices) cut into about :data:`CHUNKS_PER_WORKER` chunks per worker."""
-        self.take_new()
         size = max(1, math.ceil(len(todo) / (CHUNKS_PER_WORKER * max(1, len(self.workers)))))
         return [todo[start:start + size] for start in range(0, len(todo), size)]
 
@@ -167,67 +184,75 @@ class EvaluationPool:
         Raises:
             WorkersLostError: its ``finished`` holds the results by chunk index (not candidate).
         """
-        import parl_lite
-
-        idle = list(self.workers)
-        waiting = collections.deque(range(len(chunks)))  # chunk indices to hand out, in order
+        calls = [SamplerCall((basis, obs_mean, obs_std, [infos[i] for i in chunk], [seeds[i] for i in chunk]), index,
+                             len(chunk)) for index, chunk in enumerate(chunks)]
+        mine = {id(call) for call in calls}  # a call of an earlier evaluate still running is not one of these
         results: dict[int, dict] = {}  # chunk index -> its result
-        running: dict[concurrent.futures.Future, tuple[Any, int]] = {}  # future -> (worker, chunk index)
+        for call in calls:
+            self._queue.submit(call)
         try:
-            while waiting or running:
-                while idle and waiting:
-                    worker, index = idle.pop(0), waiting.popleft()
-                    chunk = chunks[index]
-                    running[self.submit(worker, basis, obs_mean, obs_std, [infos[i] for i in chunk],
-                                        [seeds[i] for i in chunk])] = (worker, index)
-                if running:
-                    done, _ = parl_lite.wait(list(running), timeout=LOOK_EVERY, return_when="FIRST_COMPLETED")
-                else:  # no worker left: wait for the group to make one
-                    done = self.wait_for_workers()
-                for future in done:
-                    worker, index = running.pop(future)
-                    try:
-                        results[index] = future.result()
-                    except ActorDiedError as error:
-                        self.lost(worker, error, len(chunks[index]))
-                        waiting.appendleft(index)  # first out again, to whichever worker is free
-                        continue
-                    idle.append(worker)
-                idle += self.take_new()
-        except WorkersLostError as error:
-            error.finished = results
+            while len(results) < len(calls):
+                for done in self.next_finished():
+                    if done.lost is None and id(done.work) in mine:
+                        results[done.work.purpose] = done.result()
+        except BaseException as error:
+            self._queue.drop_queued()
+            if isinstance(error, WorkersLostError):
+                error.finished = results
             raise
         return [results[index] for index in range(len(chunks))]
+
+    @property
+    def workers(self) -> list[Any]:
+        """The samplers in use."""
+        return self._queue.actors
 
     @property
     def size(self) -> int:
         """How many calls can run at once now (1 for the in-process backend)."""
         return len(self.workers)
 
-    def submit(self, worker: Any, basis: dict, obs_mean: np.ndarray | None, obs_std: np.ndarray | None,
-               infos: Sequence[list[int]], seeds: Sequence[list[int]]) -> concurrent.futures.Future:
-        """Start :meth:`Sampler.evaluate` on ``worker`` (one of :attr:`workers`) and return its future
-        at once (in process: a future already done; a worker found dead: a future failed with
-        ``ActorDiedError``)."""
+    def running(self) -> list[SamplerCall]:
+        """The calls started and not finished, oldest first."""
+        return self._queue.running
+
+    def draw_from(self, source: Callable[[], SamplerCall] | None) -> None:
+        """From the next :meth:`next_finished` on, a worker free while no chunk is queued gets the call
+        ``source()`` draws then (never evaluated again if its worker is lost); None: no more."""
+        self._queue.draw_from(source)
+
+    def next_finished(self) -> list[Finished[SamplerCall]]:
+        """The calls that ended within :data:`LOOK_EVERY` seconds, each worker free given a call first
+        (the workers made meanwhile taken); a lost worker's counted (:meth:`drain_events`).
+
+        Raises:
+            WorkersLostError: see the module docstring.
+        """
+        try:
+            finished = self._queue.next_finished(LOOK_EVERY)
+        except ActorGroupError as error:
+            raise WorkersLostError(str(error)) from error
+        for done in finished:
+            if done.lost is not None:
+                self._count_loss(done.lost, done.work.candidates)
+        return finished
+
+    def wait_running(self, timeout: float, which: Callable[[SamplerCall], bool]) -> list[Finished[SamplerCall]]:
+        """Wait up to ``timeout`` seconds for the calls running that ``which`` selects (a lost node's never
+        end); those that ended. Nothing is queued or drawn any more."""
+        self._queue.draw_from(None)
+        return self._queue.wait_running(timeout, which)
+
+    def _start_call(self, sampler: Any, call: SamplerCall) -> concurrent.futures.Future:
         if self.backend == "remote":
-            try:
-                return worker.evaluate(basis, obs_mean, obs_std, infos, seeds)
-            except ActorDiedError as error:
-                failed: concurrent.futures.Future = concurrent.futures.Future()
-                failed.set_exception(error)
-                return failed
+            return sampler.evaluate(*call.args)
         future: concurrent.futures.Future = concurrent.futures.Future()
-        future.set_result(worker.evaluate(basis, obs_mean, obs_std, infos, seeds))
+        future.set_result(sampler.evaluate(*call.args))
         return future
 
-    def lost(self, worker: Any, error: BaseException, candidates: int) -> None:
-        """``worker`` died (``error`` says how) with the evaluation of ``candidates`` candidates:
-        it is dropped, and the group makes another in the background."""
-        if not any(worker is live for live in self.workers):
-            return
-        self.workers = [live for live in self.workers if live is not worker]
-        assert self._group is not None
-        self._group.lost(worker, error)
+    def _count_loss(self, error: BaseException, candidates: int) -> None:
+        """A worker died (``error`` says how) with the evaluation of ``candidates`` candidates (the
+        queue dropped it and told the group, which makes another in the background)."""
         self.losses.workers += 1
         self.losses.candidates += candidates
         where = _where(error)
@@ -235,31 +260,6 @@ class EvaluationPool:
         self.losses.workers_left = len(self.workers)
         self._events.append(f"{candidates} candidate(s) in flight on the sampler lost ({where}); "
                             f"{len(self.workers)} worker(s) left")
-
-    def take_new(self) -> list[Any]:
-        """The workers made since the last call (replacements, and growth while the backend has
-        room), now part of :attr:`workers`.
-
-        Raises:
-            WorkersLostError: see the module docstring.
-        """
-        if self._group is None:
-            return []
-        from parl_lite.remote.group import ActorGroupError
-
-        try:
-            new = self._group.take_new()
-        except ActorGroupError as error:
-            raise WorkersLostError(str(error)) from error
-        self.workers += new
-        return new
-
-    def wait_for_workers(self) -> set[concurrent.futures.Future]:
-        """Wait up to :data:`LOOK_EVERY` seconds for a new worker (:meth:`take_new` takes it) or
-        the group's failure; no future finished meanwhile (none ran), hence an empty set."""
-        if self._group is not None:
-            self._group.wait_for_change(LOOK_EVERY)
-        return set()
 
     def drain_events(self) -> tuple[list[str], Losses]:
         """What happened to the workers since the last call: lines for the log (oldest first), and
@@ -279,7 +279,7 @@ class EvaluationPool:
         else:
             for worker in self.workers:
                 worker.release()
-        self.workers = []
+        self._queue = WorkQueue([], self._start_call)
 
 
 def _where(error: BaseException) -> str:

@@ -346,11 +346,12 @@ def test_an_evaluation_cut_short_plays_only_its_missing_episodes(tmp_path):
     try:
         queue = EvaluationQueue()
         queue.request(0, Basis(run.solver.solution()[None], 0.0).to_dict(), None, None, [[11], [12], [13]])
-        future, episode = queue.submit_next(pool, pool.workers[0])
-        queue.record(episode, future.result())
+        call = queue.next_call()
+        result = pool.workers[0].evaluate(*call.args)
+        queue.record(call.purpose, result)
         [(generation, (_, _, _, seeds), played)] = queue.outstanding()
-        assert generation == 0 and seeds == [[12], [13]] and played == [float(future.result()["returns"][0])]
-        assert queue.outstanding() == [] and queue.submit_next(pool, pool.workers[0]) is None
+        assert generation == 0 and seeds == [[12], [13]] and played == [float(result["returns"][0])]
+        assert queue.outstanding() == [] and queue.next_call() is None
     finally:
         pool.close()
         run.close()

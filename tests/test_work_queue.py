@@ -85,7 +85,7 @@ def test_a_groups_replacement_takes_the_work_of_the_actor_it_replaces(local_pool
         group.close()
 
 
-def test_with_a_source_every_free_actor_gets_the_work_drawn_then(local_pool):
+def test_with_a_source_each_free_actor_gets_work_drawn_when_the_caller_asks_next(local_pool):
     drawn = iter(range(100))
     actors = [RemoteSquarer(), RemoteSquarer()]
     queue = WorkQueue(actors, _square, source=lambda: next(drawn))
@@ -94,10 +94,13 @@ def test_with_a_source_every_free_actor_gets_the_work_drawn_then(local_pool):
         finished = queue.next_finished(10)
         assert all(done.result() == done.work ** 2 for done in finished)
         works += [done.work for done in finished]
-        assert queue.idle == 0 and len(queue.running) == 2  # never idle
-    assert sorted(works + queue.running) == list(range(len(works) + 2))  # each drawn once, in order
-    queue.submit(50)  # a submission goes before the source's next draws
+        # the actors just finished wait for the next call: their work follows what the caller did with these
+        assert queue.idle == len(finished) and len(queue.running) == 2 - len(finished)
+    assert sorted(works + queue.running) == list(range(len(works) + len(queue.running)))  # each drawn once, in order
+    left = len(queue.running)
+    queue.submit(50)  # starts at once on a free actor, before the source's next draw
+    assert queue.running[-1] == 50
     finished = queue.wait_running(10)
-    assert len(finished) == 2 and not queue.busy
+    assert len(finished) == left + 1 and not queue.busy
     for actor in actors:
         actor.close()

@@ -12,17 +12,15 @@ An evaluation that reaches ``train.target_return`` is confirmed (:meth:`Evaluati
 ``train.confirm_episodes`` fresh episodes, played at once in both modes: it happens once or a few
 times in a run.
 """
-import concurrent.futures
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from evokit_py.basis import Basis
 from evokit_py.noise import SamplingInfo
 from evokit_py.obs_stats import ObsStats
-from evokit_py.pool import EvaluationPool
+from evokit_py.pool import EvaluationPool, SamplerCall
 from evokit_py.seeds import confirmation_seeds, evaluation_seeds
 from evokit_py.training.setup import Run
 
@@ -60,23 +58,22 @@ class EvaluationQueue:
         self._evaluations[generation] = _Evaluation(basis, obs_mean, obs_std, seeds, {})
         self._waiting.extend((generation, index) for index in range(len(seeds)))
 
-    def submit_next(self, pool: EvaluationPool,
-                    worker: Any) -> tuple[concurrent.futures.Future, tuple[int, int]] | None:
-        """Start the next waiting episode on ``worker``; ``None`` when none waits."""
+    def next_call(self) -> SamplerCall | None:
+        """The call of the next waiting episode (its ``purpose`` the episode, its ``candidates`` 0);
+        ``None`` when none waits."""
         if not self._waiting:
             return None
         generation, index = self._waiting.popleft()
         evaluation = self._evaluations[generation]
-        future = pool.submit(worker, evaluation.basis, evaluation.obs_mean, evaluation.obs_std, [EVALUATION_INFO],
-                             [evaluation.seeds[index]])
-        return future, (generation, index)
+        return SamplerCall((evaluation.basis, evaluation.obs_mean, evaluation.obs_std, [EVALUATION_INFO],
+                            [evaluation.seeds[index]]), (generation, index), 0)
 
     def requeue(self, episode: tuple[int, int]) -> None:
-        """Hand out again, first, an episode :meth:`submit_next` started whose worker was lost."""
+        """Hand out again, first, an episode :meth:`next_call` made whose worker was lost."""
         self._waiting.appendleft(episode)
 
     def record(self, episode: tuple[int, int], result: dict) -> None:
-        """Take the result of an episode :meth:`submit_next` started."""
+        """Take the result of an episode :meth:`next_call` made."""
         generation, index = episode
         evaluation = self._evaluations[generation]
         evaluation.returns[index] = float(result["returns"][0])

@@ -34,25 +34,22 @@ around what its own update left. The trainer only reads them (the generation, th
   The solution's evaluations go first: the episodes of an
   :class:`~evokit_py.training.evaluations.EvaluationQueue`, one per call, to the next free workers.
 """
-import concurrent.futures
 import dataclasses
-import queue
 import time
 from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from evokit_py.noise import SamplingInfo
-from parl_lite.remote.errors import ActorDiedError
-from evokit_py.pool import LOOK_EVERY, EvaluationPool, WorkersLostError
+from evokit_py.pool import EvaluationPool, SamplerCall, WorkersLostError
 from evokit_py.sampler import aggregate
 from evokit_py.seeds import candidate_episode_seeds, candidate_seeds
 from evokit_py.training.evaluations import EvaluationQueue
 from evokit_py.training.setup import Run
 from evokit_py.training.unfinished import UnfinishedGeneration
+from parl_lite.remote.work import Finished
 
 __all__ = ["Batch", "sync_batches", "async_batches"]
 
@@ -75,28 +72,6 @@ class Batch:
     infos: list[SamplingInfo]
     result: dict
     seconds: float
-
-
-class _Completions:
-    """Futures handed back as they finish (a done-callback each): cheaper, per result, than
-    ``concurrent.futures.wait`` over every future still running."""
-
-    def __init__(self) -> None:
-        self._finished: queue.SimpleQueue = queue.SimpleQueue()
-
-    def watch(self, future: concurrent.futures.Future) -> None:
-        future.add_done_callback(self._finished.put)
-
-    def next_done(self, timeout: float) -> set[concurrent.futures.Future]:
-        """Wait up to ``timeout`` seconds for the next future to finish; it and any others finished
-        by then (none if none did)."""
-        try:
-            done = {self._finished.get(timeout=timeout)}
-        except queue.Empty:
-            return set()
-        while not self._finished.empty():
-            done.add(self._finished.get())
-        return done
 
 
 def _around_preview(run: Run, arrived: list[tuple[SamplingInfo, dict]], infos: list[SamplingInfo],
@@ -156,25 +131,27 @@ def async_batches(run: Run, pool: EvaluationPool, evaluations: EvaluationQueue |
     candidates still running are left to finish on their own (no update would take their results)."""
     schedule = _AsyncSchedule(run, pool, evaluations if evaluations is not None else EvaluationQueue(),
                               unfinished if unfinished is not None else UnfinishedGeneration())
+    pool.draw_from(schedule.next_call)
     try:
         tick = time.perf_counter()
         while True:
-            schedule.hand_out()
-            done = schedule.wait()
-            if schedule.take_evaluations(done):
+            finished = pool.next_finished()
+            if schedule.take_evaluations(finished):
                 yield None
-            schedule.take_candidates(done)
+            schedule.take_candidates(finished)
             while (batch := schedule.full_batch()) is not None:
                 yield _updated(run, *batch, tick)
                 tick = time.perf_counter()
     finally:
-        _record_finishing(schedule.evaluating, schedule.evaluations)
+        for done in pool.wait_running(_CLOSE_WAIT, which=lambda call: call.candidates == 0):
+            if done.lost is None and done.error is None:
+                schedule.evaluations.record(done.work.purpose, done.value)
 
 
 class _AsyncSchedule:
-    """What :func:`async_batches` keeps between its steps: the idle workers, the calls running
-    (candidates, evaluation episodes), the candidates of the current version not handed out yet and
-    the results arrived since the last update (the list ``unfinished`` holds: a checkpoint keeps them)."""
+    """What :func:`async_batches` keeps between its steps: the candidates of the current version not
+    handed out yet and the results arrived since the last update (the list ``unfinished`` holds: a
+    checkpoint keeps them); the calls running are the pool's."""
 
     def __init__(self, run: Run, pool: EvaluationPool, evaluations: EvaluationQueue,
                  unfinished: UnfinishedGeneration):
@@ -185,16 +162,12 @@ class _AsyncSchedule:
         self.basis: dict = {}
         self.extra_round = 0
         self.arrived = unfinished.hold(run.solver)  # (info, its row of the result), in the order they arrived
-        self.running: dict[concurrent.futures.Future, tuple[Any, list[SamplingInfo]]] = {}  # -> (worker, infos)
-        self.evaluating: dict[concurrent.futures.Future, tuple[Any, tuple[int, int]]] = {}  # -> (worker, episode)
-        self.idle = list(pool.workers)
-        self.completions = _Completions()
         self.normalised: tuple[int, float] | None = None  # (version, observations counted) mean and std are of
         self.mean: np.ndarray | None = None
         self.std: np.ndarray | None = None
 
-    def hand_out(self) -> None:
-        """Give each idle worker a call: the next evaluation episode if one waits, else the next
+    def next_call(self) -> SamplerCall:
+        """The call of a worker free: the next evaluation episode if one waits, else the next
         candidates of the solver's current version (a new version starts its candidates anew)."""
         solver, stats = self.run.solver, self.run.obs_stats
         if self.version != solver.generation:  # the start, or an update moved the solver
@@ -203,19 +176,14 @@ class _AsyncSchedule:
         if self.normalised != (self.version, stats.count):  # the start, or an update fed the statistics
             self.normalised = self.version, stats.count
             self.mean, self.std = self.run.normalisation()
-        while self.idle:
-            started = self.evaluations.submit_next(self.pool, self.idle[-1])
-            if started is None:
-                self._submit_candidates(self.idle.pop())
-            else:
-                self.evaluating[started[0]] = (self.idle.pop(), started[1])
-                self.completions.watch(started[0])
+        episode = self.evaluations.next_call()
+        return episode if episode is not None else self._next_candidates()
 
-    def _submit_candidates(self, worker: Any) -> None:
-        """Start the next call's candidates (a mirrored pair whole) on ``worker``: past the
-        generation's, further ones (``solver.ask(extra_round)``); with the episode seeds of the batch
-        they are expected to land in, and around a preview of the next update once that batch is
-        complete without them (``train.lookahead``)."""
+    def _next_candidates(self) -> SamplerCall:
+        """The next call's candidates (a mirrored pair whole): past the generation's, further ones
+        (``solver.ask(extra_round)``); with the episode seeds of the batch they are expected to land
+        in, and around a preview of the next update once that batch is complete without them
+        (``train.lookahead``)."""
         solver, config = self.run.solver, self.run.config
         if not self.pending:
             infos = solver.ask(self.extra_round)
@@ -223,46 +191,33 @@ class _AsyncSchedule:
             self.pending.extend((size * self.extra_round + i, infos[i:i + group]) for i in range(0, size, group))
             self.extra_round += 1
         index, infos = self.pending.popleft()
-        ahead = len(self.arrived) + sum(len(running_infos) for _, running_infos in self.running.values())
+        ahead = len(self.arrived) + sum(call.candidates for call in self.pool.running())
         batch_generation = self.version + ahead // solver.population_size
         seeds = [candidate_episode_seeds(config, batch_generation, index + k) for k in range(len(infos))]
         around = self.basis, self.mean, self.std
         if self.lookahead and ahead >= solver.population_size and self.arrived:
             infos, around = _around_preview(self.run, self.arrived, infos, around)
-        future = self.pool.submit(worker, *around, [info.to_list() for info in infos], seeds)
-        self.running[future] = (worker, infos)
-        self.completions.watch(future)
+        return SamplerCall((*around, [info.to_list() for info in infos], seeds), infos, len(infos))
 
-    def wait(self) -> set[concurrent.futures.Future]:
-        """The calls finished within :data:`LOOK_EVERY` seconds (with none running: a wait for a new worker)."""
-        if self.running or self.evaluating:
-            return self.completions.next_done(LOOK_EVERY)
-        return self.pool.wait_for_workers()
-
-    def take_evaluations(self, done: set[concurrent.futures.Future]) -> bool:
-        """Record the evaluation episodes among ``done`` (a lost worker's goes back in the queue);
+    def take_evaluations(self, finished: list[Finished[SamplerCall]]) -> bool:
+        """Record the evaluation episodes among ``finished`` (a lost worker's goes back in the queue);
         whether an evaluation not taken yet reached its target."""
-        for future in [future for future in self.evaluating if future in done]:
-            worker, episode = self.evaluating.pop(future)
-            result = _result(self.pool, future, worker, 0)
-            if result is None:
-                self.evaluations.requeue(episode)
-            else:
-                self.idle.append(worker)
-                self.evaluations.record(episode, result)
+        for done in finished:
+            if done.work.candidates == 0:
+                if done.lost is not None:
+                    self.evaluations.requeue(done.work.purpose)
+                else:
+                    self.evaluations.record(done.work.purpose, done.result())
         return self.evaluations.reached_target()
 
-    def take_candidates(self, done: set[concurrent.futures.Future]) -> None:
-        """Take the results of the candidates among ``done``, in the order they were handed out (a lost
-        worker's candidates are not: further ones are drawn), and the workers made meanwhile."""
-        for future in [future for future in self.running if future in done]:
-            worker, infos = self.running.pop(future)
-            result = _result(self.pool, future, worker, len(infos))
-            if result is not None:
-                self.idle.append(worker)
+    def take_candidates(self, finished: list[Finished[SamplerCall]]) -> None:
+        """Take the results of the candidates among ``finished``, in the order they ended (a lost
+        worker's candidates are not: further ones are drawn)."""
+        for done in finished:
+            if done.work.candidates > 0 and done.lost is None:
+                result = done.result()
                 self.arrived += [(info, {key: value[k:k + 1] for key, value in result.items()})
-                                 for k, info in enumerate(infos)]
-        self.idle += self.pool.take_new()
+                                 for k, info in enumerate(done.work.purpose)]
 
     def full_batch(self) -> tuple[list[SamplingInfo], dict] | None:
         """The infos and :func:`aggregate` totals of the next ``population_size`` results arrived,
@@ -274,23 +229,3 @@ class _AsyncSchedule:
         del self.arrived[:size]
         return ([info for info, _ in batch],
                 aggregate({key: np.concatenate([row[key] for _, row in batch]) for key in batch[0][1]}))
-
-
-def _record_finishing(evaluating: dict[concurrent.futures.Future, tuple[Any, tuple[int, int]]],
-                      evaluations: EvaluationQueue) -> None:
-    """Wait (a while: a lost node's never end) for the evaluation episodes still running and record
-    those that ended well."""
-    concurrent.futures.wait(evaluating, timeout=_CLOSE_WAIT)
-    for future, (_, episode) in evaluating.items():
-        if future.done() and future.exception() is None:
-            evaluations.record(episode, future.result())
-
-
-def _result(pool: EvaluationPool, future: concurrent.futures.Future, worker: Any, candidates: int) -> dict | None:
-    """The result of ``worker`` 's call ``future``; None if the worker was lost meanwhile (told to
-    the pool with the number of ``candidates`` the call evaluated)."""
-    try:
-        return future.result()
-    except ActorDiedError as error:
-        pool.lost(worker, error, candidates)
-        return None

@@ -18,9 +18,12 @@ the ones the group makes afterwards (replacements, and growth while the backend 
 taken on the next :meth:`WorkQueue.next_finished` and gets work from then on. An actor that died
 is told to the group, which makes another. Work submitted with ``retry=False`` (a rollout with
 weights that will be stale, a candidate drawn around parameters that moved on) is not queued again:
-its loss is only reported. With a ``source``, an actor free while nothing is queued gets the work
-``source()`` draws then, so every actor is always busy (the asynchronous loops). One call per actor
-at a time: a call queued in an actor behind another would wait there when another actor is free.
+its loss is only reported. With a ``source`` (:meth:`WorkQueue.draw_from`), an actor free while
+nothing is queued gets the work ``source()`` draws when :meth:`WorkQueue.next_finished` is called
+next, so every actor is kept busy (the asynchronous loops); drawn then, not the moment the actor
+finished, the work follows what the caller did with the results just returned (an update of the
+weights, of the solver). One call per actor at a time: a call queued in an actor behind another
+would wait there when another actor is free.
 
 Nothing here imports paddle: the RL trainers and evokit_py's schedules use the same queue.
 """
@@ -84,8 +87,7 @@ class WorkQueue(Generic[W]):
         group: the group the actors come from, told of the actors that die and asked for the ones it
             made since; without one the actors are only those given, and when none is left
             :meth:`next_finished` raises :class:`ActorGroupError`.
-        source: draws the work of an actor free while nothing is queued (not queued again if the
-            actor dies: the next one drawn replaces it); None: free actors wait for :meth:`submit`.
+        source: see :meth:`draw_from`.
     """
 
     def __init__(self, actors: Sequence[Any], call: Callable[[Any, W], concurrent.futures.Future],
@@ -117,6 +119,12 @@ class WorkQueue(Generic[W]):
         """Whether work is queued or running."""
         return bool(self._queued or self._running)
 
+    def draw_from(self, source: Callable[[], W] | None) -> None:
+        """From the next :meth:`next_finished` on, an actor free while nothing is queued gets the work
+        ``source()`` draws then (not queued again if the actor dies: the next one drawn replaces it);
+        None: free actors wait for :meth:`submit`."""
+        self._source = source
+
     def submit(self, work: W, *, retry: bool = True, first: bool = False) -> None:
         """Queue ``work``: it starts on the next free actor, now if one is.
 
@@ -129,11 +137,12 @@ class WorkQueue(Generic[W]):
             self._queued.appendleft((work, retry))
         else:
             self._queued.append((work, retry))
-        self._start_queued()
+        self._start_queued(draw=False)
 
     def next_finished(self, timeout: float) -> list[Finished[W]]:
         """Wait up to ``timeout`` seconds for calls to end; those that did, in the order they ended
-        (none if none did). The actors the group made meanwhile are taken and given work first.
+        (none if none did). The actors the group made meanwhile are taken, and every free actor is
+        given work first (queued, else drawn from the source).
 
         Raises:
             ActorGroupError: the actors' group cannot go on (its backend is gone, or it has no actor
@@ -151,7 +160,7 @@ class WorkQueue(Generic[W]):
         while not self._finished.empty():
             futures.append(self._finished.get())
         finished = [self._end(future) for future in futures]
-        self._start_queued()
+        self._start_queued(draw=False)
         return finished
 
     def drop_queued(self) -> list[W]:
@@ -160,16 +169,19 @@ class WorkQueue(Generic[W]):
         self._queued.clear()
         return dropped
 
-    def wait_running(self, timeout: float) -> list[Finished[W]]:
-        """Wait up to ``timeout`` seconds for the work running to end (an actor on a lost node never
-        answers); the calls that ended, lost ones reported but not queued again."""
-        concurrent.futures.wait(list(self._running), timeout=timeout)
+    def wait_running(self, timeout: float, which: Callable[[W], bool] | None = None) -> list[Finished[W]]:
+        """Wait up to ``timeout`` seconds for the work running that ``which`` selects (all by default) to
+        end (an actor on a lost node never answers); the calls of it that ended, lost ones reported but
+        not queued again. Nothing queued is started any more."""
         self._queued.clear()
-        return [self._end(future, retry=False) for future in list(self._running) if future.done()]
+        waited = [future for future, running in self._running.items() if which is None or which(running.work)]
+        concurrent.futures.wait(waited, timeout=timeout)
+        return [self._end(future, retry=False) for future in waited if future.done()]
 
     # --- inside ------------------------------------------------------------------------------------
-    def _start_queued(self) -> None:
-        while self._idle and (self._queued or self._source is not None):
+    def _start_queued(self, draw: bool = True) -> None:
+        """Start the queued work on free actors, then, if ``draw``, the source's."""
+        while self._idle and (self._queued or (draw and self._source is not None)):
             actor = self._idle.pop(0)
             if self._queued:
                 work, retry = self._queued.popleft()
