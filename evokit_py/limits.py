@@ -6,24 +6,25 @@ started: each refusal names the config key, what the value needs and the limit.
   SIGBUS), in the memory available and within the process's file size limit (``ulimit -f``, which
   applies to ``/dev/shm`` too). This user's segments that dead processes left (a run killed
   while it built its table) are swept first, so that they do not count against the next run.
-- The workers (``train.workers``) on this machine (the local pool, ``ray://local``): at most
-  ``WORKERS_PER_CPU`` per CPU this process may use, since a sampling worker keeps a CPU busy and
-  more of them only cost memory and switching (``train.oversubscribe: true`` lifts that), and never
-  more than the available memory holds at ``MEMORY_PER_WORKER`` each. On a parl_lite cluster, at
-  most its CPUs: it places one actor per CPU, and a worker beyond them would wait for a CPU that
-  never comes free.
+- The workers (``train.workers``), against what the backend says of itself
+  (:meth:`parl_lite.remote.backend.Backend.capacity`): on this machine (the local pool,
+  ``ray://local``), at most ``WORKERS_PER_CPU`` per CPU this process may use, since a sampling worker
+  keeps a CPU busy and more of them only cost memory and switching (``train.oversubscribe: true``
+  lifts that), and never more than the available memory holds at ``MEMORY_PER_WORKER`` each. On a
+  backend that places one actor per CPU (a parl_lite cluster), at most its CPUs: a worker beyond them
+  would wait for a CPU that never comes free.
 - A generation (``solver.population_size``): its candidates' bookkeeping in the trainer's memory.
 """
 import os
-from typing import Any
 
 from evokit_py.schema import ConfigError
 from parl_lite.common.space import file_size_limit
+from parl_lite.remote.backend import Capacity
 from parl_lite.remote.shm import SHM_DIR
 from parl_lite.remote.status import find_pools
 
-__all__ = ["WORKERS_PER_CPU", "MEMORY_PER_WORKER", "check_noise_table", "check_local_workers",
-           "check_cluster_workers", "check_population"]
+__all__ = ["WORKERS_PER_CPU", "MEMORY_PER_WORKER", "check_noise_table", "check_workers",
+           "check_population"]
 
 WORKERS_PER_CPU = 4
 MEMORY_PER_WORKER = 32 * 2**20  # a CartPole sampling worker's own memory (31.5 MB measured); larger envs take more
@@ -55,36 +56,30 @@ def check_noise_table(size: int) -> None:
                           f"has {_size(available)} of memory available; lower {_NOISE_KEY}")
 
 
-def check_local_workers(workers: int, oversubscribe: bool) -> None:
-    """Refuse more sampling workers than this machine runs usefully, or than its memory holds.
+def check_workers(workers: int, capacity: Capacity, oversubscribe: bool) -> None:
+    """Refuse more sampling workers than the backend of ``capacity`` runs usefully: on this machine,
+    more than :data:`WORKERS_PER_CPU` per CPU (unless ``oversubscribe``) or more than its memory
+    holds; on a backend that places one actor per CPU, more than its CPUs.
 
     Raises:
         ConfigError: naming ``train.workers``.
     """
-    cpus = len(os.sched_getaffinity(0))
-    if workers > WORKERS_PER_CPU * cpus and not oversubscribe:
-        raise ConfigError(f"train.workers: {workers} workers for the {cpus} CPU(s) this process may use, more than "
-                          f"{WORKERS_PER_CPU} per CPU ({WORKERS_PER_CPU * cpus}): a sampling worker keeps a CPU busy, "
-                          f"more of them only cost memory; lower train.workers, or set train.oversubscribe: true")
-    needed, available = workers * MEMORY_PER_WORKER, _available_memory()
-    if needed > available:
-        raise ConfigError(f"train.workers: {workers} worker processes need at least {_size(needed)} "
-                          f"({MEMORY_PER_WORKER >> 20} MiB each), this machine has {_size(available)} of memory "
-                          f"available; lower train.workers")
-
-
-def check_cluster_workers(workers: int, status: dict[str, Any]) -> None:
-    """Refuse more sampling workers than the cluster whose master's status is ``status`` has CPUs.
-
-    Raises:
-        ConfigError: naming ``train.workers``.
-    """
-    nodes = [node for node in status["nodes"] if node["alive"]]
-    cpus = sum(node["cpus_total"] for node in nodes)
-    if workers > cpus:
-        raise ConfigError(f"train.workers: {workers} workers, the parl_lite cluster at {status['address']} has "
-                          f"{cpus} CPU(s) on {len(nodes)} node(s) and places one worker per CPU; lower train.workers, "
-                          f"or add nodes (parl-lite connect --address {status['address']})")
+    cpus = capacity.cpus
+    if capacity.on_this_machine:
+        if workers > WORKERS_PER_CPU * cpus and not oversubscribe:
+            raise ConfigError(f"train.workers: {workers} workers for the {cpus} CPU(s) of {capacity.description}, "
+                              f"more than {WORKERS_PER_CPU} per CPU ({WORKERS_PER_CPU * cpus}): a sampling worker "
+                              f"keeps a CPU busy, more of them only cost memory; lower train.workers, or set "
+                              f"train.oversubscribe: true")
+        needed, available = workers * MEMORY_PER_WORKER, _available_memory()
+        if needed > available:
+            raise ConfigError(f"train.workers: {workers} worker processes need at least {_size(needed)} "
+                              f"({MEMORY_PER_WORKER >> 20} MiB each), this machine has {_size(available)} of memory "
+                              f"available; lower train.workers")
+    if capacity.one_actor_per_cpu and workers > cpus:
+        hint = f", or {capacity.grow_hint}" if capacity.grow_hint else ""
+        raise ConfigError(f"train.workers: {workers} workers, {capacity.description} has {cpus} CPU(s) and places "
+                          f"one worker per CPU; lower train.workers{hint}")
 
 
 def check_population(population: int) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from evokit_py.config import ESConfig
-from evokit_py.limits import check_cluster_workers, check_local_workers
+from evokit_py.limits import check_workers
 from evokit_py.noise import NoiseSpec
 from evokit_py.sampler import Sampler, aggregate
 from parl_lite.remote.group import ActorGroupError
@@ -37,7 +37,6 @@ from parl_lite.remote.work import Finished, WorkQueue
 __all__ = ["EvaluationPool", "Losses", "SamplerCall", "WorkersLostError"]
 
 CHUNKS_PER_WORKER = 4  # more chunks balance better; each costs one remote call (~0.1-0.2 ms)
-RAY_HERE = "ray://local"  # the Ray backend's address for a Ray started on this machine
 LOOK_EVERY = 0.5  # seconds between two looks at the worker group while no result arrives
 
 
@@ -119,17 +118,11 @@ class EvaluationPool:
             import parl_lite
             from parl_lite.remote.group import ActorGroup
 
-            if address in (None, RAY_HERE):  # the workers are processes of this machine
-                check_local_workers(workers, config.train.oversubscribe)
             hp = config.train
+            connection = parl_lite.connect(address)
+            check_workers(workers, connection.capacity(), hp.oversubscribe)
             # a cluster's placement of a sampler waits for a free CPU as long as the run waits for capacity
-            cluster = address is not None and "://" not in address
-            connection = parl_lite.connect(address, **({"placement_timeout": hp.capacity_wait} if cluster else {}))
-            if address is not None:
-                status = connection.status()
-                if status.get("kind") == "cluster":
-                    check_cluster_workers(workers, status)
-            remote_sampler = parl_lite.remote_class(wait=False)(Sampler)
+            remote_sampler = parl_lite.remote_class(wait=False, placement_timeout=hp.capacity_wait)(Sampler)
             self._group = ActorGroup(lambda index: remote_sampler(config.worker_config(), policy_bytes, noise), workers,
                                      hp.max_workers or workers, name="sampler", capacity_wait=hp.capacity_wait,
                                      backend=connection)

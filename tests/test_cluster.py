@@ -154,6 +154,23 @@ def test_placement_waits_then_names_the_capacity(cluster):
     assert RemoteCounter(3).add(1) == 4
 
 
+def test_a_class_placement_timeout_overrides_the_connections(cluster):
+    connect_client(cluster, placement_timeout=30)
+    actors = [RemoteCounter() for _ in range(4)]
+    started = time.monotonic()
+    with pytest.raises(wire.ClusterError, match=r"all in use"):
+        remote_class(Counter, placement_timeout=0.3)()
+    assert 0.3 <= time.monotonic() - started < 10  # not the connection's 30 s
+    for actor in actors:
+        actor.close()
+
+
+def test_the_cluster_answers_its_capacity(cluster):
+    capacity = connect_client(cluster).capacity()
+    assert (capacity.cpus, capacity.on_this_machine, capacity.one_actor_per_cpu) == (4, False, True)
+    assert cluster.address in capacity.description and f"--address {cluster.address}" in capacity.grow_hint
+
+
 def test_status_command_lists_nodes_clients_and_actors(cluster):
     connect_client(cluster)
     actor = RemoteCounter()

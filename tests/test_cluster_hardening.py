@@ -46,6 +46,12 @@ def test_placement_timeout_must_be_a_number_of_seconds(bad, monkeypatch):
         parl_lite.connect("127.0.0.1:1", placement_timeout=bad)
 
 
+@pytest.mark.parametrize("bad", [-1, math.nan, math.inf, "abc", True])
+def test_a_class_placement_timeout_must_be_a_number_of_seconds(bad):
+    with pytest.raises((TypeError, ValueError), match=r"placement_timeout must be a .*number of seconds"):
+        remote_class(Counter, placement_timeout=bad)
+
+
 def test_es_train_with_nothing_listening_names_the_address(tmp_path):
     result = subprocess.run([sys.executable, "-m", "parl_lite.cli", "es-train", "--address", "127.0.0.1:1",
                              "--set", f"train.log_dir={tmp_path}", "--set", f"train.checkpoint_dir={tmp_path}/ck"],

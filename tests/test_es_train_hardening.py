@@ -22,7 +22,8 @@ import pytest
 
 from backends import Cluster
 from evokit_py.config import ConfigError, load_config, resolve_config
-from evokit_py.limits import WORKERS_PER_CPU, check_local_workers
+from evokit_py.limits import WORKERS_PER_CPU, check_workers
+from parl_lite.remote.backend import this_machine
 from evokit_py.noise import NoiseTable
 from evokit_py.training.run_lock import LOCK_NAME
 
@@ -84,9 +85,9 @@ def test_7_more_workers_than_the_cpus_take_is_refused_before_any_starts(tmp_path
 
 
 def test_7_oversubscribe_lifts_the_cpu_bound_but_not_the_memory_bound():
-    check_local_workers(WORKERS_PER_CPU * CPUS + 1, oversubscribe=True)
+    check_workers(WORKERS_PER_CPU * CPUS + 1, this_machine(), oversubscribe=True)
     with pytest.raises(ConfigError, match=r"^train\.workers: 100000 worker processes need at least .* available"):
-        check_local_workers(100_000, oversubscribe=True)
+        check_workers(100_000, this_machine(), oversubscribe=True)
 
 
 @pytest.mark.timeout(120)
@@ -107,7 +108,7 @@ def test_7_more_workers_than_the_cluster_has_cpus_is_refused_at_once(tmp_path):
     finally:
         cluster.stop()
     assert result.returncode == 1, result.stdout + result.stderr
-    assert f"train.workers: 3 workers, the parl_lite cluster at {cluster.address} has 1 CPU(s) on 1 node(s)" \
+    assert f"train.workers: 3 workers, the parl_lite cluster at {cluster.address} (1 node(s)) has 1 CPU(s)" \
            in result.stderr, result.stderr
 
 

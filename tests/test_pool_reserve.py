@@ -119,7 +119,7 @@ def test_a_worker_forked_for_a_waiting_actor_maps_the_shared_memory_reserve(conn
 
 def test_a_pool_told_its_messages_are_small_still_carries_a_large_array_both_ways():
     # its workers do not warm up the shared-memory path (a cluster node's pool); the path still works
-    pool = LocalPool(num_workers=1, large_messages=False)
+    pool = type("SmallMessagesPool", (LocalPool,), {"large_messages": False})(num_workers=1)
     try:
         worker = pool.create_actor(Counter, (), {}, ActorOptions())
         array = np.arange(4 * 2**20, dtype=np.float64)  # 32 MB, far over the inline limit

@@ -378,7 +378,12 @@ def test_an_output_hook_receives_actor_output_instead_of_printing(capsys):
     from parl_lite.remote.pool import LocalPool
 
     received = []
-    pool = LocalPool(num_workers=1, on_output=lambda worker, stream, text: received.append((worker.pid, stream, text)))
+
+    class RecordingPool(LocalPool):
+        def on_output(self, worker, stream, text):
+            received.append((worker.pid, stream, text))
+
+    pool = RecordingPool(num_workers=1)
     try:
         actor = pool.create_actor(Counter, (), {}, ActorOptions())
         pid = actor.result(actor.call("pid", (), {}))
@@ -388,3 +393,15 @@ def test_an_output_hook_receives_actor_output_instead_of_printing(capsys):
         assert "hooked" not in capsys.readouterr().out
     finally:
         pool.shutdown()
+
+
+def test_each_backend_answers_its_capacity(backend):
+    """The questions a caller asks before placing work (evokit's worker checks) go to the backend,
+    never to its address or its status's kind."""
+    capacity = backend.capacity()
+    kind = backend.status()["kind"]
+    assert capacity.cpus >= 1 and capacity.description
+    assert capacity.on_this_machine == (kind != "cluster")  # the test cluster's nodes stand for other machines
+    assert capacity.one_actor_per_cpu == (kind == "cluster")
+    if kind == "local":
+        assert capacity.cpus == len(os.sched_getaffinity(0))

@@ -31,14 +31,26 @@ class Idle:
         del ballast
 
 
-@pytest.mark.parametrize("bad", [0, -1.0, "2", None, True, float("nan")])
-def test_a_status_period_that_is_not_a_positive_number_of_seconds_is_named(bad):
-    with pytest.raises(ValueError, match="status_period"):
-        LocalPool(num_workers=0, status_period=bad)
+class HourlyPool(LocalPool):
+    """A pool that keeps no shared memory and publishes its status once an hour."""
+    shm_reserve_bytes = 0
+    status_period = 3600.0
+
+
+class NotingPool(LocalPool):
+    """A pool that keeps the notes of its workers (pid, value)."""
+    shm_reserve_bytes = 0
+
+    def __init__(self) -> None:
+        self.notes: list = []
+        super().__init__(num_workers=0)
+
+    def on_note(self, worker, value):
+        self.notes.append((worker.pid, value))
 
 
 def test_a_pool_publishes_its_status_at_its_status_period_not_at_each_creation():
-    pool = LocalPool(num_workers=0, shm_reserve_bytes=0, status_period=3600)
+    pool = HourlyPool(num_workers=0)
     try:
         worker = pool.create_actor(Idle, (), {}, ActorOptions())
         assert worker.call_sync("ping", (), {}) == 1
@@ -80,7 +92,7 @@ def test_a_memory_limit_set_after_creation_is_checked_at_once_not_a_status_perio
     """A cluster node sets the limit on an actor host it built ahead (``limit_memory``); the housekeeper,
     asleep for its status period (an hour here), must start checking the memory at once. (It did not:
     on a node an actor was unchecked for up to 2 s, and a call over its limit could end unharmed.)"""
-    pool = LocalPool(num_workers=1, shm_reserve_bytes=0, status_period=3600, max_idle_workers=1)
+    pool = HourlyPool(num_workers=1, max_idle_workers=1)
     try:
         worker = pool.create_actor(Idle, (), {}, ActorOptions())
         # the creation woke the housekeeper to refill the idle worker it took; once that is back and the
@@ -106,10 +118,10 @@ class Noter:
 
 
 def test_a_workers_notes_reach_the_pools_on_note_before_the_reply_that_follows_them():
-    """What a cluster node's actor hosts send their figures with; a pool without ``on_note`` drops them."""
-    notes: list = []
-    pool = LocalPool(num_workers=0, shm_reserve_bytes=0, on_note=lambda worker, value: notes.append((worker.pid, value)))
-    dropping = LocalPool(num_workers=0, shm_reserve_bytes=0)
+    """What a cluster node's actor hosts send their figures with; the base pool's ``on_note`` drops them."""
+    pool = NotingPool()
+    notes = pool.notes
+    dropping = LocalPool(num_workers=0)
     try:
         worker = pool.create_actor(Noter, (), {}, ActorOptions())
         for count in (1, 2):

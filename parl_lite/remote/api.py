@@ -218,7 +218,7 @@ class RemoteMethod:
 
 
 def remote_class(cls: T | None = None, *, wait: bool = True, max_memory: float | None = None,
-                 n_gpu: int = 0) -> type | Callable[[T], type]:
+                 n_gpu: int = 0, placement_timeout: float | None = None) -> type | Callable[[T], type]:
     """Make instances of ``cls`` live in worker processes.
 
     Usable as ``@remote_class`` or ``@remote_class(wait=False, max_memory=512)``.
@@ -229,21 +229,25 @@ def remote_class(cls: T | None = None, *, wait: bool = True, max_memory: float |
         max_memory: resident memory limit in MB; an actor over it is stopped and its callers get
             :class:`MemoryLimitError`.
         n_gpu: PARL's GPUs per actor; only 0 (actors run on CPUs).
+        placement_timeout: seconds an actor's creation may wait for a free CPU (a cluster's)
+            before it fails; None: the backend's own wait (``connect(placement_timeout=...)``).
 
     Returns:
         A class whose instances are :class:`ActorHandle` objects.
 
     Raises:
         TypeError: ``cls`` is not a class, or an argument has the wrong type (``wait`` not a bool).
-        ValueError: ``max_memory`` is not positive, or ``n_gpu`` is not 0.
+        ValueError: ``max_memory`` is not positive, ``placement_timeout`` is negative or not finite,
+            or ``n_gpu`` is not 0.
     """
-    _check_options(wait, max_memory, n_gpu)
+    _check_options(wait, max_memory, n_gpu, placement_timeout)
+    options = ActorOptions(max_memory=max_memory, placement_timeout=placement_timeout)
     if cls is None:
-        return lambda inner: _remote_class(inner, wait, max_memory)
-    return _remote_class(cls, wait, max_memory)
+        return lambda inner: _remote_class(inner, wait, options)
+    return _remote_class(cls, wait, options)
 
 
-def _check_options(wait: bool, max_memory: float | None, n_gpu: int) -> None:
+def _check_options(wait: bool, max_memory: float | None, n_gpu: int, placement_timeout: float | None) -> None:
     """Refuse ``remote_class``'s options when they are given, before any class is decorated."""
     if not isinstance(wait, bool):
         raise TypeError(f"@remote_class(wait={wait!r}): wait must be True (a call returns its value) or False "
@@ -256,14 +260,20 @@ def _check_options(wait: bool, max_memory: float | None, n_gpu: int) -> None:
             raise TypeError(f"max_memory must be a number of MB (or None), got {max_memory!r}")
         if not (max_memory > 0 and math.isfinite(max_memory)):
             raise ValueError(f"max_memory must be a positive number of MB, got {max_memory!r}")
+    if placement_timeout is not None:
+        if not isinstance(placement_timeout, numbers.Real) or isinstance(placement_timeout, bool):
+            raise TypeError(f"placement_timeout must be a number of seconds (or None), got {placement_timeout!r}")
+        if not (placement_timeout >= 0 and math.isfinite(placement_timeout)):
+            raise ValueError(f"placement_timeout must be a finite number of seconds, 0 or more, got "
+                             f"{placement_timeout!r}")
 
 
-def _remote_class(cls: type, wait: bool, max_memory: float | None) -> type:
+def _remote_class(cls: type, wait: bool, options: ActorOptions) -> type:
     if not isinstance(cls, type):
         raise TypeError(f"@remote_class decorates a class, got {type(cls).__name__} {cls!r}; use "
                         "@remote_class or @remote_class(wait=..., max_memory=...) on a class")
     return type(cls.__name__, (ActorHandle,), {
-        "_original": cls, "_wait": wait, "_options": ActorOptions(max_memory=max_memory),
+        "_original": cls, "_wait": wait, "_options": options,
         "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__,
     })
 

@@ -6,13 +6,15 @@ a plugin for another engine (Ray) implements the same two small classes and is c
 the entry-point group ``parl_lite.backends`` whose object is a callable ``(address, **options) ->
 Backend``.
 """
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
 from parl_lite.remote.futures import Future
 
-__all__ = ["ActorOptions", "ActorChannel", "Backend", "MethodReference", "THREAD_VARIABLES", "thread_limits"]
+__all__ = ["ActorOptions", "ActorChannel", "Backend", "Capacity", "MethodReference", "THREAD_VARIABLES", "this_machine",
+           "thread_limits"]
 
 # what ``connect(threads_per_worker=N)`` sets in every backend's workers (before numpy loads there)
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
@@ -31,9 +33,39 @@ class ActorOptions:
 
     Attributes:
         max_memory: resident memory limit of the actor's process in MB (None: no limit).
+        placement_timeout: seconds the actor's creation may wait for room (a free CPU of a cluster)
+            before it fails (None: the backend's own wait; a backend that never waits ignores it).
     """
 
     max_memory: float | None = None
+    placement_timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """How many actors a backend runs usefully, as it knows it (:meth:`Backend.capacity`).
+
+    Attributes:
+        cpus: the CPUs its actors run on.
+        on_this_machine: whether its actors are processes of this machine, sharing its CPUs and
+            memory with the caller.
+        one_actor_per_cpu: whether it places at most one actor per CPU (an actor beyond that waits for
+            a free CPU, ``placement_timeout``).
+        description: what it is, for messages ("this machine", "the parl_lite cluster at ...").
+        grow_hint: how to give it more CPUs ("" if nothing can be said).
+    """
+
+    cpus: int
+    on_this_machine: bool
+    one_actor_per_cpu: bool
+    description: str
+    grow_hint: str = ""
+
+
+def this_machine() -> Capacity:
+    """The capacity of the CPUs this process may use."""
+    return Capacity(len(os.sched_getaffinity(0)), on_this_machine=True, one_actor_per_cpu=False,
+                    description="this machine")
 
 
 class ActorChannel(ABC):
@@ -87,6 +119,14 @@ class Backend(ABC):
         backend does not say (the local pool forks a process for each actor; Ray places by its own
         rules). A cluster answers with its free CPUs; an error means it cannot be reached."""
         return None
+
+    def capacity(self) -> Capacity:
+        """How many actors the backend runs usefully (default: as processes of this machine).
+
+        Raises:
+            ConnectionError: the backend cannot be reached any more.
+        """
+        return this_machine()
 
     @abstractmethod
     def shutdown(self) -> None:

@@ -47,7 +47,7 @@ __all__ = ["LocalPool"]
 
 _HOUSEKEEPING_PERIOD = 0.1  # seconds between memory checks, while an actor has a max_memory
 # seconds between status updates, and between looks at idle connections (an idle actor's output, its
-# end) when no memory is checked (the default of status_period=)
+# end) when no memory is checked (the default of LocalPool.status_period)
 _STATUS_PERIOD = 0.5
 # idle workers are forked once no actor was created for this long (a burst's actors would wait for
 # the CPU the forks and warm-ups take), or at the latest after a housekeeping period
@@ -207,13 +207,10 @@ class WorkerProcess(CallerChannel):
     def handle(self, message: tuple[Any, ...]) -> None:
         if message[0] == protocol.OUTPUT:
             self._pool.actor_logs.record(self.pid, message[2])
-            if self._pool.on_output is not None:
-                self._pool.on_output(self, message[1], message[2])
-            else:
-                print_actor_output(self.label, message[1], message[2])
+            self._pool.on_output(self, message[1], message[2])
         elif message[0] == protocol.RELEASE:
             self._segments.release(message[1], self.pid)
-        elif message[0] == protocol.NOTE and self._pool.on_note is not None:
+        elif message[0] == protocol.NOTE:
             self._pool.on_note(self, message[1])
 
     def end(self, expected: bool) -> Ending | None:
@@ -241,27 +238,23 @@ class LocalPool(Backend):
             keeps one idle worker per actor created in that time, within ``num_workers`` and
             ``max_idle_workers``.
         threads_per_worker: value of OMP/MKL/OpenBLAS thread counts in the workers.
-        on_output: called as ``on_output(worker, stream_name, text)`` with each chunk of actor output
-            (whole lines) instead of printing it as ``(<Class> pid=N) line``.
-        on_note: called as ``on_note(worker, value)`` with each note a worker sends beside its
-            replies (:func:`parl_lite.remote.worker.send_note`; a cluster node's actor hosts send
-            their figures); without it notes are dropped.
-        shm_reserve_bytes: pre-faulted shared memory kept for large arguments (0: none; a cluster
-            node, whose clients send arguments over TCP, keeps none).
-        large_messages: whether calls and replies over the workers' connections may carry large
-            arrays. With False (a cluster node: its actor hosts get their calls over TCP) a new
-            worker warms up only the class path, not the shared-memory one, which cost 1.6 ms of
-            its CPU (docs/cluster.md); a large message still works, at the price of that first use.
-        status_period: seconds between two publications of the status (``parl-lite status``) and
-            two looks at idle workers' connections, when no actor has a ``max_memory`` (a cluster
-            node, whose workers' ends and output are read as they come, looks less often).
+
+    A pool with other needs (a cluster node's, :class:`parl_lite.ext.cluster.node.NodePool`) is a
+    subclass that sets the class attributes below and overrides :meth:`on_output` and :meth:`on_note`.
     """
 
+    #: pre-faulted shared memory kept for large arguments (0: none)
+    shm_reserve_bytes: int = SHM_RESERVE_BYTES
+    #: whether calls and replies over the workers' connections may carry large arrays; with False a new
+    #: worker warms up only the class path, not the shared-memory one (1.6 ms of its CPU); a large
+    #: message still works, at the price of that first use
+    large_messages: bool = True
+    #: seconds between two publications of the status (``parl-lite status``) and two looks at idle
+    #: workers' connections, when no actor has a ``max_memory``
+    status_period: float = _STATUS_PERIOD
+
     def __init__(self, num_workers: int | None = None, threads_per_worker: int = 1,
-                 on_output: Callable[["WorkerProcess", str, str], None] | None = None,
-                 shm_reserve_bytes: int = SHM_RESERVE_BYTES, max_idle_workers: int | None = None,
-                 reserve_window: float = RESERVE_WINDOW, status_period: float = _STATUS_PERIOD,
-                 large_messages: bool = True, on_note: Callable[["WorkerProcess", Any], None] | None = None) -> None:
+                 max_idle_workers: int | None = None, reserve_window: float = RESERVE_WINDOW) -> None:
         if num_workers is None:
             num_workers = len(os.sched_getaffinity(0))
         if not isinstance(num_workers, int) or num_workers < 0:
@@ -273,20 +266,14 @@ class LocalPool(Backend):
                              f"got {max_idle_workers!r}")
         if not isinstance(reserve_window, (int, float)) or not reserve_window >= 0:
             raise ValueError(f"reserve_window must be a non-negative number of seconds, got {reserve_window!r}")
-        if isinstance(status_period, bool) or not isinstance(status_period, (int, float)) or not status_period > 0:
-            raise ValueError(f"status_period must be a positive number of seconds, got {status_period!r}")
         if not isinstance(threads_per_worker, int) or threads_per_worker < 1:
             raise ValueError(f"threads_per_worker must be a positive integer, got {threads_per_worker!r}")
         self.num_workers = num_workers
         self.max_idle_workers = max_idle_workers
         self.reserve_window = float(reserve_window)
         self.threads_per_worker = threads_per_worker
-        self.on_output = on_output
-        self.on_note = on_note
-        self.status_period = float(status_period)
-        self.large_messages = bool(large_messages)
         self.session_prefix = f"parl_lite_{os.getpid()}_{uuid.uuid4().hex[:8]}_"
-        self.segments = SegmentPool(f"{self.session_prefix}d_", reserve_bytes=shm_reserve_bytes)
+        self.segments = SegmentPool(f"{self.session_prefix}d_", reserve_bytes=self.shm_reserve_bytes)
         self.started_at = time.time()
         self._lock = threading.Lock()
         self._control_lock = threading.Lock()
@@ -311,6 +298,15 @@ class LocalPool(Backend):
         self._housekeeper = threading.Thread(target=self._housekeep, name="parl_lite-pool", daemon=True)
         self._housekeeper.start()
         self._chores.put(None)  # fill the idle workers now
+
+    def on_output(self, worker: "WorkerProcess", stream_name: str, text: str) -> None:
+        """A chunk of ``worker`` 's actor output (whole lines) on ``stream_name``: printed as
+        ``(<Class> pid=N) line``."""
+        print_actor_output(worker.label, stream_name, text)
+
+    def on_note(self, worker: "WorkerProcess", value: Any) -> None:
+        """A note ``worker`` sent beside its replies (:func:`parl_lite.remote.worker.send_note`; a
+        cluster node's actor hosts send their figures so): dropped."""
 
     # --- Backend --------------------------------------------------------------------------------
     def create_actor(self, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any],

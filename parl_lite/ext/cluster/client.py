@@ -24,7 +24,7 @@ from parl_lite.ext.cluster.channel import ClusterActor
 from parl_lite.ext.cluster.limits import Limits
 from parl_lite.ext.cluster.local_state import load_token
 from parl_lite.ext.cluster.shipping import DEFAULT_LIMIT_MB, collect_files
-from parl_lite.remote.backend import ActorOptions, Backend
+from parl_lite.remote.backend import ActorOptions, Backend, Capacity
 from parl_lite.remote.protocol import ClassBlobs
 from parl_lite.remote.threads import start_daemon
 
@@ -116,7 +116,8 @@ class ClusterBackend(Backend):
         if self._closed:
             raise RuntimeError("the parl_lite cluster connection is shut down")
         blob = self._class_blobs.blob(cls)
-        place = self._ask_master({"type": "place", "timeout": self.placement_timeout})
+        timeout = self.placement_timeout if options.placement_timeout is None else options.placement_timeout
+        place = self._ask_master({"type": "place", "timeout": timeout})
         session = self._session(place["node_id"], place["address"], place["host"])
         actor_id = uuid.uuid4().hex[:12]
         framed, worker = wire.open_connection(place["address"], self._token, "actor", limit=self._frame_limit,
@@ -137,6 +138,18 @@ class ClusterBackend(Backend):
 
     def status(self) -> dict[str, Any]:
         return self._ask_master({"type": "status"})["status"]
+
+    def capacity(self) -> Capacity:
+        """The CPUs of the nodes alive; one actor per CPU.
+
+        Raises:
+            ClusterError: the master is gone.
+        """
+        status = self.status()
+        nodes = [node for node in status["nodes"] if node["alive"]]
+        return Capacity(sum(node["cpus_total"] for node in nodes), on_this_machine=False, one_actor_per_cpu=True,
+                        description=f"the parl_lite cluster at {status['address']} ({len(nodes)} node(s))",
+                        grow_hint=f"add nodes (parl-lite connect --address {status['address']})")
 
     def free_slots(self) -> int:
         """Free CPUs of the nodes that are alive and not suspect (the master's answer).

@@ -57,10 +57,6 @@ _CLIENT_LEFT = "its client left"
 _SPARE_RETRY = 1.0  # seconds before building a spare actor host again after a failure
 _LINK_WAIT = 5.0  # seconds an actor host built may take to link to the hand-over socket
 _END_BY_ITSELF = 0.5  # seconds a session's actors get to end on their own (and report) before they are killed
-# seconds between the pool's status publications (what `parl-lite status` on this machine lists):
-# the master has the node's figures every report, and a node's workers' ends and output are read
-# as they come, so its pool's housekeeper need not wake twice a second
-_POOL_STATUS_PERIOD = 2.0
 # seconds a reading of the machine's memory, and of an actor's, is reported again before it is read
 # anew: reading /proc/meminfo cost a node's report more CPU than the rest of it, and an actor's
 # /proc/<pid>/statm 50 us more each (the memory limits are the pool's, checked on their own)
@@ -130,6 +126,29 @@ class _ClientSession:
         self.removed = False  # its folder is gone
 
 
+class NodePool(LocalPool):
+    """The pool of a node's workers: no shared memory kept or warmed up for arguments (they come over
+    TCP), its status published every few seconds, its actors' output and its hosts' figures handed to
+    ``on_output`` and ``on_figures`` (the node's)."""
+
+    shm_reserve_bytes = 0
+    large_messages = False
+    # the master has the node's figures every report, and a node's workers' ends and output are read
+    # as they come, so its pool's housekeeper need not wake twice a second
+    status_period = 2.0
+
+    def __init__(self, on_output: Callable[[WorkerProcess, str, str], None],
+                 on_figures: Callable[[WorkerProcess, Any], None]) -> None:
+        self._output, self._figures = on_output, on_figures
+        super().__init__(num_workers=0)
+
+    def on_output(self, worker: WorkerProcess, stream_name: str, text: str) -> None:
+        self._output(worker, stream_name, text)
+
+    def on_note(self, worker: WorkerProcess, value: Any) -> None:
+        self._figures(worker, value)
+
+
 class NodeAgent:
     """Hosts actors for the cluster's clients (see the module docstring).
 
@@ -192,14 +211,13 @@ class NodeAgent:
                              (self._keep_spares, "spares")):
             threading.Thread(target=target, daemon=True, name=f"parl_lite-{name}").start()
 
-    def _start_pool(self) -> LocalPool:
+    def _start_pool(self) -> NodePool:
         """The pool of this node's workers: no idle workers of its own (the spares are), no shared
         memory kept or warmed up for arguments (they come over TCP), the actor host imported before
         the fork, its status published every few seconds, its hosts' figures taken from their notes."""
         os.environ[PRELOAD_VARIABLE] = ActorHost.__module__  # read when the pool starts its zygote
         try:
-            return LocalPool(num_workers=0, on_output=self._on_output, on_note=self._on_figures, shm_reserve_bytes=0,
-                             large_messages=False, status_period=_POOL_STATUS_PERIOD)
+            return NodePool(self._on_output, self._on_figures)
         finally:
             del os.environ[PRELOAD_VARIABLE]
 

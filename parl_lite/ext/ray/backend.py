@@ -18,7 +18,7 @@ import ray
 from ray.exceptions import RayActorError, RayError, RayTaskError
 
 from parl_lite.ext.ray.host import KV_NAMESPACE, MEMORY_KEY_PREFIX, Reply, host_class, writable
-from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend, thread_limits
+from parl_lite.remote.backend import ActorChannel, ActorOptions, Backend, Capacity, thread_limits
 from parl_lite.remote.caller import CLOSED, Cause, Ending, over_memory, unpicklable_arguments
 from parl_lite.remote.errors import ActorDiedError, RemoteError, SerializationError
 from parl_lite.remote.futures import Future
@@ -312,6 +312,13 @@ class RayBackend(Backend):
             host, forwarded = host_class(cls)
             entry = self._ray_classes[cls] = (ray.remote(host), forwarded)
         return entry
+
+    def capacity(self) -> Capacity:
+        """The Ray cluster's CPUs; its actors are on this machine with ``ray://local`` only (Ray
+        places them by its own rules, no one per CPU)."""
+        here = _ray_address(self.address) is None
+        return Capacity(int(ray.cluster_resources().get("CPU", 0)), on_this_machine=here, one_actor_per_cpu=False,
+                        description="the Ray started on this machine" if here else f"the Ray cluster at {self.address}")
 
     def status(self) -> dict[str, Any]:
         with self._lock:
