@@ -30,7 +30,7 @@ under each attack, their ratios, the master's open file descriptors and threads 
 the holders) and what the attackers saw.
 
 Also the attackers' own entry points: ``bench_cluster_attack.py hold|flood|relay ...``
-(tests/test_cluster_hardening.py, test_cluster_handshake.py and test_cluster_admission.py start
+(tests/cluster/test_cluster_attacks.py, cluster/test_cluster_handshake.py and cluster/test_cluster_admission.py start
 them through :func:`start_holders`, :func:`start_flood` and :func:`start_relay`).
 """
 import argparse
