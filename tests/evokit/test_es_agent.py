@@ -7,10 +7,11 @@ from evokit_py.agent import ESAgent
 from evokit_py.checkpoint import SolverCheckpointError
 from evokit_py.config import parse_config
 from evokit_py.noise import SamplingInfo
+from es_helpers import paddle_like_onnx_file
 from locations import EXAMPLES
 
 
-def _config(**solver):
+def _agent_config(**solver):
     return parse_config({"env": {"id": "CartPole-v1"}, "policy": {"mlp": {"hidden": [8], "init_std": 0.1}},
                          "solver": {"population_size": 4, **solver,
                                     "sampling": {"gaussian_sampling": {"std": 0.1, "seed": 3, "cache_size": 20000}}}})
@@ -18,7 +19,7 @@ def _config(**solver):
 
 @pytest.fixture
 def agent():
-    agent = ESAgent(_config())
+    agent = ESAgent(_agent_config())
     yield agent
     agent.close()
 
@@ -54,7 +55,7 @@ def test_solver_round_trip_and_inference_model(tmp_path, agent):
     agent.update(infos, [1.0, 0.0, 3.0, 2.0])
     agent.obs_stats.add(np.ones(4), np.ones(4) * 2, 1.0)
     agent.save_solver(tmp_path / "solver.h5")
-    other = ESAgent(_config())
+    other = ESAgent(_agent_config())
     other.load_solver(tmp_path / "solver.h5")
     assert other.solver.generation == 1 and np.array_equal(other.parameters(), agent.parameters())
     assert np.array_equal(other.obs_stats.total_sq, agent.obs_stats.total_sq)
@@ -70,7 +71,7 @@ def test_solver_round_trip_and_inference_model(tmp_path, agent):
 
 def test_load_solver_refuses_other_solvers_and_bad_files(tmp_path, agent):
     agent.save_solver(tmp_path / "solver.h5")
-    cma = ESAgent(_config(type="CMA_ES"))
+    cma = ESAgent(_agent_config(type="CMA_ES"))
     with pytest.raises(SolverCheckpointError, match="holds a BASIC_ES solver"):
         cma.load_solver(tmp_path / "solver.h5")
     cma.close()
@@ -82,10 +83,9 @@ def test_load_solver_refuses_other_solvers_and_bad_files(tmp_path, agent):
 
 
 def test_agent_loads_a_user_onnx_file(tmp_path):
-    from test_es_policy import _paddle_like_file
     path = tmp_path / "paddle.onnx"
-    w, b = _paddle_like_file(path)
-    agent = ESAgent(_config(), model=path)
+    w, b = paddle_like_onnx_file(path)
+    agent = ESAgent(_agent_config(), model=path)
     assert np.array_equal(agent.parameters(), np.concatenate([w.ravel(), b]))
     assert agent.predict(np.ones(4)) == int((np.ones(4) @ w + b).argmax())
     agent.close()

@@ -15,7 +15,7 @@ import pytest
 import parl_lite
 from evokit_py.agent import ESAgent
 from evokit_py.checkpoint import read_checkpoint
-from evokit_py.config import ConfigError, parse_config, resolve_config
+from evokit_py.config import ConfigError, parse_config
 from evokit_py.noise import NoiseSource, SamplingInfo
 from evokit_py.offline import sample_generation, update_from_log
 from evokit_py.pool import EvaluationPool
@@ -27,6 +27,11 @@ from evokit_py.basis import Basis
 from evokit_py.solvers import StaleSampleError, make_solver
 from evokit_py.train import train
 from locations import ROOT
+from es_helpers import run_config
+
+
+# this module's run settings, before each test's overrides
+RUN = ("train.eval_every=2", "train.eval_episodes=2", "env.max_steps=100", "solver.population_size=8")
 
 
 def _basic_es(max_staleness=2, mirrored=True, std=0.5, optimizer="SGD"):
@@ -199,16 +204,10 @@ def test_async_mode_needs_a_solver_that_corrects_stale_samples():
         parse_config({"train": {"mode": "async"}, "solver": {"type": "CMA_ES"}})
 
 
-def _config(tmp_path, *overrides):
-    return resolve_config(None, [f"train.log_dir={tmp_path}/run", f"train.checkpoint_dir={tmp_path}/run/ck",
-                                 "train.target_return=null", "train.eval_every=2", "train.eval_episodes=2",
-                                 "env.max_steps=100", "solver.population_size=8", *overrides])
-
-
 @pytest.mark.timeout(60)
 def test_async_with_one_in_process_worker_is_the_sync_run(tmp_path):
-    sync = train(_config(tmp_path / "sync", "train.generations=3"), backend="inprocess", echo=lambda line: None)
-    asynchronous = train(_config(tmp_path / "async", "train.generations=3", "train.mode=async"),
+    sync = train(run_config(tmp_path / "sync", *RUN, "train.generations=3"), backend="inprocess", echo=lambda line: None)
+    asynchronous = train(run_config(tmp_path / "async", *RUN, "train.generations=3", "train.mode=async"),
                          backend="inprocess", echo=lambda line: None)
     assert np.array_equal(sync.params, asynchronous.params) and sync.episodes == asynchronous.episodes
 
@@ -224,8 +223,8 @@ def test_async_evaluations_match_sync_ones_row_for_row(tmp_path):
     """One in-process worker: an evaluation requested after update g runs before the next batch's
     candidates and lands in row g when it arrives; same solution, normalisation and episodes as sync."""
     overrides = ["train.generations=5", "train.eval_every=1"]
-    sync = train(_config(tmp_path / "sync", *overrides), backend="inprocess", echo=lambda line: None)
-    asynchronous = train(_config(tmp_path / "async", *overrides, "train.mode=async"), backend="inprocess",
+    sync = train(run_config(tmp_path / "sync", *RUN, *overrides), backend="inprocess", echo=lambda line: None)
+    asynchronous = train(run_config(tmp_path / "async", *RUN, *overrides, "train.mode=async"), backend="inprocess",
                          echo=lambda line: None)
     assert _evaluations(asynchronous) == _evaluations(sync)
     assert [generation for generation, _ in _evaluations(sync)] == [1, 2, 3, 4, 5]
@@ -238,8 +237,8 @@ def test_async_stops_as_soon_as_an_evaluation_reaches_the_target(tmp_path):
     """One in-process worker: the evaluation after update g runs before any candidate of the next
     batch, so async stops at sync's generation (not after one more batch), with sync's weights."""
     overrides = ["train.generations=20", "train.eval_every=1", "train.target_return=60"]
-    sync = train(_config(tmp_path / "sync", *overrides), backend="inprocess", echo=lambda line: None)
-    asynchronous = train(_config(tmp_path / "async", *overrides, "train.mode=async"), backend="inprocess",
+    sync = train(run_config(tmp_path / "sync", *RUN, *overrides), backend="inprocess", echo=lambda line: None)
+    asynchronous = train(run_config(tmp_path / "async", *RUN, *overrides, "train.mode=async"), backend="inprocess",
                          echo=lambda line: None)
     assert sync.solved and 1 < sync.generations < 20
     assert asynchronous.solved and asynchronous.generations == sync.generations
@@ -260,7 +259,7 @@ def test_closing_the_async_schedule_does_not_wait_for_a_candidate_still_running(
     waits at a gate: neither waits for it, and the gated worker ends once the gate opens."""
     gate = tmp_path / "gate"
     os.mkfifo(gate)
-    config = _config(tmp_path, "env.id=gated_env:GatedCartPole-v0", f"env.kwargs={{gate: {gate}}}",
+    config = run_config(tmp_path, *RUN, "env.id=gated_env:GatedCartPole-v0", f"env.kwargs={{gate: {gate}}}",
                      "solver.population_size=2", "train.mode=async")
     run = setup_run(config)
     pool = EvaluationPool(config, run.policy.to_bytes(), run.noise_spec(), 2, "remote")
@@ -289,7 +288,7 @@ def test_a_candidate_handed_out_past_a_full_batch_is_drawn_around_a_preview(tmp_
     (and arrives first, closing the batch); without, around the current parameters."""
     gate = tmp_path / "gate"
     os.mkfifo(gate)
-    config = _config(tmp_path, "env.id=gated_env:GatedCartPole-v0", f"env.kwargs={{gate: {gate}}}",
+    config = run_config(tmp_path, *RUN, "env.id=gated_env:GatedCartPole-v0", f"env.kwargs={{gate: {gate}}}",
                      "solver.population_size=4", "train.mode=async", f"train.lookahead={str(lookahead).lower()}")
     run = setup_run(config)
     solver = run.solver
@@ -341,7 +340,7 @@ def test_candidates_around_a_preview_are_normalised_with_the_results_so_far():
 @pytest.mark.timeout(60)
 def test_an_evaluation_cut_short_plays_only_its_missing_episodes(tmp_path):
     """When training stops, an evaluation with some episodes played hands back the others only."""
-    config = _config(tmp_path, "train.eval_episodes=3")
+    config = run_config(tmp_path, *RUN, "train.eval_episodes=3")
     run = setup_run(config)
     pool = EvaluationPool(config, run.policy.to_bytes(), run.noise_spec(), 1, "inprocess")
     try:
@@ -369,16 +368,16 @@ def test_a_resumed_async_run_writes_the_rows_and_runs_the_evaluations_held_at_it
         if re.match(r"\S+ generations +3/", line):
             os.kill(os.getpid(), signal.SIGINT)  # es-train's first Ctrl-C: stop after this generation
 
-    first = train(_config(tmp_path / "cut", *overrides, "train.generations=6"), backend="inprocess",
+    first = train(run_config(tmp_path / "cut", *RUN, *overrides, "train.generations=6"), backend="inprocess",
                   echo=stop_after_generation_3)
     assert first.interrupted and first.generations == 3
     csv_path = tmp_path / "cut" / "run" / "progress.csv"
     lines = csv_path.read_text().splitlines()
     assert lines[-1].startswith("3,") and "nan" in lines[-1]  # its evaluation never ran
     csv_path.write_text("\n".join(lines[:-1]) + "\n")  # as if killed before the row was written
-    resumed = train(_config(tmp_path / "cut", *overrides, "train.generations=5"), resume=True,
+    resumed = train(run_config(tmp_path / "cut", *RUN, *overrides, "train.generations=5"), resume=True,
                     backend="inprocess", echo=lambda line: None)
-    whole = train(_config(tmp_path / "whole", *overrides, "train.generations=5"), backend="inprocess",
+    whole = train(run_config(tmp_path / "whole", *RUN, *overrides, "train.generations=5"), backend="inprocess",
                   echo=lambda line: None)
     assert [generation for generation, _ in _evaluations(resumed)] == [1, 2, 3, 4, 5]
     assert _evaluations(resumed) == _evaluations(whole)
@@ -386,7 +385,7 @@ def test_a_resumed_async_run_writes_the_rows_and_runs_the_evaluations_held_at_it
 
 @pytest.mark.timeout(120)
 def test_async_evaluations_on_the_pool_fill_every_row(tmp_path):
-    config = _config(tmp_path, "train.generations=8", "train.eval_every=1", "train.mode=async",
+    config = run_config(tmp_path, *RUN, "train.generations=8", "train.eval_every=1", "train.mode=async",
                      "env.max_steps=200", "solver.max_staleness=8")
     try:
         result = train(config, backend="remote", echo=lambda line: None)
@@ -401,7 +400,7 @@ def test_async_evaluations_on_the_pool_fill_every_row(tmp_path):
 @pytest.mark.timeout(180)
 def test_async_training_on_the_pool_checkpoints_and_resumes(tmp_path):
     lines = []
-    config = _config(tmp_path, "train.generations=4", "train.checkpoint_every=2", "train.mode=async",
+    config = run_config(tmp_path, *RUN, "train.generations=4", "train.checkpoint_every=2", "train.mode=async",
                      "solver.max_staleness=3")
     try:
         first = train(config, backend="remote", echo=lines.append)
@@ -409,7 +408,7 @@ def test_async_training_on_the_pool_checkpoints_and_resumes(tmp_path):
         attrs, groups = read_checkpoint(first.checkpoint_path)
         assert int(attrs["generation"]) == 4
         assert list(groups["solver"]["history/versions"]) == [1, 2, 3]
-        more = _config(tmp_path, "train.generations=7", "train.checkpoint_every=2", "train.mode=async",
+        more = run_config(tmp_path, *RUN, "train.generations=7", "train.checkpoint_every=2", "train.mode=async",
                        "solver.max_staleness=3")
         lines.clear()
         second = train(more, resume=True, backend="remote", echo=lines.append)
@@ -425,7 +424,7 @@ def test_async_training_on_the_pool_checkpoints_and_resumes(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_an_offline_update_mixes_samples_of_several_versions(tmp_path):
-    config = _config(tmp_path, "solver.max_staleness=2")
+    config = run_config(tmp_path, *RUN, "solver.max_staleness=2")
     checkpoint, log = tmp_path / "solver.h5", tmp_path / "samples.jsonl"
     assert sample_generation(config, checkpoint, log, shard=0, shards=2) == 0
     assert sample_generation(config, checkpoint, log, shard=1, shards=2) == 0
@@ -468,7 +467,7 @@ def test_the_online_offline_script_with_concurrent_samplers(tmp_path):
 
     root = ROOT
     config_path = tmp_path / "es.yaml"
-    config_path.write_text(_config(tmp_path, "env.max_steps=50").to_yaml())
+    config_path.write_text(run_config(tmp_path, *RUN, "env.max_steps=50").to_yaml())
     out = subprocess.run([sys.executable, str(root / "scripts" / "examples" / "es_online_offline.py"), "--config", str(config_path),
                           "--samplers", "2", "--shards", "4", "--cycles", "2", "--workdir", str(tmp_path / "w")],
                          capture_output=True, text=True, timeout=220,

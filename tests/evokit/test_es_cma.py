@@ -5,18 +5,11 @@ import pytest
 from evokit_py.config import parse_config
 from evokit_py.noise import NoiseSource, StreamNoise
 from evokit_py.solvers import CMAParameters, StaleSampleError, make_solver
-
-
-def sphere(x):
-    return float(x @ x)
+from es_helpers import rosenbrock, sphere
 
 
 def ellipsoid(x):
     return float(np.sum(10 ** (6 * np.arange(len(x)) / (len(x) - 1)) * x * x))
-
-
-def rosenbrock(x):
-    return float(np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2))
 
 
 def rastrigin(x):

@@ -3,8 +3,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
+from es_helpers import paddle_like_onnx_file
 from evokit_py.policy import OnnxPolicy, build_mlp
 
 
@@ -35,25 +35,9 @@ def test_mlp_matches_numpy_and_swaps_weights_without_a_new_session():
         policy.set_parameters(np.zeros(3))
 
 
-def _paddle_like_file(path):
-    """A graph shaped like paddle2onnx output: float initializers, an int shape constant, fetch_name_0."""
-    rng = np.random.default_rng(1)
-    w, b = rng.standard_normal((4, 2)).astype(np.float32), rng.standard_normal(2).astype(np.float32)
-    nodes = [helper.make_node("MatMul", ["obs", "linear_0.w_0"], ["mm"]),
-             helper.make_node("Add", ["mm", "linear_0.b_0"], ["z"]),
-             helper.make_node("Reshape", ["z", "shape"], ["fetch_name_0"])]
-    graph = helper.make_graph(
-        nodes, "paddle", [helper.make_tensor_value_info("obs", TensorProto.FLOAT, [None, 4])],
-        [helper.make_tensor_value_info("fetch_name_0", TensorProto.FLOAT, [None, 2])],
-        [numpy_helper.from_array(w, "linear_0.w_0"), numpy_helper.from_array(b, "linear_0.b_0"),
-         numpy_helper.from_array(np.array([-1, 2], np.int64), "shape")])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
-    return w, b
-
-
 def test_user_onnx_file_float_initializers_become_parameters(tmp_path):
     path = tmp_path / "paddle.onnx"
-    w, b = _paddle_like_file(path)
+    w, b = paddle_like_onnx_file(path)
     policy, x0 = OnnxPolicy.from_file(path)
     assert policy.output_name == "fetch_name_0" and policy.weight_names == ["linear_0.w_0", "linear_0.b_0"]
     assert np.array_equal(x0, np.concatenate([w.ravel(), b]))

@@ -11,14 +11,7 @@ from evokit_py.noise import NoiseSource, NoiseTable
 from evokit_py.optimizers import SGD, Adam, Momentum
 from evokit_py.solvers import BasicES, centered_rank, make_solver, solver_types
 from parl_lite.common.datasets import DatasetError, dataset_names
-
-
-def sphere(x):
-    return float(x @ x)
-
-
-def rosenbrock(x):
-    return float(np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2))
+from es_helpers import rosenbrock, sphere
 
 
 def _solver(solver_cfg, x0, noise=None):

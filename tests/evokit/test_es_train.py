@@ -19,15 +19,11 @@ from evokit_py.config import resolve_config
 from evokit_py.train import TrainError, TrainStopped, train
 from evokit_py.training.run_folders import RunFolders, choose_run_folders
 from evokit_py.training.run_lock import lock_run_folders
-from locations import ROOT
+from locations import CHILD_ENV, ROOT
+from es_helpers import run_config
 
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
-
-
-def _config(tmp_path, *overrides):
-    return resolve_config(None, [f"train.log_dir={tmp_path}/run", f"train.checkpoint_dir={tmp_path}/run/ck",
-                                 "train.target_return=null", "train.eval_every=2", "train.eval_episodes=2",
-                                 "env.max_steps=100", *overrides])
+# this module's run settings, before each test's overrides
+RUN = ("train.eval_every=2", "train.eval_episodes=2", "env.max_steps=100")
 
 
 @pytest.mark.quick
@@ -37,7 +33,7 @@ def test_es_train_command_on_the_pool(tmp_path):
         [sys.executable, "-m", "parl_lite.cli", "es-train", "--set", f"train.log_dir={tmp_path}/run",
          "--set", f"train.checkpoint_dir={tmp_path}/run/ck", "--set", "train.generations=3",
          "--set", "env.max_steps=50", "--set", "train.workers=2"],
-        env=ENV, capture_output=True, text=True, timeout=100, cwd=tmp_path)
+        env=CHILD_ENV, capture_output=True, text=True, timeout=100, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "2 worker(s) (remote)" in out.stdout and "episodes/s" in out.stdout
     summary = json.loads(out.stdout.splitlines()[-1])  # the schema every training script ends with
@@ -58,11 +54,11 @@ def test_es_train_command_reports_config_errors_with_the_key(tmp_path):
     bad = tmp_path / "es.yaml"
     bad.write_text("solver:\n  optimizer:\n    adam: {beta1: 3}\n")
     out = subprocess.run([sys.executable, "-m", "parl_lite.cli", "es-train", "--config", str(bad)],
-                         env=ENV, capture_output=True, text=True, timeout=60)
+                         env=CHILD_ENV, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "solver.optimizer.adam.beta1: must be in [0, 1)" in out.stderr
     unknown = subprocess.run([sys.executable, "-m", "parl_lite.cli", "es-train", "--set", "solver.type=PSO", "--set",
                               f"train.log_dir={tmp_path}/run", "--set", f"train.checkpoint_dir={tmp_path}/run/ck"],
-                             env=ENV, capture_output=True, text=True, timeout=60)
+                             env=CHILD_ENV, capture_output=True, text=True, timeout=60)
     assert unknown.returncode != 0 and "solver.type: must be one of BASIC_ES" in unknown.stderr
     assert "Traceback" not in unknown.stderr  # checked when the solver is built, reported as cleanly
 
@@ -75,7 +71,7 @@ def test_a_second_run_keeps_the_first_and_resume_continues_the_latest(tmp_path):
     def es_train(generations, *extra):
         return subprocess.run([sys.executable, "-m", "parl_lite.cli", "es-train", "--in-process", "--set",
                                f"train.generations={generations}", "--set", "env.max_steps=50", *extra],
-                              env=ENV, capture_output=True, text=True, timeout=100, cwd=tmp_path)
+                              env=CHILD_ENV, capture_output=True, text=True, timeout=100, cwd=tmp_path)
 
     files = ("progress.csv", "policy.onnx", "checkpoints/solver.h5")
     first_run, latest = tmp_path / "runs" / "es_cartpole", tmp_path / "runs" / "es_cartpole_1"
@@ -131,12 +127,12 @@ def test_new_runs_take_the_number_after_the_latest_and_resume_takes_the_latest(t
 @pytest.mark.parametrize("solver", ["BASIC_ES", "CMA_ES", "GA"])
 def test_resume_ends_where_the_uninterrupted_run_ends(tmp_path, solver):
     overrides = [f"solver.type={solver}", "solver.population_size=8", "train.checkpoint_every=2"]
-    whole = train(_config(tmp_path / "whole", "train.generations=4", *overrides), backend="inprocess",
+    whole = train(run_config(tmp_path / "whole", *RUN, "train.generations=4", *overrides), backend="inprocess",
                   echo=lambda line: None)
-    first = train(_config(tmp_path / "split", "train.generations=2", *overrides), backend="inprocess",
+    first = train(run_config(tmp_path / "split", *RUN, "train.generations=2", *overrides), backend="inprocess",
                   echo=lambda line: None)
     lines = []
-    rest = train(_config(tmp_path / "split", "train.generations=4", *overrides), resume=True, backend="inprocess",
+    rest = train(run_config(tmp_path / "split", *RUN, "train.generations=4", *overrides), resume=True, backend="inprocess",
                  echo=lines.append)
     assert first.generations == 2 and rest.generations == whole.generations == 4
     assert lines[0].startswith("resumed from") and "generation 2" in lines[0]
@@ -154,10 +150,10 @@ def test_resume_ends_where_the_uninterrupted_run_ends(tmp_path, solver):
 
 @pytest.mark.timeout(120)
 def test_results_do_not_depend_on_the_number_of_workers(tmp_path):
-    one = train(_config(tmp_path / "one", "train.generations=2", "train.workers=1"), backend="inprocess",
+    one = train(run_config(tmp_path / "one", *RUN, "train.generations=2", "train.workers=1"), backend="inprocess",
                 echo=lambda line: None)
     try:
-        two = train(_config(tmp_path / "two", "train.generations=2", "train.workers=2"), echo=lambda line: None)
+        two = train(run_config(tmp_path / "two", *RUN, "train.generations=2", "train.workers=2"), echo=lambda line: None)
     finally:
         parl_lite.shutdown()  # leave no pool behind for the other tests of this process
     assert np.array_equal(one.params, two.params)
@@ -166,11 +162,11 @@ def test_results_do_not_depend_on_the_number_of_workers(tmp_path):
 @pytest.mark.timeout(180)
 def test_online_sampling_offline_update_cycle_matches_the_trainer(tmp_path):
     config_path = tmp_path / "es.yaml"
-    config = _config(tmp_path, "train.generations=3", "solver.population_size=8")
+    config = run_config(tmp_path, *RUN, "train.generations=3", "solver.population_size=8")
     config_path.write_text(config.to_yaml())
     out = subprocess.run([sys.executable, str(ROOT / "scripts" / "examples" / "es_online_offline.py"), "--config",
                           str(config_path), "--cycles", "3", "--workdir", str(tmp_path / "offline")],
-                         env=ENV, capture_output=True, text=True, timeout=170)
+                         env=CHILD_ENV, capture_output=True, text=True, timeout=170)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("sampled generation") == 3 and "updated to generation 3" in out.stdout
     log_lines = (tmp_path / "offline" / "samples.jsonl").read_text().splitlines()
@@ -193,7 +189,7 @@ def test_ctrl_c_or_sigterm_writes_the_checkpoint_and_the_policy_and_resume_finis
     args = [sys.executable, "-m", "parl_lite.cli", "es-train", "--set", f"train.log_dir={tmp_path}/run",
             "--set", f"train.checkpoint_dir={tmp_path}/run/ck", "--set", "train.generations=200",
             "--set", "train.target_return=null", "--set", "train.checkpoint_every=1000", "--in-process"]
-    process = subprocess.Popen(args, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(args, env=CHILD_ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         for line in process.stdout:
             if re.match(r"\S+ generations +2/", line):
@@ -212,7 +208,7 @@ def test_ctrl_c_or_sigterm_writes_the_checkpoint_and_the_policy_and_resume_finis
     ort.InferenceSession(str(policy), providers=["CPUExecutionProvider"])
     assert np.array_equal(_linear_weights(policy), groups["extra"]["best_params"].astype(np.float32))
     resumed = subprocess.run(args[:-1] + ["--set", f"train.generations={stopped_at + 1}", "--resume", "--in-process"],
-                             env=ENV, capture_output=True, text=True, timeout=60)
+                             env=CHILD_ENV, capture_output=True, text=True, timeout=60)
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed from" in resumed.stdout
     assert f"after the resume at generation {stopped_at}" in resumed.stdout.splitlines()[-2]
@@ -260,7 +256,7 @@ assert not loaded, f"a sampling worker imported the trainer's {loaded}"
 
 @pytest.mark.timeout(120)
 def test_sampling_never_imports_paddle_nor_the_trainer_s_modules(tmp_path):
-    out = subprocess.run([sys.executable, "-c", NO_PADDLE, str(tmp_path)], env=ENV, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", NO_PADDLE, str(tmp_path)], env=CHILD_ENV, capture_output=True,
                          text=True, timeout=100)
     assert out.returncode == 0, out.stderr
 
@@ -326,12 +322,12 @@ def _candidate_rows(returns: list[float], steps: int = 7) -> dict[str, np.ndarra
 @pytest.mark.timeout(120)
 def test_a_resumed_run_takes_the_candidates_its_checkpoint_kept_of_an_unfinished_generation(tmp_path):
     overrides = ["solver.population_size=8", "observation_normalization=false"]
-    first = train(_config(tmp_path, "train.generations=2", *overrides), backend="inprocess", echo=lambda line: None)
-    whole = train(_config(tmp_path / "whole", "train.generations=3", *overrides), backend="inprocess",
+    first = train(run_config(tmp_path, *RUN, "train.generations=2", *overrides), backend="inprocess", echo=lambda line: None)
+    whole = train(run_config(tmp_path / "whole", *RUN, "train.generations=3", *overrides), backend="inprocess",
                   echo=lambda line: None)
     kept = [1000.0, 2000.0, 3000.0]  # what no CartPole episode of 100 steps returns: seen if taken
     _rewrite_with_extra(first.checkpoint_path, _candidate_rows(kept, steps=0))
-    rest = train(_config(tmp_path, "train.generations=3", *overrides), resume=True, backend="inprocess",
+    rest = train(run_config(tmp_path, *RUN, "train.generations=3", *overrides), resume=True, backend="inprocess",
                  echo=lambda line: None)
     rows, whole_rows = list(csv.DictReader(open(rest.csv_path))), list(csv.DictReader(open(whole.csv_path)))
     assert rest.generations == 3 and float(rows[2]["max_return"]) == 3000.0  # generation 3 took the kept ones
@@ -348,12 +344,12 @@ def test_a_resumed_run_takes_the_candidates_its_checkpoint_kept_of_an_unfinished
     ({"unfinished/returns": np.zeros(4)}, "extra/unfinished/returns: shape (4,), expected (3,)"),
 ])
 def test_a_checkpoint_with_unsound_unfinished_candidates_is_refused_naming_the_dataset(tmp_path, change, message):
-    first = train(_config(tmp_path, "train.generations=1", "solver.population_size=8"), backend="inprocess",
+    first = train(run_config(tmp_path, *RUN, "train.generations=1", "solver.population_size=8"), backend="inprocess",
                   echo=lambda line: None)
     rows = _candidate_rows([1.0, 2.0, 3.0])
     _rewrite_with_extra(first.checkpoint_path, {**rows, **change})
     with pytest.raises((SolverCheckpointError, TrainError), match=re.escape(message)):
-        train(_config(tmp_path, "train.generations=2", "solver.population_size=8"), resume=True, backend="inprocess",
+        train(run_config(tmp_path, *RUN, "train.generations=2", "solver.population_size=8"), resume=True, backend="inprocess",
               echo=lambda line: None)
 
 
@@ -391,7 +387,7 @@ def test_an_async_run_that_loses_its_workers_keeps_the_results_not_yet_in_an_upd
     stall, lines = _lose_the_sampler_once_it_stalls(gate), []
     try:
         with pytest.raises(TrainStopped) as stopped:
-            train(_config(tmp_path, *_ASYNC, "train.generations=1000", "train.workers=1", "train.capacity_wait=1",
+            train(run_config(tmp_path, *RUN, *_ASYNC, "train.generations=1000", "train.workers=1", "train.capacity_wait=1",
                           "env.id=gated_env:StallingCartPole-v0", f"env.kwargs={{gate: {gate}, resets: 6}}"),
                   echo=lines.append, progress_bar=False)
     finally:
@@ -410,7 +406,7 @@ def test_an_async_run_that_loses_its_workers_keeps_the_results_not_yet_in_an_upd
     assert np.all(state["extra"]["unfinished/returns"] > 0)
     _rewrite_with_extra(checkpoint, {"unfinished/returns": np.array([1000.0, 2000.0])})
     lines.clear()
-    resumed = train(_config(tmp_path, *_ASYNC, "train.generations=2", "env.id=gated_env:StallingCartPole-v0",
+    resumed = train(run_config(tmp_path, *RUN, *_ASYNC, "train.generations=2", "env.id=gated_env:StallingCartPole-v0",
                             f"env.kwargs={{gate: {tmp_path / 'open'}, resets: 1000000}}"), resume=True,
                     backend="inprocess", echo=lines.append, progress_bar=False)
     assert lines[0] == f"resumed from {checkpoint} at generation 1, with 2 evaluated candidate(s) of the next"
@@ -445,11 +441,11 @@ _PAIR = [[0, 8, 1, 0, 1, 0], [0, 8, -1, 0, 1, 0]]  # held results drawn around v
      "extra/unfinished/previews/params: shape (1, 11), expected (1, 10)"),
 ])
 def test_a_checkpoint_with_unsound_held_async_results_is_refused_naming_the_dataset(tmp_path, change, message):
-    first = train(_config(tmp_path, *_ASYNC, "train.generations=1"), backend="inprocess", echo=lambda line: None)
+    first = train(run_config(tmp_path, *RUN, *_ASYNC, "train.generations=1"), backend="inprocess", echo=lambda line: None)
     _rewrite_with_extra(first.checkpoint_path, {**_held_rows(_PAIR, [1.0, 2.0]),
                                                 **{key: np.asarray(value) for key, value in change.items()}})
     with pytest.raises((SolverCheckpointError, TrainError), match=re.escape(message)):
-        train(_config(tmp_path, *_ASYNC, "train.generations=2"), resume=True, backend="inprocess",
+        train(run_config(tmp_path, *RUN, *_ASYNC, "train.generations=2"), resume=True, backend="inprocess",
               echo=lambda line: None)
 
 
@@ -467,12 +463,12 @@ def test_a_sampler_killed_on_the_local_pool_is_replaced_and_the_result_stays_the
             os.kill(os.getpid(), signal.SIGINT)  # as a Ctrl-C: the run stops after the generation under way
 
     try:
-        pooled = train(_config(tmp_path / "pool", "train.generations=1000", "train.workers=2"),
+        pooled = train(run_config(tmp_path / "pool", *RUN, "train.generations=1000", "train.workers=2"),
                        echo=kill_a_sampler_then_stop_once_replaced, progress_bar=False)
     finally:
         parl_lite.shutdown()
     assert killed and pooled.interrupted, "\n".join(lines)
-    alone = train(_config(tmp_path / "alone", f"train.generations={pooled.generations}"), backend="inprocess",
+    alone = train(run_config(tmp_path / "alone", *RUN, f"train.generations={pooled.generations}"), backend="inprocess",
                   echo=lambda line: None)
     _, pooled_state = read_checkpoint(pooled.checkpoint_path)
     _, alone_state = read_checkpoint(alone.checkpoint_path)  # the solution (the best evaluated one may differ:

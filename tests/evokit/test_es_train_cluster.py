@@ -22,7 +22,7 @@ from evokit_py.train import train
 
 from backends import Cluster
 from remote_helpers import true_within, wait_for_exit
-from locations import ROOT, TESTS
+from locations import CHILD_ENV
 
 # CartPole burning 0.2 ms of CPU a step: a generation (0.1 s or so) is cut by a kill, and a SIGINT
 # stops a run a few generations after the line it answers
@@ -37,7 +37,7 @@ class ESCluster(Cluster):
 
     def __init__(self, folder: Path) -> None:
         super().__init__(folder)
-        self.env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TESTS), *sys.path])
+        self.env["PYTHONPATH"] = CHILD_ENV["PYTHONPATH"]
         self.runs: list[subprocess.Popen] = []
 
     def es_train(self, folder: Path, *overrides: str, resume: bool = False) -> subprocess.Popen:

@@ -8,16 +8,15 @@ import numpy as np
 import pytest
 
 import parl_lite
-from evokit_py.config import resolve_config
 from evokit_py.seeds import confirmation_seeds, evaluation_seeds
 from evokit_py.train import train
 from es_test_envs import seed_return
+from es_helpers import run_config
 from parl_lite.common.progress import Reporter
 
 
-def _config(tmp_path, *overrides):
-    return resolve_config(None, [f"train.log_dir={tmp_path}/run", f"train.checkpoint_dir={tmp_path}/run/ck",
-                                 "train.target_return=null", "train.eval_episodes=1", *overrides])
+# this module's run settings, before each test's overrides
+RUN = ("train.eval_episodes=1",)
 
 
 BUSY_MS = 4.0  # CPU milliseconds every step of BusyCartPole burns
@@ -28,7 +27,7 @@ def test_train_cpu_seconds_count_the_sampling_workers(tmp_path):
     """Two workers play every step at BUSY_MS of CPU: the run's CPU-seconds are at least that, while
     the trainer itself mostly waits (they counted only the trainer's: 0.12 s for a run whose workers
     used 47.6 CPU-s)."""
-    config = _config(tmp_path, "env.id=es_test_envs:BusyCartPole-v0", f"env.kwargs={{busy_ms: {BUSY_MS}}}",
+    config = run_config(tmp_path, *RUN, "env.id=es_test_envs:BusyCartPole-v0", f"env.kwargs={{busy_ms: {BUSY_MS}}}",
                      "env.max_steps=30", "solver.population_size=8", "train.generations=3", "train.workers=2")
     try:
         result = train(config, backend="remote", echo=lambda line: None)
@@ -42,9 +41,9 @@ def test_train_cpu_seconds_count_the_sampling_workers(tmp_path):
 def test_a_resumed_run_reports_the_whole_run_and_what_this_call_did(tmp_path):
     overrides = ["env.id=es_test_envs:BusyCartPole-v0", f"env.kwargs={{busy_ms: {BUSY_MS}}}", "env.max_steps=20",
                  "solver.population_size=4"]
-    first = train(_config(tmp_path, *overrides, "train.generations=3"), backend="inprocess", echo=lambda line: None)
+    first = train(run_config(tmp_path, *RUN, *overrides, "train.generations=3"), backend="inprocess", echo=lambda line: None)
     lines: list[str] = []
-    resumed = train(_config(tmp_path, *overrides, "train.generations=4"), resume=True, backend="inprocess",
+    resumed = train(run_config(tmp_path, *RUN, *overrides, "train.generations=4"), resume=True, backend="inprocess",
                     echo=lines.append)
     assert resumed.steps > first.steps and resumed.train_seconds > first.train_seconds
     assert resumed.cpu_seconds >= first.cpu_seconds + (resumed.steps - first.steps) * BUSY_MS / 1000
@@ -70,10 +69,10 @@ def test_solved_is_confirmed_on_fresh_episodes_before_training_stops(tmp_path):
     evaluation, whose policy then fell short on fresh episodes)."""
     common = ["env.id=es_test_envs:SeedReturn-v0", "train.eval_episodes=5", "train.generations=30",
               "solver.population_size=4"]
-    config = _config(tmp_path, *common, "train.target_return=0.7", "train.confirm_episodes=40")
+    config = run_config(tmp_path, *RUN, *common, "train.target_return=0.7", "train.confirm_episodes=40")
     lucky, confirmation = _lucky_generation(config, 0.7, 30)
     assert confirmation < 0.7  # 40 episodes average near 0.5
-    unconfirmed = train(_config(tmp_path / "0", *common, "train.target_return=0.7"), backend="inprocess",
+    unconfirmed = train(run_config(tmp_path / "0", *RUN, *common, "train.target_return=0.7"), backend="inprocess",
                         echo=lambda line: None)
     assert unconfirmed.solved and unconfirmed.generations == lucky + 1  # the optimistic stop
     lines: list[str] = []
@@ -83,7 +82,7 @@ def test_solved_is_confirmed_on_fresh_episodes_before_training_stops(tmp_path):
             f"{confirmation:.2f} on 40 fresh episodes, training goes on") in lines
     assert result.confirmed_return is not None and result.best_eval_return < 0.7
 
-    easy = _config(tmp_path / "easy", *common, "train.target_return=0.3", "train.confirm_episodes=40")
+    easy = run_config(tmp_path / "easy", *RUN, *common, "train.target_return=0.3", "train.confirm_episodes=40")
     lucky, confirmation = _lucky_generation(easy, 0.3, 30)
     lines.clear()
     solved = train(easy, backend="inprocess", echo=lines.append)
@@ -99,7 +98,7 @@ def test_solved_is_confirmed_on_fresh_episodes_before_training_stops(tmp_path):
 def test_the_summary_gives_the_last_evaluation_and_the_best_the_policy_is_of(tmp_path):
     """The JSON summary's eval_return is the last evaluation; best_eval_return, the one the last
     line gives and policy.onnx is of (it gave only the last, below the best of the line)."""
-    config = _config(tmp_path, "env.id=es_test_envs:SeedReturn-v0", "train.eval_episodes=5", "train.generations=6",
+    config = run_config(tmp_path, *RUN, "env.id=es_test_envs:SeedReturn-v0", "train.eval_episodes=5", "train.generations=6",
                      "solver.population_size=4")
     evaluations = [seed_return(evaluation_seeds(config, generation)) for generation in range(6)]
     assert evaluations[-1] < max(evaluations)
@@ -114,7 +113,7 @@ def test_the_summary_gives_the_last_evaluation_and_the_best_the_policy_is_of(tmp
 @pytest.mark.timeout(60)
 def test_the_log_line_shows_the_last_evaluation_and_its_generation(tmp_path):
     lines: list[str] = []
-    train(_config(tmp_path, "env.max_steps=30", "train.generations=7", "train.eval_every=3"), backend="inprocess",
+    train(run_config(tmp_path, *RUN, "env.max_steps=30", "train.generations=7", "train.eval_every=3"), backend="inprocess",
           echo=lines.append, progress_bar=False)
     progress = [line for line in lines if re.match(r"BASIC_ES generations +\d+/7 ", line)]
     assert len(progress) == 7 and not any("nan" in line for line in progress), progress

@@ -24,31 +24,17 @@ from evokit_py.config import ConfigError, load_config, resolve_config
 from evokit_py.limits import WORKERS_PER_CPU, check_local_workers
 from evokit_py.noise import NoiseTable
 from evokit_py.training.run_lock import LOCK_NAME
-from locations import ROOT, TESTS
+from es_helpers import es_train_args, parl_lite_cli
+from locations import CHILD_ENV
 
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS), *sys.path])}
 CPUS = len(os.sched_getaffinity(0))
 ALIAS_BOMB = "".join(f"{name}: &{name} [{', '.join([f'*{prev}'] * 9 if prev else ['x'] * 9)}]\n"
                      for prev, name in zip([None, *"abcdefgh"], "abcdefghi", strict=True))
 FILL_BLOCK_BYTES = 4 * 2**22  # evokit_py.noise._FILL_BLOCK values of 4 bytes
 
 
-def _es_args(tmp_path, *overrides, in_process=True):
-    args = ["es-train", *(["--in-process"] if in_process else []), "--set", f"train.log_dir={tmp_path}/run",
-            "--set", f"train.checkpoint_dir={tmp_path}/run/ck", "--set", "train.target_return=null",
-            "--set", "env.max_steps=30", "--set", "train.eval_episodes=1", "--set", "solver.population_size=4"]
-    for override in overrides:
-        args += ["--set", override]
-    return args
-
-
-def _es_train(*args, timeout=120, env=ENV):
-    return subprocess.run([sys.executable, "-m", "parl_lite.cli", *map(str, args)], env=env, capture_output=True,
-                          text=True, timeout=timeout)
-
-
 def _start(*args, new_session=False):
-    return subprocess.Popen([sys.executable, "-m", "parl_lite.cli", *map(str, args)], env=ENV,
+    return subprocess.Popen([sys.executable, "-m", "parl_lite.cli", *map(str, args)], env=CHILD_ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=new_session)
 
 
@@ -64,7 +50,7 @@ def _noise_segments(pid):
 
 
 def _trained(tmp_path, *overrides):
-    result = _es_train(*_es_args(tmp_path, "train.generations=2", "train.checkpoint_every=1", *overrides))
+    result = parl_lite_cli(*es_train_args(tmp_path, "train.generations=2", "train.checkpoint_every=1", *overrides))
     assert result.returncode == 0, result.stderr
     return tmp_path / "run" / "ck" / "solver.h5"
 
@@ -75,7 +61,7 @@ def _trained(tmp_path, *overrides):
 @pytest.mark.timeout(120)
 def test_7_more_workers_than_the_cpus_take_is_refused_before_any_starts(tmp_path):
     workers = WORKERS_PER_CPU * CPUS + 1
-    result = _es_train(*_es_args(tmp_path, f"train.workers={workers}", "train.generations=1", in_process=False))
+    result = parl_lite_cli(*es_train_args(tmp_path, f"train.workers={workers}", "train.generations=1", in_process=False))
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"train.workers: {workers} workers for the {CPUS} CPU(s)" in result.stderr, result.stderr
     assert "train.oversubscribe" in result.stderr and "es-train: CartPole" not in result.stdout
@@ -89,7 +75,7 @@ def test_7_oversubscribe_lifts_the_cpu_bound_but_not_the_memory_bound():
 
 @pytest.mark.timeout(120)
 def test_7_a_hundred_thousand_workers_are_refused_on_memory(tmp_path):
-    result = _es_train(*_es_args(tmp_path, "train.workers=100000", "train.oversubscribe=true", "train.generations=1",
+    result = parl_lite_cli(*es_train_args(tmp_path, "train.workers=100000", "train.oversubscribe=true", "train.generations=1",
                                  in_process=False))
     assert result.returncode == 1 and "train.workers: 100000 worker processes need" in result.stderr, result.stderr
     assert "memory available" in result.stderr and "es-train: CartPole" not in result.stdout
@@ -100,8 +86,8 @@ def test_7_more_workers_than_the_cluster_has_cpus_is_refused_at_once(tmp_path):
     cluster = Cluster(tmp_path / "cluster")
     cluster.start(cpus=1)
     try:
-        result = _es_train(*_es_args(tmp_path, "train.workers=3", "train.generations=1", in_process=False),
-                           "--address", cluster.address, env={**cluster.env, "PYTHONPATH": ENV["PYTHONPATH"]})
+        result = parl_lite_cli(*es_train_args(tmp_path, "train.workers=3", "train.generations=1", in_process=False),
+                           "--address", cluster.address, env={**cluster.env, "PYTHONPATH": CHILD_ENV["PYTHONPATH"]})
     finally:
         cluster.stop()
     assert result.returncode == 1, result.stdout + result.stderr
@@ -111,7 +97,7 @@ def test_7_more_workers_than_the_cluster_has_cpus_is_refused_at_once(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_7_a_noise_table_larger_than_shared_memory_is_refused_before_it_is_made(tmp_path):
-    process = _start(*_es_args(tmp_path, "solver.sampling.gaussian_sampling.cache_size=100000000000",
+    process = _start(*es_train_args(tmp_path, "solver.sampling.gaussian_sampling.cache_size=100000000000",
                                "train.generations=1"))
     _, stderr = process.communicate(timeout=100)
     assert process.returncode == 1, stderr
@@ -145,7 +131,7 @@ def _segment_being_filled(process):
 
 @pytest.mark.timeout(120)
 def test_7_ctrl_c_stops_the_noise_table_build_and_removes_the_table(tmp_path):
-    process = _start(*_es_args(tmp_path, f"solver.sampling.gaussian_sampling.cache_size={_big_table_size()}"))
+    process = _start(*es_train_args(tmp_path, f"solver.sampling.gaussian_sampling.cache_size={_big_table_size()}"))
     try:
         segment = _segment_being_filled(process)
         filled_at_ctrl_c = os.stat(segment).st_blocks * 512
@@ -168,7 +154,7 @@ def test_7_ctrl_c_stops_the_noise_table_build_and_removes_the_table(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_7_the_table_of_a_run_killed_while_building_it_is_swept_by_the_next_run(tmp_path):
-    process = _start(*_es_args(tmp_path, f"solver.sampling.gaussian_sampling.cache_size={_big_table_size()}"),
+    process = _start(*es_train_args(tmp_path, f"solver.sampling.gaussian_sampling.cache_size={_big_table_size()}"),
                      new_session=True)
     try:
         segment = _segment_being_filled(process)
@@ -176,7 +162,7 @@ def test_7_the_table_of_a_run_killed_while_building_it_is_swept_by_the_next_run(
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     assert os.path.exists(segment)  # nothing of the run could remove it
-    result = _es_train(*_es_args(tmp_path / "next", "train.generations=1"))
+    result = parl_lite_cli(*es_train_args(tmp_path / "next", "train.generations=1"))
     assert result.returncode == 0, result.stderr
     assert not os.path.exists(segment)
 
@@ -194,13 +180,13 @@ def test_7_a_table_built_block_by_block_holds_the_values_of_one_draw():
 @pytest.mark.timeout(180)
 def test_8_a_second_run_in_a_folder_in_use_is_refused_and_says_who_holds_it(tmp_path):
     """A run resumed in the folders of a run in progress is refused; a new run takes the next ones."""
-    first = _start(*_es_args(tmp_path, "train.generations=100000"))
+    first = _start(*es_train_args(tmp_path, "train.generations=100000"))
     try:
         _wait_for_line(first, "generations       1/")
-        second = _es_train(*_es_args(tmp_path, "train.generations=2"), "--resume")
-        elsewhere = _es_train(*_es_args(tmp_path / "other", "train.generations=2",
+        second = parl_lite_cli(*es_train_args(tmp_path, "train.generations=2"), "--resume")
+        elsewhere = parl_lite_cli(*es_train_args(tmp_path / "other", "train.generations=2",
                                         f"train.checkpoint_dir={tmp_path}/run/ck"), "--resume")
-        new = _es_train(*_es_args(tmp_path, "train.generations=2"))
+        new = parl_lite_cli(*es_train_args(tmp_path, "train.generations=2"))
         first.send_signal(signal.SIGINT)
         _, first_stderr = first.communicate(timeout=60)
     finally:
@@ -219,14 +205,14 @@ def test_8_a_second_run_in_a_folder_in_use_is_refused_and_says_who_holds_it(tmp_
 
 @pytest.mark.timeout(180)
 def test_8_the_lock_of_a_killed_run_is_free_for_the_next(tmp_path):
-    first = _start(*_es_args(tmp_path, "train.generations=100000", "train.checkpoint_every=1"))
+    first = _start(*es_train_args(tmp_path, "train.generations=100000", "train.checkpoint_every=1"))
     try:
         _wait_for_line(first, "generations       2/")
     finally:
         first.kill()
     first.wait()
     assert json.loads((tmp_path / "run" / LOCK_NAME).read_text())["pid"] == first.pid
-    result = _es_train(*_es_args(tmp_path, "train.generations=3"), "--resume")
+    result = parl_lite_cli(*es_train_args(tmp_path, "train.generations=3"), "--resume")
     assert result.returncode == 0 and "resumed from" in result.stdout, result.stderr
 
 
@@ -234,7 +220,7 @@ def test_8_the_lock_of_a_killed_run_is_free_for_the_next(tmp_path):
 def test_8_a_lock_file_that_is_a_fifo_is_named_without_blocking(tmp_path):
     (tmp_path / "run").mkdir()
     os.mkfifo(tmp_path / "run" / LOCK_NAME)
-    result = _es_train(*_es_args(tmp_path, "train.generations=1"), timeout=50)
+    result = parl_lite_cli(*es_train_args(tmp_path, "train.generations=1"), timeout=50)
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"the lock file {tmp_path}/run/{LOCK_NAME} is a FIFO (named pipe), not a file" in result.stderr
 
@@ -246,7 +232,7 @@ def test_8_a_lock_file_that_is_a_fifo_is_named_without_blocking(tmp_path):
 def test_an_alias_bomb_in_a_config_is_refused_naming_the_file(tmp_path):
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text(ALIAS_BOMB)
-    result = _es_train("es-train", "--config", bomb, timeout=50)
+    result = parl_lite_cli("es-train", "--config", bomb, timeout=50)
     assert result.returncode == 1 and f"config file {bomb}: more than 10000 values" in result.stderr, result.stderr
 
 
@@ -267,7 +253,7 @@ def test_an_alias_bomb_in_a_checkpoints_config_is_refused_naming_the_checkpoint(
     with h5py.File(path, "r+") as file:  # with a matching checksum: the text itself is the attack
         file.attrs["config"] = ALIAS_BOMB
         file.attrs["config_crc32"] = zlib.crc32(ALIAS_BOMB.encode())
-    result = _es_train(*_es_args(tmp_path, "train.generations=4"), "--resume", timeout=100)
+    result = parl_lite_cli(*es_train_args(tmp_path, "train.generations=4"), "--resume", timeout=100)
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"solver checkpoint {path}: attribute config is corrupt" in result.stderr, result.stderr
     assert "more than 10000 values" in result.stderr
@@ -290,7 +276,7 @@ def test_numbers_in_exponent_form_are_numbers(tmp_path):
 def test_a_fifo_given_as_config_is_named_without_blocking(tmp_path):
     fifo = tmp_path / "es.yaml"
     os.mkfifo(fifo)
-    result = _es_train("es-train", "--config", fifo, timeout=50)
+    result = parl_lite_cli("es-train", "--config", fifo, timeout=50)
     assert result.returncode == 1 and f"config file {fifo} is a FIFO (named pipe), not a file" in result.stderr, \
         result.stderr
 
@@ -305,7 +291,7 @@ def test_a_folder_given_as_config_is_named(tmp_path):
 def test_a_fifo_or_folder_given_as_policy_onnx_is_named_without_blocking(tmp_path, kind):
     path = tmp_path / "policy.onnx"
     os.mkfifo(path) if kind.startswith("FIFO") else path.mkdir()
-    result = _es_train(*_es_args(tmp_path, f"policy.onnx={path}"), timeout=50)
+    result = parl_lite_cli(*es_train_args(tmp_path, f"policy.onnx={path}"), timeout=50)
     assert result.returncode == 1 and f"policy.onnx: {path} is a {kind}, not an ONNX file" in result.stderr, \
         result.stderr
 
@@ -316,7 +302,7 @@ def test_a_progress_csv_that_is_a_fifo_is_named_on_resume_without_blocking(tmp_p
     csv_path = tmp_path / "run" / "progress.csv"
     csv_path.unlink()
     os.mkfifo(csv_path)
-    result = _es_train(*_es_args(tmp_path, "train.generations=4"), "--resume", timeout=100)
+    result = parl_lite_cli(*es_train_args(tmp_path, "train.generations=4"), "--resume", timeout=100)
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"train.log_dir: {csv_path} is a FIFO (named pipe), not a file; move it away" in result.stderr
 
@@ -325,7 +311,7 @@ def test_a_progress_csv_that_is_a_fifo_is_named_on_resume_without_blocking(tmp_p
 @pytest.mark.parametrize("mu", [100, 3])
 def test_a_cma_es_mu_beyond_half_the_population_is_refused(tmp_path, mu):
     # mu = 3 of 4 was clamped to 4 and failed with a bare "math domain error"; 100 of 16 ran silently
-    result = _es_train(*_es_args(tmp_path, "solver.type=CMA_ES", f"solver.cma_es.mu={mu}", "train.generations=1"))
+    result = parl_lite_cli(*es_train_args(tmp_path, "solver.type=CMA_ES", f"solver.cma_es.mu={mu}", "train.generations=1"))
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"solver.cma_es.mu: must be in [1, solver.population_size // 2 (2)], got {mu}" in result.stderr, \
         result.stderr
@@ -338,7 +324,7 @@ def _refuse_constant(name):
 @pytest.mark.timeout(120)
 def test_resuming_a_finished_run_prints_valid_json(tmp_path):
     _trained(tmp_path)
-    result = _es_train(*_es_args(tmp_path, "train.generations=2"), "--resume")
+    result = parl_lite_cli(*es_train_args(tmp_path, "train.generations=2"), "--resume")
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout.splitlines()[-1], parse_constant=_refuse_constant)
     assert summary["updates"] == 2 and summary["eval_return"] is None
@@ -399,8 +385,8 @@ def _read(path):
     ("gymnasium.envs.classic_control.cartpole", AT_ONCE), ("_fill()", AT_ONCE), ("_receive_exactly()", AT_ONCE),
 ])
 def test_a_ctrl_c_while_es_train_starts_exits_with_130_one_line_and_nothing_left(tmp_path, moment, line):
-    args = _es_args(tmp_path, "train.generations=1", in_process=False)
-    process = subprocess.Popen([sys.executable, "-c", INTERRUPT_AT, moment, *args], env=ENV,
+    args = es_train_args(tmp_path, "train.generations=1", in_process=False)
+    process = subprocess.Popen([sys.executable, "-c", INTERRUPT_AT, moment, *args], env=CHILD_ENV,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout, stderr = process.communicate(timeout=100)
     assert (process.returncode, stderr) == (130, line), stdout + stderr

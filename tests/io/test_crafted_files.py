@@ -21,10 +21,10 @@ from click.testing import CliRunner
 import parl_lite
 from core_models import fixed_batch, make_agent
 from parl_lite.cli import main
-from test_damaged_files import _es_args, _es_cli, _forge, _patch_dataset_bytes, _trained_checkpoint
-from locations import ROOT, TESTS
+from damaged_hdf5 import forge, patch_dataset_bytes
+from es_helpers import es_train_args, es_train_here, trained_checkpoint
+from locations import CHILD_ENV, ROOT, TESTS
 
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS), *sys.path])}
 PARL_LITE = Path(sys.executable).with_name("parl-lite")  # the console script: sys.path[0] is its folder
 ADDRESS_SPACE_LIMIT = 3 * 2**30  # paddle, onnxruntime and the test's data need about 1 GiB of it
 HUGE = 3_000_000_000  # values a bomb declares
@@ -35,7 +35,7 @@ def _limit_address_space() -> None:
 
 
 def _run_limited(args, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run(args, env=ENV, cwd=cwd, capture_output=True, text=True, timeout=150,
+    return subprocess.run(args, env=CHILD_ENV, cwd=cwd, capture_output=True, text=True, timeout=150,
                           preexec_fn=_limit_address_space)
 
 
@@ -163,10 +163,10 @@ def test_6_restore_refuses_a_checkpoint_declaring_more_than_it_holds(tmp_path):
 
 @pytest.mark.timeout(180)
 def test_6_es_train_resume_refuses_best_params_declaring_more_than_the_file_holds(tmp_path):
-    path = _trained_checkpoint(tmp_path)
+    path = trained_checkpoint(tmp_path)
     _declare_huge(path, "extra/best_params", np.float64)
     result = _run_limited([sys.executable, "-m", "parl_lite.cli",
-                           *_es_args(tmp_path, "train.generations=4", "train.workers=1"), "--resume"])
+                           *es_train_args(tmp_path, "train.generations=4", "train.workers=1"), "--resume"])
     assert result.returncode == 1, result.stderr[-3000:]
     assert str(path) in result.stderr and "extra/best_params: declares" in result.stderr, result.stderr
     assert "MemoryError" not in result.stderr and "Traceback" not in result.stderr
@@ -176,8 +176,8 @@ def test_6_restore_checks_shapes_against_the_model_before_reading_any_value(tmp_
     # fc1.weight has the wrong shape *and* corrupted bytes: the shape is named, so it was checked
     # before the values were read (their checksum would fail on reading)
     make_agent(0).save(tmp_path / "a.h5")
-    _forge(tmp_path / "a.h5", "models/model/fc1.weight", np.zeros((5, 20), np.float32))
-    _patch_dataset_bytes(tmp_path / "a.h5", "models/model/fc1.weight")
+    forge(tmp_path / "a.h5", "models/model/fc1.weight", np.zeros((5, 20), np.float32))
+    patch_dataset_bytes(tmp_path / "a.h5", "models/model/fc1.weight")
     with pytest.raises(parl_lite.CheckpointError, match=r"fc1.weight' has shape \(5, 20\), expected \(4, 20\)"):
         make_agent(1).restore(tmp_path / "a.h5")
 
@@ -187,20 +187,20 @@ def test_6_restore_checks_accumulator_shapes_before_reading_any_value(tmp_path):
     agent.learn(*fixed_batch(0))
     agent.save(tmp_path / "a.h5", with_optimizer=True)
     name = "optimizers/optimizer/model/fc2.bias/moment2_0"
-    _forge(tmp_path / "a.h5", name, np.zeros(7, np.float32))
-    _patch_dataset_bytes(tmp_path / "a.h5", name)
+    forge(tmp_path / "a.h5", name, np.zeros(7, np.float32))
+    patch_dataset_bytes(tmp_path / "a.h5", name)
     with pytest.raises(parl_lite.CheckpointError, match=r"fc2.bias/moment2_0: shape \(7,\), expected"):
         make_agent(1).restore(tmp_path / "a.h5")
 
 
 @pytest.mark.timeout(120)
 def test_6_solver_checkpoint_shapes_are_checked_before_reading_any_value(tmp_path):
-    path = _trained_checkpoint(tmp_path)
+    path = trained_checkpoint(tmp_path)
     with h5py.File(path, "r") as file:
         count = file["params"].shape[0]
-    _forge(path, "extra/best_params", np.zeros(count + 1))
-    _patch_dataset_bytes(path, "extra/best_params")
-    result = _es_cli(tmp_path, "train.generations=4", extra=["--resume"])
+    forge(path, "extra/best_params", np.zeros(count + 1))
+    patch_dataset_bytes(path, "extra/best_params")
+    result = es_train_here(tmp_path, "train.generations=4", extra=["--resume"])
     assert result.exit_code == 1 and f"extra/best_params: shape ({count + 1},), expected ({count},)" in result.output
     assert "checksum" not in result.output, result.output
 
@@ -240,12 +240,12 @@ def _solver_value(path: Path, name: str):
     ("solver/history/versions", lambda versions, gen: np.zeros_like(versions) + gen - 1, "holds a version twice"),
 ])
 def test_9_solver_values_that_pass_the_checksum_are_refused(tmp_path, dataset, make_value, message):
-    path = _trained_checkpoint(tmp_path, "train.generations=3")
+    path = trained_checkpoint(tmp_path, "train.generations=3")
     generation = int(_solver_value(path, "solver/generation"))
     value = _solver_value(path, dataset)
     assert np.size(value) >= (2 if "versions" in dataset else 1)  # the run kept versions for stale samples
-    _forge(path, dataset, make_value(value, generation))
-    result = _es_cli(tmp_path, "train.generations=5", extra=["--resume"])
+    forge(path, dataset, make_value(value, generation))
+    result = es_train_here(tmp_path, "train.generations=5", extra=["--resume"])
     assert result.exit_code == 1 and message in result.output and str(path) in result.output, result.output
     assert "generations/s" not in result.output
 
@@ -276,11 +276,11 @@ def test_9_train_ppo_resumed_and_saved_before_any_update_writes_its_checkpoint(t
     short = ["--total-steps", "256", "--rollout-steps", "32", "--num-envs", "4", "--epochs", "1",
              "--eval-every", "100000", "--target", "1e9"]
     script = str(ROOT / "scripts" / "examples" / "train_ppo.py")
-    first = subprocess.run([sys.executable, script, *short, "--save", str(tmp_path / "x.h5")], env=ENV,
+    first = subprocess.run([sys.executable, script, *short, "--save", str(tmp_path / "x.h5")], env=CHILD_ENV,
                            capture_output=True, text=True, timeout=150)
     assert first.returncode == 0, first.stderr[-3000:]
     second = subprocess.run([sys.executable, script, *short, "--resume", str(tmp_path / "x.h5"),
-                             "--save", str(tmp_path / "y.h5")], env=ENV, capture_output=True, text=True, timeout=150)
+                             "--save", str(tmp_path / "y.h5")], env=CHILD_ENV, capture_output=True, text=True, timeout=150)
     assert second.returncode == 0, second.stderr[-3000:]
     assert (tmp_path / "y.h5").is_file()
     with h5py.File(tmp_path / "y.h5", "r") as file:
@@ -301,9 +301,9 @@ def test_a_bit_flipped_in_an_object_header_is_named(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_a_bit_flipped_in_an_object_header_of_a_solver_checkpoint_is_named(tmp_path):
-    path = _trained_checkpoint(tmp_path)
+    path = trained_checkpoint(tmp_path)
     _flip_bit_in_object_header(path, "solver/optimizer")
-    result = _es_cli(tmp_path, "train.generations=4", extra=["--resume"])
+    result = es_train_here(tmp_path, "train.generations=4", extra=["--resume"])
     assert result.exit_code == 1 and f"solver checkpoint {path} is corrupted" in result.output, result.output
 
 

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-import zlib
 from pathlib import Path
 
 import h5py
@@ -23,55 +22,10 @@ from evokit_py.checkpoint import SolverCheckpointError
 from evokit_py.config import ConfigError, load_config, resolve_config
 from evokit_py.train import train
 from parl_lite.cli import main
-from locations import ROOT, TESTS
+from damaged_hdf5 import forge, patch_dataset_bytes
+from es_helpers import es_train_args, es_train_here, trained_checkpoint
+from locations import CHILD_ENV, TESTS
 
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS), *sys.path])}
-
-
-def _forge(path: Path, name: str, value) -> None:
-    """Replace dataset ``name`` by ``value`` *with a matching checksum*, as a careful forger would:
-    only the value checks on load can catch it."""
-    value = np.asarray(value)
-    with h5py.File(path, "r+") as file:
-        del file[name]
-        file.create_dataset(name, data=value)
-        file[name].attrs["crc32"] = zlib.crc32(np.ascontiguousarray(value).tobytes())
-
-
-def _patch_dataset_bytes(path: Path, name: str) -> None:
-    """Flip one byte inside the stored data of dataset ``name`` (no HDF5 library involved)."""
-    with h5py.File(path, "r") as file:
-        offset = file[name].id.get_offset()
-        assert offset is not None, f"{name} is not stored contiguously"
-    with open(path, "r+b") as handle:
-        handle.seek(offset + 3)
-        byte = handle.read(1)
-        handle.seek(offset + 3)
-        handle.write(bytes([byte[0] ^ 0x40]))
-
-
-def _es_args(tmp_path, *overrides):
-    args = ["es-train", "--in-process", "--set", f"train.log_dir={tmp_path}/run",
-            "--set", f"train.checkpoint_dir={tmp_path}/run/ck", "--set", "train.target_return=null",
-            "--set", "env.max_steps=30", "--set", "train.eval_episodes=1", "--set", "solver.population_size=4"]
-    for override in overrides:
-        args += ["--set", override]
-    return args
-
-
-def _es_cli(tmp_path, *overrides, extra=()):
-    """Run ``parl-lite es-train`` in this process; a bare traceback would show as result.exception."""
-    result = CliRunner().invoke(main, _es_args(tmp_path, *overrides) + list(extra))
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise AssertionError(f"bare exception from es-train: {result.exception!r}\n{result.output}") \
-            from result.exception
-    return result
-
-
-def _trained_checkpoint(tmp_path, *overrides) -> Path:
-    result = _es_cli(tmp_path, "train.generations=2", "train.checkpoint_every=1", *overrides)
-    assert result.exit_code == 0, result.output
-    return tmp_path / "run" / "ck" / "solver.h5"
 
 
 def _export(*args):
@@ -106,7 +60,7 @@ def test_1_export_accepts_a_checkpoint_saved_with_optimizer_state(tmp_path):
 def test_7_unwritable_folders_are_refused_before_the_first_generation(tmp_path, key):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")
-    result = _es_cli(tmp_path, "train.generations=2", f"{key}={blocker}/sub")
+    result = es_train_here(tmp_path, "train.generations=2", f"{key}={blocker}/sub")
     assert result.exit_code == 1
     assert key in result.output and str(blocker) in result.output, result.output
     assert "generations/s" not in result.output  # no work was done before the check
@@ -136,9 +90,9 @@ def test_7_a_failed_checkpoint_write_does_not_lose_the_policy(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_8_solver_checkpoint_with_patched_bytes_is_refused(tmp_path):
-    path = _trained_checkpoint(tmp_path)
-    _patch_dataset_bytes(path, "solver/theta")
-    result = _es_cli(tmp_path, "train.generations=4", extra=["--resume"])
+    path = trained_checkpoint(tmp_path)
+    patch_dataset_bytes(path, "solver/theta")
+    result = es_train_here(tmp_path, "train.generations=4", extra=["--resume"])
     assert result.exit_code == 1 and "solver/theta" in result.output and "checksum" in result.output, result.output
 
 
@@ -151,11 +105,11 @@ def test_8_solver_checkpoint_with_patched_bytes_is_refused(tmp_path):
     ("obs_stats/count", -5.0, "obs_stats/count"),
 ])
 def test_8_solver_checkpoint_with_forged_values_is_refused(tmp_path, dataset, value, message):
-    path = _trained_checkpoint(tmp_path)
+    path = trained_checkpoint(tmp_path)
     with h5py.File(path, "r") as file:
         shape, dtype = file[dataset].shape, file[dataset].dtype
-    _forge(path, dataset, np.full(shape, np.nan if value == "nan" else value, dtype=dtype))
-    result = _es_cli(tmp_path, "train.generations=4", extra=["--resume"])
+    forge(path, dataset, np.full(shape, np.nan if value == "nan" else value, dtype=dtype))
+    result = es_train_here(tmp_path, "train.generations=4", extra=["--resume"])
     assert result.exit_code == 1 and message in result.output, result.output
     assert "generations/s" not in result.output
 
@@ -163,7 +117,7 @@ def test_8_solver_checkpoint_with_forged_values_is_refused(tmp_path, dataset, va
 def test_8_agent_checkpoint_with_patched_bytes_is_refused_and_nothing_changes(tmp_path):
     saved, target = make_agent(0), make_agent(1)
     saved.save(tmp_path / "a.h5")
-    _patch_dataset_bytes(tmp_path / "a.h5", "models/model/fc1.weight")
+    patch_dataset_bytes(tmp_path / "a.h5", "models/model/fc1.weight")
     before = target.get_weights()
     with pytest.raises(parl_lite.CheckpointError, match="fc1.weight.*checksum"):
         target.restore(tmp_path / "a.h5")
@@ -181,7 +135,7 @@ def test_8_agent_checkpoint_with_non_finite_values_is_refused(tmp_path, dataset,
     agent.save(tmp_path / "a.h5", with_optimizer=True)
     with h5py.File(tmp_path / "a.h5", "r") as file:
         shape = file[dataset].shape
-    _forge(tmp_path / "a.h5", dataset, np.full(shape, fill, np.float32))
+    forge(tmp_path / "a.h5", dataset, np.full(shape, fill, np.float32))
     with pytest.raises(parl_lite.CheckpointError, match=match):
         make_agent(1).restore(tmp_path / "a.h5")
 
@@ -204,24 +158,24 @@ def test_8_old_checkpoints_without_checksums_still_load(tmp_path):
 
 
 def test_9_discrete_observation_space_names_env_id(tmp_path):
-    result = _es_cli(tmp_path, "env.id=FrozenLake-v1", "train.generations=1")
+    result = es_train_here(tmp_path, "env.id=FrozenLake-v1", "train.generations=1")
     assert result.exit_code == 1 and "env.id" in result.output and "FrozenLake-v1" in result.output, result.output
 
 
 def test_9_a_population_that_cannot_be_allocated_names_the_key(tmp_path):
-    result = _es_cli(tmp_path, "solver.population_size=100000000000", "train.generations=1")
+    result = es_train_here(tmp_path, "solver.population_size=100000000000", "train.generations=1")
     assert result.exit_code == 1 and "solver.population_size" in result.output, result.output
 
 
 def test_9_an_override_that_is_not_yaml_names_the_override(tmp_path):
-    result = _es_cli(tmp_path, "policy.mlp.hidden=[16", "train.generations=1")
+    result = es_train_here(tmp_path, "policy.mlp.hidden=[16", "train.generations=1")
     assert result.exit_code == 1 and "policy.mlp.hidden" in result.output and "YAML" in result.output, result.output
 
 
 @pytest.mark.timeout(120)
 def test_9_resuming_with_another_optimizer_names_the_key(tmp_path):
-    _trained_checkpoint(tmp_path, "solver.optimizer.type=SGD")
-    result = _es_cli(tmp_path, "train.generations=4", "solver.optimizer.type=ADAM", extra=["--resume"])
+    trained_checkpoint(tmp_path, "solver.optimizer.type=SGD")
+    result = es_train_here(tmp_path, "train.generations=4", "solver.optimizer.type=ADAM", extra=["--resume"])
     assert result.exit_code == 1 and "solver.optimizer.type" in result.output, result.output
 
 
@@ -229,51 +183,51 @@ def test_9_resuming_with_another_optimizer_names_the_key(tmp_path):
 @pytest.mark.parametrize("override", ["seed=5", "solver.sampling.gaussian_sampling.cached=false",
                                       "solver.sampling.gaussian_sampling.cache_size=500000"])
 def test_9_resuming_with_another_seed_or_noise_is_refused(tmp_path, override):
-    _trained_checkpoint(tmp_path)
-    result = _es_cli(tmp_path, "train.generations=4", override, extra=["--resume"])
+    trained_checkpoint(tmp_path)
+    result = es_train_here(tmp_path, "train.generations=4", override, extra=["--resume"])
     assert result.exit_code == 1 and override.split("=")[0] in result.output, result.output
 
 
 @pytest.mark.timeout(120)
 def test_9_checkpoint_without_best_params_is_named(tmp_path):
-    path = _trained_checkpoint(tmp_path)
+    path = trained_checkpoint(tmp_path)
     with h5py.File(path, "r+") as file:
         del file["extra/best_params"]
-    result = _es_cli(tmp_path, "train.generations=4", extra=["--resume"])
+    result = es_train_here(tmp_path, "train.generations=4", extra=["--resume"])
     assert result.exit_code == 1 and "extra/best_params" in result.output, result.output
 
 
 @pytest.mark.timeout(120)
 def test_9_checkpoint_with_a_corrupt_config_attribute_is_named(tmp_path):
-    path = _trained_checkpoint(tmp_path)
+    path = trained_checkpoint(tmp_path)
     with h5py.File(path, "r+") as file:
         file.attrs["config"] = "solver: [unclosed"
-    result = _es_cli(tmp_path, "train.generations=4", extra=["--resume"])
+    result = es_train_here(tmp_path, "train.generations=4", extra=["--resume"])
     assert result.exit_code == 1 and "config" in result.output and str(path) in result.output, result.output
 
 
 def test_9_a_solver_checkpoint_that_is_a_folder_is_not_silently_ignored(tmp_path):
     (tmp_path / "run" / "ck" / "solver.h5").mkdir(parents=True)
-    result = _es_cli(tmp_path, "train.generations=2", extra=["--resume"])
+    result = es_train_here(tmp_path, "train.generations=2", extra=["--resume"])
     assert result.exit_code == 1 and "solver.h5" in result.output and "folder" in result.output, result.output
 
 
 @pytest.mark.timeout(120)
 def test_9_a_corrupt_progress_csv_is_named(tmp_path):
-    _trained_checkpoint(tmp_path)
+    trained_checkpoint(tmp_path)
     (tmp_path / "run" / "progress.csv").write_text("generation,mean_return\nnot-a-number,1\n")
-    result = _es_cli(tmp_path, "train.generations=4", extra=["--resume"])
+    result = es_train_here(tmp_path, "train.generations=4", extra=["--resume"])
     assert result.exit_code == 1 and "progress.csv" in result.output, result.output
 
 
 @pytest.mark.timeout(120)
 def test_9_a_failure_before_training_does_not_leak_the_noise_table(tmp_path):
-    _trained_checkpoint(tmp_path, "solver.optimizer.type=SGD")
+    trained_checkpoint(tmp_path, "solver.optimizer.type=SGD")
     # the resume fails after the noise table was created; Python's resource tracker warns about
     # (and removes) a segment its creator did not unlink
-    out = subprocess.run([sys.executable, "-m", "parl_lite.cli", *_es_args(tmp_path, "train.generations=4",
+    out = subprocess.run([sys.executable, "-m", "parl_lite.cli", *es_train_args(tmp_path, "train.generations=4",
                                                                            "solver.optimizer.type=ADAM"),
-                          "--resume"], env=ENV, capture_output=True, text=True, timeout=100)
+                          "--resume"], env=CHILD_ENV, capture_output=True, text=True, timeout=100)
     assert out.returncode == 1 and "solver.optimizer.type" in out.stderr, out.stderr
     assert "leaked shared_memory" not in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
@@ -306,7 +260,7 @@ for _ in range(1000):
 def _kill_mid_save(path: Path) -> Path:
     """Start a process that saves a large model to ``path`` over and over and SIGKILL it as soon
     as its temporary file appears; returns that temporary."""
-    writer = subprocess.Popen([sys.executable, "-c", BIG_WRITER, str(path)], env=ENV,
+    writer = subprocess.Popen([sys.executable, "-c", BIG_WRITER, str(path)], env=CHILD_ENV,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 90
@@ -371,7 +325,7 @@ def test_11_mis_shaped_optimizer_state_is_refused_before_anything_changes(tmp_pa
     saved = make_agent(0)
     saved.learn(*fixed_batch(0))
     saved.save(tmp_path / "a.h5", with_optimizer=True)
-    _forge(tmp_path / "a.h5", "optimizers/optimizer/model/fc1.weight/moment1_0", np.zeros((3, 3), np.float32))
+    forge(tmp_path / "a.h5", "optimizers/optimizer/model/fc1.weight/moment1_0", np.zeros((3, 3), np.float32))
     target = make_agent(1)
     before = target.get_weights()
     with pytest.raises(parl_lite.CheckpointError, match=r"fc1.weight/moment1_0.*\(3, 3\)"):
@@ -420,7 +374,7 @@ def test_12_a_bad_class_recorded_in_the_checkpoint_blames_the_checkpoint(tmp_pat
 
 def test_12_export_refuses_nan_weights_at_once(tmp_path):
     make_agent(0).save(tmp_path / "a.h5")
-    _forge(tmp_path / "a.h5", "models/model/fc2.weight", np.full((20, 2), np.nan, np.float32))
+    forge(tmp_path / "a.h5", "models/model/fc2.weight", np.full((20, 2), np.nan, np.float32))
     started = time.perf_counter()
     result = _export(tmp_path / "a.h5", "--input-shape", "None,4", "--model-class", "core_models:CartpoleModel")
     assert result.exit_code != 0 and "fc2.weight" in result.output and "not finite" in result.output, result.output
@@ -461,9 +415,9 @@ def test_15_non_finite_numbers_and_duplicate_keys_are_refused(tmp_path, text, ke
 def test_15_a_second_stop_signal_exits_with_its_status(tmp_path, signum, again, status):
     """Two SIGTERMs exited with 130, Ctrl-C's status."""
     # long generations (many candidates evaluated in this process) so both signals land in one
-    args = [sys.executable, "-m", "parl_lite.cli", *_es_args(tmp_path, "train.generations=50",
+    args = [sys.executable, "-m", "parl_lite.cli", *es_train_args(tmp_path, "train.generations=50",
                                                              "solver.population_size=400", "env.max_steps=500")]
-    process = subprocess.Popen(args, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(args, env=CHILD_ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         for line in process.stdout:
             if " generations       1/" in line:
@@ -484,11 +438,11 @@ def test_15_a_second_stop_signal_exits_with_its_status(tmp_path, signum, again, 
 
 @pytest.mark.timeout(120)
 def test_8_old_solver_checkpoints_without_checksums_still_resume(tmp_path):
-    path = _trained_checkpoint(tmp_path)
+    path = trained_checkpoint(tmp_path)
     with h5py.File(path, "r+") as file:  # what format_version 1 wrote
         file.attrs["format_version"] = 1
         del file.attrs["config_crc32"]
         file.visititems(lambda name, item: item.attrs.__delitem__("crc32") if isinstance(item, h5py.Dataset) else None)
-    result = _es_cli(tmp_path, "train.generations=3", extra=["--resume"])
+    result = es_train_here(tmp_path, "train.generations=3", extra=["--resume"])
     assert result.exit_code == 0 and "resumed from" in result.output, result.output
     assert json.loads(result.output.splitlines()[-1])["updates"] == 3, result.output

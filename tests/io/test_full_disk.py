@@ -7,16 +7,15 @@ process (the ``small_disk`` fixture of conftest.py), filled to leave a given num
 file size limit: ``resource.setrlimit(RLIMIT_FSIZE)`` in a child. A full stdout: ``/dev/full``.
 """
 import json
-import os
 import resource
 import subprocess
 import sys
 
 import onnx
 import pytest
-from locations import ROOT, TESTS
+from es_helpers import es_train_args, parl_lite_cli
+from locations import CHILD_ENV
 
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS), *sys.path])}
 ES_ARGS = ["--set", "train.target_return=null", "--set", "env.max_steps=30", "--set", "train.eval_episodes=1",
            "--set", "solver.population_size=4", "--set", "train.checkpoint_every=1",
            "--set", "solver.sampling.gaussian_sampling.cached=false"]
@@ -162,7 +161,7 @@ def test_an_inference_model_beyond_the_file_size_limit_is_an_error_naming_the_li
     """paddle ignores the failed write: its .pdiparams was cut at the limit and loaded as wrong weights."""
     (tmp_path / "disk").mkdir()
     result = subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; DISK = Path(sys.argv[1])\n"
-                             + TRUNCATED_PARAMS, str(tmp_path / "disk")], env=ENV, capture_output=True, text=True,
+                             + TRUNCATED_PARAMS, str(tmp_path / "disk")], env=CHILD_ENV, capture_output=True, text=True,
                             timeout=100, preexec_fn=_limited(2700))
     outcome = _report(result)
     assert outcome["error"] is not None and outcome["left"] == [], outcome
@@ -192,7 +191,7 @@ def test_a_checkpoint_beyond_the_file_size_limit_is_an_error_naming_the_limit(tm
     path = tmp_path / "a.h5"
     make_agent(0).save(path)
     before = path.read_bytes()
-    result = subprocess.run([sys.executable, "-c", CHECKPOINT_BEYOND_THE_LIMIT, str(path)], env=ENV,
+    result = subprocess.run([sys.executable, "-c", CHECKPOINT_BEYOND_THE_LIMIT, str(path)], env=CHILD_ENV,
                             capture_output=True, text=True, timeout=100, preexec_fn=_limited(len(before) + 2000))
     outcome = _report(result)
     assert outcome["error"].startswith(f"cannot write {path}: the file size limit of this process was reached "
@@ -268,11 +267,8 @@ def test_es_train_with_no_room_for_checkpoint_or_policy_writes_the_policy_elsewh
 
 
 def _es_train(tmp_path, *args, stdout=subprocess.PIPE, preexec_fn=None, in_process=True, timeout=200):
-    command = [sys.executable, "-m", "parl_lite.cli", "es-train", *(["--in-process"] if in_process else []),
-               "--set", f"train.log_dir={tmp_path}/run", "--set", f"train.checkpoint_dir={tmp_path}/run/ck",
-               *ES_ARGS, *args]
-    return subprocess.run(command, env=ENV, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=timeout,
-                          preexec_fn=preexec_fn)
+    return parl_lite_cli(*es_train_args(tmp_path, "train.checkpoint_every=1", "solver.sampling.gaussian_sampling.cached=false",
+                                        in_process=in_process), *args, stdout=stdout, preexec_fn=preexec_fn, timeout=timeout)
 
 
 @pytest.mark.timeout(200)
@@ -368,7 +364,7 @@ os._exit(0)  # not Python's own flush of the full stdout at exit, which is no lo
 def test_the_logger_on_a_full_disk_says_so_once_per_destination_and_goes_on(tmp_path):
     """logging printed a traceback of 10 lines for every message, on each full destination."""
     with open("/dev/full", "w") as full:
-        result = subprocess.run([sys.executable, "-c", LOGGER_ON_A_FULL_DISK, str(tmp_path / "logs")], env=ENV,
+        result = subprocess.run([sys.executable, "-c", LOGGER_ON_A_FULL_DISK, str(tmp_path / "logs")], env=CHILD_ENV,
                                 stdout=full, stderr=subprocess.PIPE, text=True, timeout=50)
     lines = result.stderr.splitlines()
     assert lines == ["parl_lite.logger: cannot write to standard output: No space left on device; its messages "

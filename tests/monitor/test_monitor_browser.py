@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from monitor_helpers import MonitorProcess, UserScript, browser, rows_js  # noqa: F401 (browser: a fixture)
+from monitor_helpers import MonitorProcess, UserScript, rows_js
 
 pytestmark = pytest.mark.timeout(120)
 

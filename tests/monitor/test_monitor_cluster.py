@@ -10,7 +10,7 @@ import socket
 import pytest
 
 from backends import Cluster
-from monitor_helpers import UserScript, browser, request, rows_js, wait_until  # noqa: F401 (browser: a fixture)
+from monitor_helpers import UserScript, request, rows_js, wait_until
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -19,13 +19,12 @@ from parl_lite.remote import api
 from backends import ray_backend
 from remote_actors import Counter
 from remote_helpers import wait_for_exit
-from locations import ROOT
+from locations import CHILD_ENV
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install '.[ray]')")
 
 pytestmark = pytest.mark.timeout(240)
 
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests"), *sys.path])}
 
 
 @pytest.fixture
@@ -45,7 +44,7 @@ print(ray._private.worker._global_node.get_session_dir_path(), actor.pid(), flus
 parl_lite.shutdown()
 assert not ray.is_initialized()
 """
-    out = subprocess.run([sys.executable, "-c", code], env=ENV, cwd=tmp_path, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", code], env=CHILD_ENV, cwd=tmp_path, capture_output=True, text=True,
                          timeout=200)
     assert out.returncode == 0, out.stderr
     session, actor_pid = out.stdout.split()
@@ -70,7 +69,7 @@ def test_ray_auto_without_a_cluster_names_the_address(tmp_path):
     if any(_reads(path, "gcs_server") for path in Path("/proc").glob("[0-9]*/cmdline")):
         pytest.skip("a Ray cluster runs on this machine: ray://auto would join it")
     code = "import parl_lite\ntry:\n    parl_lite.connect('ray://auto')\nexcept ConnectionError as error:\n    print(error)\n"
-    env = {key: value for key, value in ENV.items() if key != "RAY_ADDRESS"}
+    env = {key: value for key, value in CHILD_ENV.items() if key != "RAY_ADDRESS"}
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
@@ -147,7 +146,7 @@ def test_without_ray_connect_says_what_to_install():
                "except ImportError as error:\n"
                "    print(error)\n"
                "assert api._backend is None\n")
-    result = subprocess.run([sys.executable, "-c", program], env=ENV, capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", program], env=CHILD_ENV, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "pip install 'ray[client]>=2.45' (or pip install '.[ray]' in the parl_lite clone)" in result.stdout
 
@@ -166,7 +165,7 @@ def _es_train(tmp_path: Path, *extra: str) -> list:
         [sys.executable, "-m", "parl_lite.cli", "es-train", *extra, "--set", "train.generations=3",
          "--set", "solver.population_size=8", "--set", "env.max_steps=60", "--set", "train.eval_episodes=2",
          "--set", f"train.log_dir={tmp_path}", "--set", f"train.checkpoint_dir={tmp_path}/ck"],
-        env=ENV, capture_output=True, text=True, timeout=200, cwd=tmp_path)
+        env=CHILD_ENV, capture_output=True, text=True, timeout=200, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     timing = {"train_seconds", "episodes_per_second"}
     return [{key: value for key, value in row.items() if key not in timing}

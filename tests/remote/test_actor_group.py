@@ -72,19 +72,6 @@ def test_arguments_are_checked():
         ActorGroup(_make, size=0, backend=object())
 
 
-@pytest.fixture
-def small_cluster(tmp_path):
-    """A master with one node of 1 CPU; the test adds more."""
-    parl_lite.shutdown()
-    started = Cluster(tmp_path)
-    try:
-        started.start(cpus=1)
-        yield started
-    finally:
-        parl_lite.shutdown()
-        started.stop()
-
-
 def _node_of(cluster: Cluster, actor) -> dict:
     address = actor._channel.node.address
     return next(entry for entry in cluster.processes() if entry["role"] == "node" and entry["address"] == address)

@@ -10,12 +10,11 @@ from parl_lite import remote_class
 from remote_actors import Counter
 from remote_helpers import wait_for_exit
 from remote_hostile_actors import Outsider
-from test_pool_faults import pool  # noqa: F401  (the fixture: a pool of 2 workers, checked to leave nothing)
 
 pytestmark = pytest.mark.timeout(90)
 
 
-def test_an_actor_that_execs_fails_its_caller_at_once_and_the_pool_stays_healthy(pool):
+def test_an_actor_that_execs_fails_its_caller_at_once_and_the_pool_stays_healthy(local_pool):
     bystander = remote_class(Counter)()
     actor = remote_class(Outsider, wait=False)()
     pid = actor.pid().result(timeout=30)
@@ -30,7 +29,7 @@ def test_an_actor_that_execs_fails_its_caller_at_once_and_the_pool_stays_healthy
     assert remote_class(Counter)().add(2) == 2
 
 
-def test_bytes_written_to_stdout_buffer_are_captured(pool, capfd):
+def test_bytes_written_to_stdout_buffer_are_captured(local_pool, capfd):
     actor = remote_class(Outsider)()
     pid = actor.pid()
     capfd.readouterr()

@@ -31,16 +31,6 @@ OTHER_UID = 65534  # nobody
 AS_ROOT = os.geteuid() == 0
 
 
-@pytest.fixture
-def pool():
-    parl_lite.shutdown()
-    backend = parl_lite.connect(num_workers=2)
-    yield backend
-    pids = [worker["pid"] for worker in backend.status()["workers"]] + [backend.status()["zygote_pid"]]
-    parl_lite.shutdown()
-    assert_nothing_left(pids, backend.session_prefix)
-
-
 def as_other_user(script: str) -> None:
     """Run shell ``script`` as another local user (as this user when not root)."""
     subprocess.run(["/bin/sh", "-ec", script], check=True, timeout=30,
@@ -63,7 +53,7 @@ def remove_paths(paths) -> None:
 
 
 # --- item 2: the housekeeper survives its own errors --------------------------------------------
-def test_housekeeping_goes_on_with_a_status_too_large_for_the_old_board(pool):
+def test_housekeeping_goes_on_with_a_status_too_large_for_the_old_board(local_pool):
     huge_name = "L" * 300_000  # over the 256 KiB the status board once had
     Huge = remote_class(type(huge_name, (Counter,), {}))
     huge = Huge(1)
@@ -131,7 +121,7 @@ def test_names_taken_by_another_user_do_not_deny_service(tmp_path):
 
 
 # --- item 4: SystemExit and KeyboardInterrupt in a method ---------------------------------------
-def test_sys_exit_and_keyboard_interrupt_in_a_method_are_reported_and_the_actor_lives(pool):
+def test_sys_exit_and_keyboard_interrupt_in_a_method_are_reported_and_the_actor_lives(local_pool):
     actor = remote_class(Misbehaving)()
     pid = actor.pid()
     with pytest.raises(parl_lite.RemoteError, match="SystemExit: fatal") as caught:
@@ -143,7 +133,7 @@ def test_sys_exit_and_keyboard_interrupt_in_a_method_are_reported_and_the_actor_
 
 
 # --- item 5: an actor that forks ---------------------------------------------------------------
-def test_death_of_an_actor_whose_child_holds_the_socket_is_seen_at_once(pool, tmp_path):
+def test_death_of_an_actor_whose_child_holds_the_socket_is_seen_at_once(local_pool, tmp_path):
     actor = remote_class(Misbehaving, wait=False)()
     marker = tmp_path / "child"
     future = actor.fork_child(str(marker), True)
@@ -278,7 +268,7 @@ def test_a_dead_pools_zygote_leaves_alone_the_segments_of_the_process_that_reuse
         process.stdin.close()
 
 
-def test_status_skips_bad_entries_and_never_hangs(pool, tmp_path):
+def test_status_skips_bad_entries_and_never_hangs(local_pool, tmp_path):
     fake_pid = 999_999_000 + os.getpid() % 1000  # beyond pid_max: never a live process
     names = []
     for scheme in (f"/dev/shm/sm_parl_lite_status_{{}}", f"/dev/shm/parl_lite_status_{{}}_{'0' * 16}"):
@@ -322,7 +312,7 @@ def test_status_is_readable_as_soon_as_connect_returns():
 
 
 # --- item 13: methods supplied by __getattr__ ---------------------------------------------------
-def test_methods_from_getattr_run_in_the_actor(pool):
+def test_methods_from_getattr_run_in_the_actor(local_pool):
     actor = remote_class(Dynamic)()
     name, args, pid = actor.do_work(1, 2)
     assert (name, args) == ("do_work", (1, 2))
@@ -333,7 +323,7 @@ def test_methods_from_getattr_run_in_the_actor(pool):
 
 
 # --- item 14: max_memory counts the actor's own memory ------------------------------------------
-def test_memory_limit_does_not_count_shared_pages_of_arguments(pool):
+def test_memory_limit_does_not_count_shared_pages_of_arguments(local_pool):
     Limited = remote_class(Keeper, max_memory=150)
     actor = Limited()
     array = np.ones(500 * 2**20 // 8)  # 500 MB, mapped and read by the actor
@@ -343,12 +333,12 @@ def test_memory_limit_does_not_count_shared_pages_of_arguments(pool):
     status = _wait_for_publication(os.getpid(), before)  # a housekeeping pass checked memory
     _wait_for_publication(os.getpid(), status["generated_at"])
     assert actor.pid() > 0  # still alive
-    mine = [w for w in pool.status()["workers"] if w["actor"] == "Keeper"]
+    mine = [w for w in local_pool.status()["workers"] if w["actor"] == "Keeper"]
     assert mine and mine[0]["rss_mb"] < 150
 
 
 # --- item 15: smaller remote defects ------------------------------------------------------------
-def test_remote_os_errors_keep_their_filename_and_unicode_errors_their_message(pool, tmp_path):
+def test_remote_os_errors_keep_their_filename_and_unicode_errors_their_message(local_pool, tmp_path):
     actor = remote_class(Misbehaving)()
     missing = str(tmp_path / "no_such_file.txt")
     with pytest.raises(FileNotFoundError) as caught:
@@ -367,7 +357,7 @@ def test_max_memory_of_the_wrong_type_is_named(bad):
         remote_class(Counter, max_memory=bad)
 
 
-def test_an_idle_pool_keeps_a_bounded_amount_of_free_shared_memory(pool):
+def test_an_idle_pool_keeps_a_bounded_amount_of_free_shared_memory(local_pool):
     from parl_lite.remote.shm import session_segments
 
     actor = remote_class(Counter)()
@@ -378,7 +368,7 @@ def test_an_idle_pool_keeps_a_bounded_amount_of_free_shared_memory(pool):
 
     def free_bytes() -> int:
         total = 0
-        for name in session_segments(pool.session_prefix):
+        for name in session_segments(local_pool.session_prefix):
             try:
                 total += os.stat(f"/dev/shm/{name}").st_size
             except FileNotFoundError:
@@ -480,7 +470,7 @@ def test_ctrl_c_after_ctrl_c_through_the_shutdown_leaves_nothing(tmp_path, run):
 
 
 # --- speed of large arrays: what is handed back without a copy must still be a value -------------
-def test_a_returned_argument_never_changes_under_the_caller(pool):
+def test_a_returned_argument_never_changes_under_the_caller(local_pool):
     actor = remote_class(Keeper)()
     array = np.arange(2**20, dtype=np.float64)
     kept = actor.keep_and_return(array)  # the actor still views it: copied back
@@ -493,5 +483,5 @@ def test_a_returned_argument_never_changes_under_the_caller(pool):
     np.testing.assert_array_equal(kept, array)
     from parl_lite.remote.shm import session_segments
 
-    worker_segments = [name for name in session_segments(pool.session_prefix) if f"w{actor.pid()}_" in name]
+    worker_segments = [name for name in session_segments(local_pool.session_prefix) if f"w{actor.pid()}_" in name]
     assert len(worker_segments) == 1  # the copy of the kept argument, none for the echoes

@@ -17,20 +17,12 @@ from parl_lite.remote import api
 
 import remote_actors
 from remote_actors import Counter, CustomError, FailingInit, WithClose
-from backends import local_backend
 from remote_helpers import wait_for_exit, wait_for_file
 
 pytestmark = pytest.mark.timeout(60)
 
 RemoteCounter = remote_class(Counter)
 AsyncCounter = remote_class(Counter, wait=False)
-
-
-@pytest.fixture
-def pool(tmp_path):
-    """A fresh local pool, for the tests of the pool's own parts."""
-    with local_backend(tmp_path) as backend:
-        yield backend
 
 
 def test_the_issue_example_runs_actors_in_parallel(backend):
@@ -83,7 +75,7 @@ def test_large_arrays_in_the_constructor(backend):
     np.testing.assert_array_equal(actor.scale, weights)
 
 
-def test_shared_memory_segments_are_reused_and_freed(pool):
+def test_shared_memory_segments_are_reused_and_freed(local_pool):
     actor = RemoteCounter(0)
     array = np.ones(4 * 2**20, dtype=np.uint8)
     for _ in range(10):
@@ -92,7 +84,7 @@ def test_shared_memory_segments_are_reused_and_freed(pool):
     from parl_lite.remote.shm import session_segments
 
     # a handful of recycled segments, not one per message
-    assert len(session_segments(pool.session_prefix)) <= 6
+    assert len(session_segments(local_pool.session_prefix)) <= 6
 
 
 def test_futures_with_wait_false(backend):

@@ -21,7 +21,6 @@ from parl_lite.utils.models import MLPActorCritic
 
 from backends import Cluster, connect_client
 from remote_helpers import wait_for_exit
-from test_actor_group import small_cluster  # noqa: F401 (a fixture: a node of 1 CPU)
 from locations import EXAMPLES
 
 

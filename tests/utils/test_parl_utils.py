@@ -16,9 +16,8 @@ import parl_lite.utils as utils
 from parl_lite.utils import CSVLogger, LinearDecayScheduler, PiecewiseScheduler, TimeStat, WindowStat, logger
 from parl_lite.utils import machine_info
 from parl_lite.utils.rl_utils import calc_discount_sum_rewards, calc_gae
-from locations import TESTS
+from locations import CHILD_ENV
 
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS), *sys.path])}
 
 
 def test_parl_names_are_exported():
@@ -206,7 +205,7 @@ def test_a_log_file_that_is_a_fifo_is_refused_naming_it_without_blocking(tmp_pat
             rows.log_dict({"a": 1})
         print("done")
     """)
-    result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=ENV, capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=CHILD_ENV, capture_output=True, text=True,
                             timeout=50)
     assert result.stdout.splitlines() == [f"cannot write {tmp_path}/log.log: it is a FIFO (named pipe), not a file",
                                           f"cannot write {tmp_path}/rows.csv: it is a FIFO (named pipe), not a file",
