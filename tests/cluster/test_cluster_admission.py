@@ -1,18 +1,14 @@
 """Which unauthenticated connection a server drops when it holds too many: the choice itself, and
 a flood from 248 loopback addresses against a master started through ``parl-lite`` while a token
 holder whose answer takes 100 ms (a node on another machine) connects."""
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from parl_lite.ext.cluster.admission import REMEMBERED, Unauthenticated, network_of
 
 from backends import Cluster
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "bench"))
-import bench_cluster_attack as attack  # noqa: E402 (the attackers live with their benchmark)
+import cluster_attackers as attack
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -27,9 +27,7 @@ from parl_lite.ext.cluster import wire
 from backends import Cluster, connect_client
 from remote_actors import Counter
 from remote_helpers import true_within, wait_for_exit, wait_for_file
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "bench"))
-import bench_cluster_attack as attack  # noqa: E402 (the attackers live with their benchmark)
+import cluster_attackers as attack
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -7,10 +7,8 @@ import os
 import signal
 import socket
 import struct
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -22,9 +20,7 @@ from parl_lite.ext.cluster.server import Role, Server
 from backends import ACTORS_MODULE, Cluster
 from remote_actors import Counter
 from remote_helpers import wait_for_exit
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "bench"))
-import bench_cluster_attack as attack  # noqa: E402 (the attackers live with their benchmark)
+import cluster_attackers as attack
 
 pytestmark = pytest.mark.timeout(180)
 

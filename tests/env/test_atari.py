@@ -4,6 +4,7 @@ DQN, A2C, PPO and IMPALA scripts on Pong for a few hundred steps (the ROMs come 
 import json
 import subprocess
 import sys
+import types
 
 import gymnasium as gym
 import h5py
@@ -240,12 +241,18 @@ def test_on_policy_scripts_learn_pong_from_frames(tmp_path, script, extra, algo)
 
 
 def test_impala_script_takes_parls_atari_values():
-    from importlib import util
-
-    spec = util.spec_from_file_location("train_impala", EXAMPLES / "train_impala.py")
-    module = util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    args = train.parse_args(module.Args, argv=["--env", "PongNoFrameskip-v4"], atari_defaults=module.ATARI)
+    """The script's options for an Atari game, as its ``__main__`` parses them (read in a child process
+    that runs the script's file without its ``__main__``; no test imports a script)."""
+    parse = ("import dataclasses, json, runpy, sys\n"
+             "from parl_lite import train\n"
+             "script = runpy.run_path(sys.argv[1])\n"
+             "args = train.parse_args(script['Args'], argv=['--env', 'PongNoFrameskip-v4'],\n"
+             "                        atari_defaults=script['ATARI'])\n"
+             "print(json.dumps(dataclasses.asdict(args)))\n")
+    parsed = subprocess.run([sys.executable, "-c", parse, str(EXAMPLES / "train_impala.py")], capture_output=True,
+                            text=True, timeout=120)
+    assert parsed.returncode == 0, parsed.stderr[-3000:]
+    args = types.SimpleNamespace(**json.loads(parsed.stdout.splitlines()[-1]))
     assert (args.screen_size, args.unroll, args.reduction, args.max_grad_norm) == (42, 49, "sum", 40.0)
     assert train.env_spaces(args.env, {"screen_size": 42}).obs_shape == (4, 42, 42)
     impala = IMPALA(CNNActorCritic((4, 42, 42), 6, args.torso), sample_batch_steps=args.unroll + 1)
