@@ -172,6 +172,7 @@ def test_an_inference_model_beyond_the_file_size_limit_is_an_error_naming_the_li
 
 CHECKPOINT_BEYOND_THE_LIMIT = """
 import functools, json, sys
+from pathlib import Path
 from core_models import CartpoleModel, make_agent
 
 path = Path(sys.argv[1])
