@@ -1,28 +1,11 @@
-"""Session-wide checks shared by every test module, and the small disk some of them fill."""
+"""The fixtures the tests of several packages use (the backends, clusters started through ``parl-lite``),
+the session-wide checks that nothing of ours is left, the quick subset and the order of the tests.
+The fixtures of one package's tests are in that folder's ``conftest.py``."""
 import glob
 import os
-import subprocess
-import sys
-import tempfile
-from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from remote_helpers import processes_with
-
-_TESTS = Path(__file__).parent
-SMALL_DISK_PRELUDE = """
-import os, sys
-from pathlib import Path
-DISK = Path(sys.argv[1])
-
-def leave_free(size):
-    \"\"\"Fill DISK (with DISK/.filler) until only ``size`` bytes are free.\"\"\"
-    info = os.statvfs(DISK)
-    with open(DISK / ".filler", "ab") as filler:
-        filler.write(bytes(max(info.f_bfree * info.f_frsize - size, 0)))
-"""
-
 
 # The quick subset, ``python -m pytest -m quick`` (1-2 minutes, 60 CPU-seconds; the whole suite 8-9 minutes):
 # these modules of the core (Model, Algorithm, Agent, checkpoints, PARL's API, the remote actors on the
@@ -97,6 +80,22 @@ def cluster(tmp_path):
         started.stop()
 
 
+@pytest.fixture
+def small_cluster(tmp_path):
+    """A master with one node of 1 CPU; the test adds more."""
+    import parl_lite
+    from backends import Cluster
+
+    parl_lite.shutdown()
+    started = Cluster(tmp_path)
+    try:
+        started.start(cpus=1)
+        yield started
+    finally:
+        parl_lite.shutdown()
+        started.stop()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def clusters_are_stopped():
     """The clusters the ``backend`` fixture started are stopped (and checked) at the end."""
@@ -113,33 +112,3 @@ def ray_is_stopped():
     from backends import stop_ray
 
     stop_ray()
-
-
-@pytest.fixture(scope="session")
-def small_disk() -> Callable[..., subprocess.CompletedProcess]:
-    """``small_disk(folder, script, size=65536, timeout=120)`` runs the Python ``script`` with a
-    fresh tmpfs of ``size`` bytes mounted at ``folder`` (created), in a mount namespace of its own,
-    so that the tmpfs goes with the process: a real full disk, nothing left mounted. The script
-    starts with :data:`SMALL_DISK_PRELUDE` (``DISK``, ``leave_free(size)``); stdout and stderr are
-    captured as text. As root the namespace is made with ``unshare -m``, otherwise in a user
-    namespace (``unshare -rm``); where neither can mount a tmpfs the test is skipped, saying why."""
-    mount = ["sh", "-c", 'mount -t tmpfs -o size="$1" tmpfs "$2" && shift 2 && exec "$@"', "sh"]
-    command = ["unshare", "-m"] if os.geteuid() == 0 else ["unshare", "-rm"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_TESTS.parent), str(_TESTS), *sys.path])}
-    with tempfile.TemporaryDirectory() as probe_folder:
-        try:
-            probe = subprocess.run([*command, *mount, "4096", probe_folder, "true"], capture_output=True, text=True,
-                                   timeout=30)
-            reason = None if probe.returncode == 0 else probe.stderr.strip()
-        except (OSError, subprocess.TimeoutExpired) as error:
-            reason = str(error)
-    if reason is not None:
-        pytest.skip(f"no small tmpfs can be mounted here (neither as root nor in a user namespace): {reason}")
-
-    def run(folder: Path, script: str, size: int = 64 * 1024, timeout: float = 120) -> subprocess.CompletedProcess:
-        folder.mkdir(parents=True, exist_ok=True)
-        return subprocess.run([*command, *mount, str(size), str(folder), sys.executable, "-c",
-                               SMALL_DISK_PRELUDE + script, str(folder)], capture_output=True, text=True, env=env,
-                              timeout=timeout)
-
-    return run

@@ -10,9 +10,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-import pytest
-
-from devtools import Chromium, find_chromium
+from devtools import find_chromium
 
 CHROMIUM = find_chromium()
 if CHROMIUM is None and os.environ.get("CI"):
@@ -171,15 +169,6 @@ def request(url: str, data: Optional[bytes] = None, headers: Optional[Dict[str, 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args, **kwargs):
         return None
-
-
-@pytest.fixture
-def browser():
-    """A headless Chromium with a fresh profile (skipped where there is none, outside CI)."""
-    if CHROMIUM is None:
-        pytest.skip("no Chromium on PATH (apt-get install chromium)")
-    with Chromium(CHROMIUM, width=1280, height=900) as chromium:
-        yield chromium
 
 
 def rows_js(table: str, prefix: str = "") -> str:

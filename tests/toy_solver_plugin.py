@@ -1,6 +1,6 @@
 """A toy ES solver as a third-party plugin writes one, all in this module: its settings (the block
 ``solver.toy``) and their checks, its rule for asynchronous training, how it is built from the
-config, its ask/tell and the layout of its checkpointed state. ``tests/test_plugins.py`` installs it
+config, its ask/tell and the layout of its checkpointed state. ``tests/cli/test_plugins.py`` installs it
 as ``myplugin.toy`` under the entry point ``evokit_py.solvers: TOY_ES = myplugin.toy:ToyES``.
 
 Each generation it moves its centre towards the mean noise of its ``toy.elite`` best candidates,
