@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from import_graph import import_circles
 from locations import ROOT
 
 PACKAGES = ("parl_lite", "evokit_py")
@@ -79,22 +80,7 @@ def test_no_module_reaches_itself_through_its_imports():
     modules = _modules()
     graph = {name: {imported for imported in _imports(path, modules) if not name.startswith(imported + ".")}
              for name, path in modules.items()}
-    circles = []
-    state: dict[str, int] = {}  # 1: being visited, 2: done
-
-    def visit(name: str, trail: list[str]) -> None:
-        state[name] = 1
-        for imported in sorted(graph[name]):
-            if state.get(imported) == 1:
-                circles.append(" -> ".join(trail[trail.index(imported):] + [imported]))
-            elif imported not in state:
-                visit(imported, trail + [imported])
-        state[name] = 2
-
-    for name in sorted(graph):
-        if name not in state:
-            visit(name, [name])
-    assert circles == []
+    assert import_circles(graph) == []
 
 
 def _code_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
