@@ -27,6 +27,8 @@ class ActorCriticAlgorithm(Algorithm):
             (logits); None: whichever the policy returns.
     """
 
+    samples_from_policy = True
+
     def __init__(self, model: Model, critic: Model | None = None, continuous_action: bool | None = None) -> None:
         super().__init__(model)
         if critic is None and not callable(getattr(model, "value", None)):

@@ -151,6 +151,10 @@ class Algorithm(AlgorithmBase):
 
     #: the sample the training loops build for this algorithm (None: the loop's own)
     sample_type: ClassVar[type[Sample] | None] = None
+    #: whether ``sample_actions`` draws from the model's policy distribution and nothing else
+    #: (:func:`parl_lite.core.distributions.policy_distribution`): a loop may then draw the actions
+    #: from the policy's ONNX graph in onnxruntime instead (the actor-critic algorithms)
+    samples_from_policy: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -27,7 +27,7 @@ from parl_lite.train.base import RunStopped, env_spaces
 from parl_lite.utils.envs import EpisodeReturns
 from parl_lite.utils.rollout import OnnxRolloutWorker, RolloutWorker
 
-__all__ = ["RemoteRollouts", "RolloutActors", "rebuild_fn"]
+__all__ = ["RemoteRollouts", "RolloutActors", "rebuild_fn", "translated_policy"]
 
 _RemoteRolloutWorker = parl_lite.remote_class(RolloutWorker, wait=False)
 _RemoteOnnxRolloutWorker = parl_lite.remote_class(OnnxRolloutWorker, wait=False)
@@ -53,16 +53,8 @@ class RolloutActors:
 
     def __init__(self, model: Model, env_id: str, num_envs: int, seed: int, env_kwargs: dict[str, Any] | None,
                  model_fn: Callable[[], Model] | None = None, who: str = "") -> None:
-        import paddle
-
         self.env_id, self.num_envs, self.seed, self.env_kwargs = env_id, num_envs, seed, env_kwargs
-        spaces = env_spaces(env_id, env_kwargs)
-        obs = paddle.static.InputSpec([None, *spaces.obs_shape], "uint8" if spaces.image else "float32", "obs")
-        try:
-            self.graph: bytes | None = policy_graph(model, obs)
-        except OnnxExportError as error:
-            self.graph = None
-            _log.info("%s: the rollout actors run paddle (%s)", who, error)
+        self.graph = translated_policy(model, env_id, env_kwargs, f"{who}: the rollout actors")
         self.model_fn = None if self.graph is not None else model_fn or rebuild_fn(model, who)
 
     def make(self, index: int) -> Any:
@@ -70,6 +62,21 @@ class RolloutActors:
         if self.graph is not None:
             return _RemoteOnnxRolloutWorker(self.graph, self.env_id, self.num_envs, seed, self.env_kwargs)
         return _RemoteRolloutWorker(self.model_fn, self.env_id, self.num_envs, seed, self.env_kwargs)
+
+
+def translated_policy(model: Model, env_id: str, env_kwargs: dict[str, Any] | None, who: str) -> bytes | None:
+    """The ONNX graph of ``model`` 's policy for the observations of ``env_id``
+    (:func:`parl_lite.io.onnx_export.policy_graph`), or None when it does not translate (``who``
+    logs that it runs paddle, and why)."""
+    import paddle
+
+    spaces = env_spaces(env_id, env_kwargs)
+    obs = paddle.static.InputSpec([None, *spaces.obs_shape], "uint8" if spaces.image else "float32", "obs")
+    try:
+        return policy_graph(model, obs)
+    except OnnxExportError as error:
+        _log.info("%s run paddle (%s)", who, error)
+        return None
 
 
 def rebuild_fn(model: Model, who: str) -> Callable[[], Model]:

@@ -27,7 +27,7 @@ from parl_lite.utils.envs import EpisodeReturns, final_observations, make_vector
 if TYPE_CHECKING:  # actors import paddle only when they run a policy
     from parl_lite.core.model import Model
 
-__all__ = ["VectorRollout", "RolloutWorker", "OnnxRolloutWorker"]
+__all__ = ["VectorRollout", "RolloutWorker", "OnnxPolicySampler", "OnnxRolloutWorker"]
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -136,30 +136,28 @@ class RolloutWorker:
         return self.rollout.collect(self._policy, steps)
 
 
-class OnnxRolloutWorker:
-    """A rollout actor that runs the policy in onnxruntime (its process never imports paddle):
-    a :class:`VectorRollout` and the policy's graph with its weights as inputs
-    (:func:`parl_lite.io.onnx_export.policy_graph`). Actions are drawn with numpy from the graph's
-    output, logits (a categorical policy: Gumbel-max) or ``(mean, std)`` (a diagonal Gaussian),
-    and recorded with their log-probabilities (and the logits), as :class:`RolloutWorker` does.
+class OnnxPolicySampler:
+    """Actions drawn with numpy from a policy graph that onnxruntime runs: logits (a categorical
+    policy: Gumbel-max) or ``(mean, std)`` (a diagonal Gaussian), with their log-probabilities (and
+    the logits), as the actor-critic algorithms' ``sample_actions`` draws them in paddle; a call is
+    :meth:`VectorRollout.collect`'s policy.
 
     Args:
-        graph: the serialized policy graph.
-        env_id: a registered gymnasium id.
-        num_envs: environment copies in this actor.
-        seed: seeds the environments and the action draws.
-        env_kwargs: keyword arguments for making the environment.
+        graph: the serialized policy graph (:func:`parl_lite.io.onnx_export.policy_graph`).
+        seed: seeds the draws.
     """
 
-    def __init__(self, graph: bytes, env_id: str, num_envs: int, seed: int,
-                 env_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(self, graph: bytes, seed: "int | list[int]") -> None:
         from parl_lite.common.onnx_runtime import WeightedModel
 
         self.policy = WeightedModel(graph)
         self.rng = np.random.default_rng(seed)
-        self.rollout = VectorRollout(env_id, num_envs, seed, env_kwargs)
 
-    def _policy(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Draw with these weights (a model's ``get_weights()``) from now on."""
+        self.policy.set_weights(weights)
+
+    def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         outputs = self.policy(obs)
         if len(outputs) == 2:  # (mean, std): a diagonal Gaussian
             mean, std = outputs
@@ -173,6 +171,25 @@ class OnnxRolloutWorker:
         log_probs = np.take_along_axis(log_softmax, actions[:, None], axis=-1)[:, 0]
         return actions, {"log_probs": log_probs.astype(np.float32), "behaviour_logits": log_softmax}
 
+
+class OnnxRolloutWorker:
+    """A rollout actor that runs the policy in onnxruntime (its process never imports paddle):
+    a :class:`VectorRollout` and an :class:`OnnxPolicySampler`, whose actions are recorded with
+    their log-probabilities (and the logits), as :class:`RolloutWorker` does.
+
+    Args:
+        graph: the serialized policy graph.
+        env_id: a registered gymnasium id.
+        num_envs: environment copies in this actor.
+        seed: seeds the environments and the action draws.
+        env_kwargs: keyword arguments for making the environment.
+    """
+
+    def __init__(self, graph: bytes, env_id: str, num_envs: int, seed: int,
+                 env_kwargs: dict[str, Any] | None = None) -> None:
+        self.sampler = OnnxPolicySampler(graph, seed)
+        self.rollout = VectorRollout(env_id, num_envs, seed, env_kwargs)
+
     def collect(self, weights: dict[str, np.ndarray] | None, steps: int) -> dict[str, np.ndarray]:
         """Use ``weights`` (None: keep the current ones) and collect ``steps`` steps.
 
@@ -180,5 +197,5 @@ class OnnxRolloutWorker:
             :meth:`VectorRollout.collect`'s arrays.
         """
         if weights is not None:
-            self.policy.set_weights(weights)
-        return self.rollout.collect(self._policy, steps)
+            self.sampler.set_weights(weights)
+        return self.rollout.collect(self.sampler, steps)
