@@ -105,6 +105,7 @@ class NodesJoin(train.Callback):
         self.joined: dict | None = None
         self.updates_when_joined = 0
         self.since = 0.0
+        self.status_at_stop: dict = {}
 
     def on_step(self, trainer) -> bool:
         if self.joined is None and trainer.steps >= self.at:
@@ -113,8 +114,11 @@ class NodesJoin(train.Callback):
             self.updates_when_joined, self.since = trainer.updates, time.monotonic()
         if self.joined is None:
             return True
-        return not (len(self.served_on_joined()) == 2 and min(self.served_on_joined()) > self.rollouts) and \
+        go_on = not (len(self.served_on_joined()) == 2 and min(self.served_on_joined()) > self.rollouts) and \
             time.monotonic() - self.since < self.patience
+        if not go_on:  # the placements while the actors live (those of a closed actor go as its node reports)
+            self.status_at_stop = self.cluster.status()
+        return go_on
 
     def served_on_joined(self) -> list[int]:
         """Calls served by the rollout actors on the joined node (their creation is the first)."""
@@ -153,9 +157,8 @@ def test_nodes_that_join_mid_run_get_rollout_actors_and_misfits_are_refused(smal
     served = joins.served_on_joined()
     assert len(served) == 2 and min(served) > joins.rollouts, served  # two actors added there, both used
     assert summary.updates > joins.updates_when_joined + 2 * joins.rollouts
-    status = cluster.status()
-    assert [node["alive"] for node in status["nodes"]] == [True, True]  # the misfits never joined
-    client, = status["clients"]
+    assert [node["alive"] for node in cluster.status()["nodes"]] == [True, True]  # the misfits never joined
+    client, = joins.status_at_stop["clients"]
     assert sorted(client["nodes"].values()) == [1, 2]
     assert sum("made (room appeared)" in event for event in events) == 2, events
     assert any("3 of at most 3" in event for event in events), events
