@@ -333,3 +333,45 @@ def test_a_fifo_in_place_of_a_checkpoint_is_named_without_blocking(tmp_path, kin
     else:
         with pytest.raises(ReplayMemoryError, match="run.h5 is a FIFO"):
             ReplayMemory(10, 4, 0).load(fifo)
+
+
+class CountingPPO(PPO):
+    """PPO that counts its own draws of actions (paddle's)."""
+
+    draws = 0
+
+    def sample_actions(self, obs):
+        CountingPPO.draws += 1
+        return super().sample_actions(obs)
+
+
+class OwnDrawsPPO(CountingPPO):
+    """A PPO whose draws are its own business: the loop must call them."""
+
+    samples_from_policy = False
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("algorithm, paddle_draws", [(CountingPPO, 0), (OwnDrawsPPO, 40)])
+def test_the_on_policy_loop_draws_in_onnxruntime_only_for_an_algorithm_that_samples_from_its_policy_alone(
+        algorithm, paddle_draws):
+    paddle.seed(1)
+    CountingPPO.draws = 0
+    trainer = train.OnPolicyTrainer(algorithm(MLPActorCritic(4, 2, 16)), "CartPole-v1", num_envs=4, rollout_steps=10,
+                                    seed=1, epochs=2, minibatch_size=20)
+    summary = trainer.learn(160, progress_bar=False)
+    assert summary.steps == 160 and CountingPPO.draws == paddle_draws  # 4 rounds of 10 steps
+
+
+@pytest.mark.timeout(120)
+def test_the_on_policy_loop_s_onnx_draws_repeat_for_a_seed_and_learn_cartpole():
+    def run():
+        paddle.seed(3)
+        trainer = train.OnPolicyTrainer(PPO(MLPActorCritic(4, 2, 64)), "CartPole-v1", num_envs=8, rollout_steps=32,
+                                        seed=3, epochs=10, minibatch_size=64, target=200, eval_every=2_048,
+                                        eval_episodes=5)
+        return trainer.learn(40_000, progress_bar=False), trainer.agent.get_weights()
+
+    (first, weights), (second, again) = run(), run()
+    assert first.solved and first.steps == second.steps, (first, second)
+    assert all(np.array_equal(weights[name], again[name]) for name in weights)
