@@ -33,6 +33,18 @@ OTHER_UID = 65534  # nobody
 HOLD_PERIOD = 1.0  # seconds between two bytes an attacker sends on each connection
 
 
+def _become_stranger(uid: Optional[int]) -> List[bool]:
+    """Run as ``uid`` (another local user; None: stay who we are) and note a SIGTERM in the list
+    returned (the attack's loops end when it is not empty)."""
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    stopping: List[bool] = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    return stopping
+
+
 def hold(address: str, count: int, opening: bytes, uid: Optional[int]) -> None:
     """Keep ``count`` connections to ``address`` open, each sending ``opening`` and then one byte per
     second, as user ``uid`` if given (this process becomes that user first: the interpreter may not
@@ -40,12 +52,7 @@ def hold(address: str, count: int, opening: bytes, uid: Optional[int]) -> None:
     a second (the number connected now, and dropped so far) and once more at SIGTERM."""
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    if uid is not None:
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-    stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    stopping = _become_stranger(uid)
     host, port = wire.split_address(address)
     selector = selectors.DefaultSelector()
     connected: Dict[socket.socket, bool] = {}  # socket -> its connect() has completed
@@ -134,8 +141,7 @@ def flood(address: str, first: int, last: int, count: int) -> None:
     turn, never authenticating, and open another at once for each one the server drops (a stranger
     who fills the cap on unauthenticated connections from many addresses). Prints
     ``{"opened": n, "dropped": n}`` once a second and once more at SIGTERM."""
-    stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    stopping = _become_stranger(None)
     target = wire.split_address(address)
     sources = itertools.cycle([f"127.0.0.{n}" for n in range(first, last + 1)])
     selector = selectors.DefaultSelector()
@@ -312,12 +318,7 @@ def relay_rejoins(listen: str, target: str, payload_path: str, uid: Optional[int
     first connection the target accepts, open a session there, with the second an actor connection,
     and send it a pickle that runs ``touch PAYLOAD_PATH`` when unpickled. Prints one JSON line per
     connection relayed: ``{"attempt": n, "rewritten": bool, "outcome": "..."}``."""
-    if uid is not None:
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-    stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    stopping = _become_stranger(uid)
     listener = socket.create_server(wire.split_address(listen))
     listener.settimeout(0.2)
     print(json.dumps({"listening": listen}), flush=True)
