@@ -31,7 +31,8 @@ from evokit_py.config import ESConfig
 from evokit_py.limits import check_workers
 from evokit_py.noise import NoiseSpec
 from evokit_py.sampler import Sampler, aggregate
-from parl_lite.remote.group import ActorGroupError
+from parl_lite.remote.api import connect, remote_class
+from parl_lite.remote.group import ActorGroup, ActorGroupError
 from parl_lite.remote.work import Finished, WorkQueue
 
 __all__ = ["EvaluationPool", "Losses", "SamplerCall", "WorkersLostError"]
@@ -115,14 +116,11 @@ class EvaluationPool:
         self._events: list[str] = []
         self._group: Any = None
         if backend == "remote":
-            import parl_lite
-            from parl_lite.remote.group import ActorGroup
-
             hp = config.train
-            connection = parl_lite.connect(address)
+            connection = connect(address)
             check_workers(workers, connection.capacity(), hp.oversubscribe)
             # a cluster's placement of a sampler waits for a free CPU as long as the run waits for capacity
-            remote_sampler = parl_lite.remote_class(wait=False, placement_timeout=hp.capacity_wait)(Sampler)
+            remote_sampler: Any = remote_class(Sampler, wait=False, placement_timeout=hp.capacity_wait)
             self._group = ActorGroup(lambda index: remote_sampler(config.worker_config(), policy_bytes, noise), workers,
                                      hp.max_workers or workers, name="sampler", capacity_wait=hp.capacity_wait,
                                      backend=connection)

@@ -11,7 +11,7 @@ from parl_lite.core.agent import Agent
 from parl_lite.core.algorithm import Algorithm, to_tensor
 from parl_lite.core.model import Model
 from parl_lite.core.samples import AdvantageBatch
-from parl_lite.train.base import Trainer
+from parl_lite.train.base import Trainer, spaces_of
 from parl_lite.train.remote_rollouts import RemoteRollouts, RolloutActors, translated_policy
 from parl_lite.utils.normalization import RewardScaler
 from parl_lite.utils.rollout import OnnxPolicySampler, VectorRollout
@@ -82,7 +82,7 @@ class OnPolicyTrainer(Trainer):
             self.rollout = RemoteRollouts(maker, actors=actors, name=self.name)
         else:
             self.rollout = VectorRollout(env_id, num_envs, seed=self.seed, env_kwargs=self.env_kwargs)
-        self._sampler = self._onnx_sampler(env_id) if not actors else None
+        self._sampler = self._onnx_sampler(self.rollout) if isinstance(self.rollout, VectorRollout) else None
         self.num_actors = actors or None
         self.num_envs, self.rollout_steps = num_envs, rollout_steps
         self._per_round = rollout_steps * num_envs * max(actors, 1)  # steps of a round with every actor
@@ -102,13 +102,15 @@ class OnPolicyTrainer(Trainer):
             self._schedule = LinearDecayScheduler(1.0, num_updates, end_value=0.0)
         return num_updates * per_round
 
-    def _onnx_sampler(self, env_id: str) -> OnnxPolicySampler | None:
+    def _onnx_sampler(self, rollout: VectorRollout) -> OnnxPolicySampler | None:
         """The actions' sampler in onnxruntime (a tenth of paddle's time per step on small batches)
         when the algorithm draws from its policy alone and the policy translates; else None (the
         algorithm's ``sample_actions`` draws them)."""
         if not self.agent.alg.samples_from_policy:
             return None
-        graph = translated_policy(self.agent.alg.model, env_id, self.env_kwargs, f"{self.name}: the actions' draws")
+        env = rollout.env  # its spaces, without making another environment
+        spaces = spaces_of(env.single_observation_space, env.single_action_space, self.env_id)
+        graph = translated_policy(self.agent.alg.model, spaces, f"{self.name}: the actions' draws")
         return OnnxPolicySampler(graph, [self.seed, _SAMPLER_STREAM]) if graph is not None else None
 
     def _policy(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:

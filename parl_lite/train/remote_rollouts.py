@@ -23,7 +23,7 @@ from parl_lite.core.model import Model
 from parl_lite.remote.group import ActorGroup, ActorGroupError
 from parl_lite.remote.work import Finished, WorkQueue
 from parl_lite.io.onnx_export import OnnxExportError, policy_graph
-from parl_lite.train.base import RunStopped, env_spaces
+from parl_lite.train.base import EnvSpaces, RunStopped, env_spaces
 from parl_lite.utils.envs import EpisodeReturns
 from parl_lite.utils.rollout import OnnxRolloutWorker, RolloutWorker
 
@@ -54,7 +54,7 @@ class RolloutActors:
     def __init__(self, model: Model, env_id: str, num_envs: int, seed: int, env_kwargs: dict[str, Any] | None,
                  model_fn: Callable[[], Model] | None = None, who: str = "") -> None:
         self.env_id, self.num_envs, self.seed, self.env_kwargs = env_id, num_envs, seed, env_kwargs
-        self.graph = translated_policy(model, env_id, env_kwargs, f"{who}: the rollout actors")
+        self.graph = translated_policy(model, env_spaces(env_id, env_kwargs), f"{who}: the rollout actors")
         self.model_fn = None if self.graph is not None else model_fn or rebuild_fn(model, who)
 
     def make(self, index: int) -> Any:
@@ -64,13 +64,12 @@ class RolloutActors:
         return _RemoteRolloutWorker(self.model_fn, self.env_id, self.num_envs, seed, self.env_kwargs)
 
 
-def translated_policy(model: Model, env_id: str, env_kwargs: dict[str, Any] | None, who: str) -> bytes | None:
-    """The ONNX graph of ``model`` 's policy for the observations of ``env_id``
+def translated_policy(model: Model, spaces: EnvSpaces, who: str) -> bytes | None:
+    """The ONNX graph of ``model`` 's policy for the observations of ``spaces``
     (:func:`parl_lite.io.onnx_export.policy_graph`), or None when it does not translate (``who``
     logs that it runs paddle, and why)."""
     import paddle
 
-    spaces = env_spaces(env_id, env_kwargs)
     obs = paddle.static.InputSpec([None, *spaces.obs_shape], "uint8" if spaces.image else "float32", "obs")
     try:
         return policy_graph(model, obs)

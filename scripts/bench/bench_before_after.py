@@ -18,6 +18,7 @@ one wrote; ``same`` is true when every shared array is bit-identical.
     python scripts/bench/bench_before_after.py --before /path/to/before/.venv/bin/python
 """
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -48,6 +49,7 @@ def _run(python: str, args: list[str], folder: Path, timeout: float = 900) -> st
     return result.stdout
 
 
+@functools.cache
 def _scripts(python: str) -> Path:
     """The ``scripts`` folder of the checkout ``python`` imports ``parl_lite`` from (each version runs
     its own scripts and benches)."""
