@@ -169,8 +169,8 @@ class MLPActorQ(Model):
 
     ``policy(obs)`` is ``tanh(actor(obs))`` in [-1, 1], or with ``gaussian`` the pair
     ``(mean, log_std)`` before SAC's tanh squash; ``value(obs, action)`` is ``Q`` ``[batch, 1]``,
-    or ``(Q1, Q2)`` with ``twin_q``; ``get_actor_params()`` / ``get_critic_params()`` feed the
-    two optimizers.
+    or ``(Q1, Q2)`` with ``twin_q`` (``Q1(obs, action)`` the first alone);
+    ``get_actor_params()`` / ``get_critic_params()`` feed the two optimizers.
 
     Args:
         obs_dim: observation size.
@@ -214,6 +214,11 @@ class MLPActorQ(Model):
         if self.twin_q:
             return self.critic1(obs_action), self.critic2(obs_action)
         return self.critic(obs_action)
+
+    def Q1(self, obs: paddle.Tensor, action: paddle.Tensor) -> paddle.Tensor:  # noqa: N802 - PARL's name
+        """The first critic alone (PARL's TD3 models' ``Q1``): ``[batch, 1]``."""
+        critic = self.critic1 if self.twin_q else self.critic
+        return critic(paddle.concat([self._obs(obs), action], axis=-1))
 
     def forward(self, obs: paddle.Tensor):
         return self.policy(obs)

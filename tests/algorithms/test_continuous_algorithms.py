@@ -51,6 +51,9 @@ class TwinQModel(parl_lite.Model):
         obs_action = paddle.concat([obs, action], axis=-1)
         return self.critic1(obs_action), self.critic2(obs_action)
 
+    def Q1(self, obs, action):  # noqa: N802 - PARL's name
+        return self.critic1(paddle.concat([obs, action], axis=-1))
+
     def get_actor_params(self):
         return self.actor.parameters()
 
@@ -223,6 +226,23 @@ def test_bad_hyperparameters_are_named(name, kwargs, message):
     model = SingleQModel() if name == "DDPG" else TwinQModel(gaussian=name == "SAC")
     with pytest.raises(ValueError, match=message):
         algorithm_cls(model, **kwargs)
+
+
+def test_td3_without_q1_is_refused_naming_it():
+    class ValueOnly(TwinQModel):
+        Q1 = None
+
+    with pytest.raises(TypeError, match="Q1"):
+        TD3(ValueOnly(gaussian=False))
+
+
+def test_td3_actor_step_evaluates_the_first_critic_alone():
+    """As PARL's TD3 (``model.Q1``): the actor step does not run the second critic."""
+    algorithm = make("TD3", policy_freq=1)
+    calls = []
+    algorithm.model.critic2.register_forward_post_hook(lambda layer, inputs, output: calls.append(output.shape))
+    algorithm.learn(**batch(0))
+    assert len(calls) == 1  # the critic step's Q2 only
 
 
 def test_sac_checkpoint_carries_models_target_and_temperature(tmp_path):
