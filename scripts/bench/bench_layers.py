@@ -8,9 +8,15 @@ Prints ONE JSON line:
   (:mod:`parl_lite.mkl`: AVX2 code on AMD processors), each in a fresh process since MKL reads
   the setting once; torch's ``F.linear`` on one thread beside them when torch is importable.
 - ``linear_us``: one call of ``paddle.nn.Linear(64, 64)`` against ``parl_lite.utils.layers.Linear``
-  (same kernel, without ``F.linear``'s per-call flag lookup), interleaved, in this process.
+  (without ``F.linear``'s per-call flag lookup; the bias inside the product), interleaved, in this
+  process.
+- ``mlp_step_us``: forward and backward of the RL Zoo's off-policy critics on a batch of 256
+  (Hopper's 11 + 3 inputs; TD3's ``[400, 300]`` and SAC's ``[256, 256]`` ReLU layers, one output)
+  with ``paddle.nn.Linear``, with parl_lite's ``Linear`` (bias added and summed in matrix products)
+  and with torch's ``nn.Linear`` on one thread, interleaved.
 """
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -84,6 +90,65 @@ def linear_layers(calls: int) -> dict:
     return figures
 
 
+MLP_ARCHS = {"td3_400x300": (400, 300), "sac_256x256": (256, 256)}
+
+
+def mlp_steps(calls: int) -> dict:
+    """Microseconds per forward + backward of each critic of ``MLP_ARCHS``, per layer kind."""
+    import paddle
+
+    from parl_lite.utils.layers import Linear
+
+    def paddle_step(layer_cls, widths):
+        sizes = (14, *widths, 1)
+        layers = [layer_cls(a, b) for a, b in itertools.pairwise(sizes)]
+        x = paddle.randn([256, 14])
+
+        def step():
+            out = x
+            for i, layer in enumerate(layers):
+                out = layer(out) if i == len(layers) - 1 else paddle.nn.functional.relu(layer(out))
+            (out ** 2).mean().backward()
+            for layer in layers:
+                layer.clear_gradients()
+        return step
+
+    steps = {name: {"paddle_nn_Linear": paddle_step(paddle.nn.Linear, widths),
+                    "parl_lite_Linear": paddle_step(Linear, widths)} for name, widths in MLP_ARCHS.items()}
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        torch.set_num_threads(1)
+        for name, widths in MLP_ARCHS.items():
+            sizes = (14, *widths, 1)
+            net = torch.nn.Sequential(*[module for a, b in itertools.pairwise(sizes)
+                                        for module in (torch.nn.Linear(a, b), torch.nn.ReLU())][:-1])
+            tx = torch.randn(256, 14)
+
+            def torch_step(net=net, tx=tx):
+                (net(tx) ** 2).mean().backward()
+                net.zero_grad()
+            steps[name]["torch_nn_Linear"] = torch_step
+    return {name: interleaved_us(kinds, max(1, calls // 100)) for name, kinds in steps.items()}
+
+
+def interleaved_us(fns: dict[str, Callable[[], object]], calls: int, rounds: int = 5) -> dict[str, float]:
+    """Microseconds per call of each of ``fns``, the best of ``rounds`` rounds that time each in turn."""
+    for fn in fns.values():
+        for _ in range(10):
+            fn()
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            started = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - started) / calls)
+    return {name: round(seconds * 1e6, 1) for name, seconds in best.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=20_000, help="calls per timing")
@@ -92,12 +157,14 @@ def main() -> None:
     if args.child:
         print(json.dumps(matmul_child(args.calls)))
         return
+    import parl_lite.core.model  # noqa: F401 - the layers below run under the MKL code parl_lite picks
     load_before = os.getloadavg()
     mkl_default = run_child(args.calls, "")
     ours = run_child(args.calls, None)
     result = {"matmul_us": {"mkl_own_choice": mkl_default["paddle"], "parl_lite": ours["paddle"],
                             "torch": ours.get("torch", "not installed")},
               "linear_us": linear_layers(args.calls),
+              "mlp_step_us": mlp_steps(args.calls),
               "machine": {"cpus": os.cpu_count(), "parl_lite_picks_mkl_avx2": prefer_avx2_on_amd(environ={}),
                           "load_avg_before": [round(x, 2) for x in load_before],
                           "load_avg_after": [round(x, 2) for x in os.getloadavg()]}}

@@ -1,20 +1,55 @@
-"""parl_lite.utils.layers.Linear: paddle's Linear, same results, less overhead."""
+"""parl_lite.utils.layers.Linear: paddle's Linear, the same results, less overhead."""
 import numpy as np
 import paddle
+import pytest
 
 from parl_lite.utils.layers import Linear
 
 
-def test_linear_matches_paddle_in_values_and_gradients():
+def _pair(in_features: int = 5, out_features: int = 3):
     paddle.seed(0)
-    theirs, ours = paddle.nn.Linear(5, 3), Linear(5, 3)
+    theirs, ours = paddle.nn.Linear(in_features, out_features), Linear(in_features, out_features)
     ours.set_state_dict(theirs.state_dict())
-    x = paddle.randn([7, 5])
+    return theirs, ours
+
+
+def _input(*shape: int) -> paddle.Tensor:
+    x = paddle.randn(list(shape))
+    x.stop_gradient = False
+    return x
+
+
+@pytest.mark.parametrize("shape", [(7, 5), (1, 5), (2, 7, 5)], ids=["batch", "one_row", "3d"])
+def test_linear_matches_paddle_in_values_and_gradients(shape):
+    theirs, ours = _pair()
+    x = _input(*shape)
     (theirs(x) ** 2).sum().backward()
+    their_input_grad = x.grad.numpy().copy()
+    x.clear_gradient()
     (ours(x) ** 2).sum().backward()
-    np.testing.assert_array_equal(ours(x).numpy(), theirs(x).numpy())
-    np.testing.assert_array_equal(ours.weight.grad.numpy(), theirs.weight.grad.numpy())
-    np.testing.assert_array_equal(ours.bias.grad.numpy(), theirs.bias.grad.numpy())
+    np.testing.assert_allclose(ours(x).numpy(), theirs(x).numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), their_input_grad, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours.bias.grad.numpy(), theirs.bias.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_frozen_weights_pass_the_gradient_to_the_input_alone():
+    """The actor step of DDPG, TD3 and SAC: the critic's parameters are frozen, the action is not."""
+    theirs, ours = _pair()
+    for parameter in ours.parameters():
+        parameter.stop_gradient = True
+    x = _input(4, 5)
+    (ours(x) ** 2).sum().backward()
+    expected = 2 * (x.numpy() @ theirs.weight.numpy() + theirs.bias.numpy()) @ theirs.weight.numpy().T
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-5, atol=1e-5)
+    assert ours.weight.grad is None and ours.bias.grad is None
+
+
+def test_under_no_grad_the_output_carries_no_graph():
+    _, ours = _pair()
+    with paddle.no_grad():
+        y = ours(_input(4, 5))
+    assert y.stop_gradient
 
 
 def test_linear_traces_into_a_static_graph():
