@@ -6,7 +6,7 @@ import paddle
 import paddle.nn.functional as F
 
 from parl_lite.core.model import Model
-from parl_lite.utils.layers import Linear
+from parl_lite.utils.layers import Conv2D, Linear
 from parl_lite.utils.normalization import ObsNormalizer
 
 __all__ = ["orthogonal_linear", "linear", "mlp", "MLPActorCritic", "MLPQNetwork", "MLPActorQ", "NatureCNN",
@@ -254,9 +254,9 @@ class NatureCNN(paddle.nn.Layer):
         super().__init__()
         channels, height, width = obs_shape
         gain = _orthogonal(math.sqrt(2))
-        self.conv1 = paddle.nn.Conv2D(channels, 32, 8, stride=4, **gain)
-        self.conv2 = paddle.nn.Conv2D(32, 64, 4, stride=2, **gain)
-        self.conv3 = paddle.nn.Conv2D(64, 64, 3, stride=1, **gain)
+        self.conv1 = Conv2D(channels, 32, 8, stride=4, **gain)
+        self.conv2 = Conv2D(32, 64, 4, stride=2, **gain)
+        self.conv3 = Conv2D(64, 64, 3, stride=1, **gain)
         for kernel, stride in ((8, 4), (4, 2), (3, 1)):
             height, width = (height - kernel) // stride + 1, (width - kernel) // stride + 1
         if height <= 0 or width <= 0:
@@ -285,11 +285,11 @@ class CompactCNN(paddle.nn.Layer):
         super().__init__()
         channels, height, width = obs_shape
         gain = _orthogonal(math.sqrt(2))
-        self.conv1 = paddle.nn.Conv2D(channels, 16, 4, stride=2, padding=1, **gain)
-        self.conv2 = paddle.nn.Conv2D(16, 32, 4, stride=2, padding=2, **gain)
+        self.conv1 = Conv2D(channels, 16, 4, stride=2, padding=1, **gain)
+        self.conv2 = Conv2D(16, 32, 4, stride=2, padding=2, **gain)
         for padding in (1, 2):
             height, width = (height + 2 * padding - 4) // 2 + 1, (width + 2 * padding - 4) // 2 + 1
-        self.conv3 = paddle.nn.Conv2D(32, 256, (height, width), **gain)
+        self.conv3 = Conv2D(32, 256, (height, width), **gain)
         self.features = 256
 
     def forward(self, obs: paddle.Tensor) -> paddle.Tensor:

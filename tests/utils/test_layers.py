@@ -3,7 +3,7 @@ import numpy as np
 import paddle
 import pytest
 
-from parl_lite.utils.layers import Linear
+from parl_lite.utils.layers import Conv2D, Linear
 
 
 def _pair(in_features: int = 5, out_features: int = 3):
@@ -58,3 +58,43 @@ def test_linear_traces_into_a_static_graph():
     x = paddle.randn([3, 4])
     static = paddle.jit.to_static(layer.forward, full_graph=True)
     np.testing.assert_allclose(static(x).numpy(), layer(x).numpy(), rtol=1e-6)
+
+
+def _conv_pair(**options):
+    paddle.seed(0)
+    theirs, ours = paddle.nn.Conv2D(3, 4, 3, **options), Conv2D(3, 4, 3, **options)
+    ours.set_state_dict(theirs.state_dict())
+    return theirs, ours
+
+
+@pytest.mark.parametrize("options", [dict(stride=2), dict(padding=1), dict(padding=1, padding_mode="reflect")],
+                         ids=["stride", "padding", "reflect_padding"])
+def test_conv2d_matches_paddle_in_values_and_gradients(options):
+    theirs, ours = _conv_pair(**options)
+    x = _input(2, 3, 9, 9)
+    (theirs(x) ** 2).sum().backward()
+    their_input_grad = x.grad.numpy().copy()
+    x.clear_gradient()
+    (ours(x) ** 2).sum().backward()
+    np.testing.assert_allclose(ours(x).numpy(), theirs(x).numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(x.grad.numpy(), their_input_grad, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ours.bias.grad.numpy(), theirs.bias.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_with_a_frozen_bias_passes_the_gradient_to_the_maps():
+    theirs, ours = _conv_pair()
+    ours.bias.stop_gradient = theirs.bias.stop_gradient = True
+    x = _input(2, 3, 6, 6)
+    (theirs(x) ** 2).sum().backward()
+    their_weight_grad = theirs.weight.grad.numpy()
+    (ours(x) ** 2).sum().backward()
+    np.testing.assert_allclose(ours.weight.grad.numpy(), their_weight_grad, rtol=1e-4, atol=1e-4)
+    assert ours.bias.grad is None
+
+
+def test_conv2d_traces_into_a_static_graph():
+    _, layer = _conv_pair()
+    x = paddle.randn([2, 3, 6, 6])
+    static = paddle.jit.to_static(layer.forward, full_graph=True)
+    np.testing.assert_allclose(static(x).numpy(), layer(x).numpy(), rtol=1e-5, atol=1e-6)
