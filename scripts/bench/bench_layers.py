@@ -14,6 +14,9 @@ Prints ONE JSON line:
   (Hopper's 11 + 3 inputs; TD3's ``[400, 300]`` and SAC's ``[256, 256]`` ReLU layers, one output)
   with ``paddle.nn.Linear``, with parl_lite's ``Linear`` (bias added and summed in matrix products)
   and with torch's ``nn.Linear`` on one thread, interleaved.
+- ``nature_cnn_step_us``: forward and backward of the Nature DQN's three convolutions on a batch of
+  32 stacked 84x84 frames, with ``paddle.nn.Conv2D`` and with parl_lite's ``Conv2D`` (its channel
+  bias added as ``[C, 1, 1]``), interleaved.
 """
 import argparse
 import itertools
@@ -134,6 +137,30 @@ def mlp_steps(calls: int) -> dict:
     return {name: interleaved_us(kinds, max(1, calls // 100)) for name, kinds in steps.items()}
 
 
+def nature_cnn_steps(calls: int) -> dict:
+    """Microseconds per forward + backward of the Nature DQN's convolutions, per layer kind."""
+    import paddle
+
+    from parl_lite.utils.layers import Conv2D
+
+    x = paddle.rand([32, 4, 84, 84])
+
+    def step_of(conv_cls):
+        convs = [conv_cls(4, 32, 8, stride=4), conv_cls(32, 64, 4, stride=2), conv_cls(64, 64, 3, stride=1)]
+
+        def step():
+            out = x
+            for conv in convs:
+                out = paddle.nn.functional.relu(conv(out))
+            out.mean().backward()
+            for conv in convs:
+                conv.clear_gradients()
+        return step
+
+    return interleaved_us({"paddle_nn_Conv2D": step_of(paddle.nn.Conv2D), "parl_lite_Conv2D": step_of(Conv2D)},
+                          max(1, calls // 500))
+
+
 def interleaved_us(fns: dict[str, Callable[[], object]], calls: int, rounds: int = 5) -> dict[str, float]:
     """Microseconds per call of each of ``fns``, the best of ``rounds`` rounds that time each in turn."""
     for fn in fns.values():
@@ -165,6 +192,7 @@ def main() -> None:
                             "torch": ours.get("torch", "not installed")},
               "linear_us": linear_layers(args.calls),
               "mlp_step_us": mlp_steps(args.calls),
+              "nature_cnn_step_us": nature_cnn_steps(args.calls),
               "machine": {"cpus": os.cpu_count(), "parl_lite_picks_mkl_avx2": prefer_avx2_on_amd(environ={}),
                           "load_avg_before": [round(x, 2) for x in load_before],
                           "load_avg_after": [round(x, 2) for x in os.getloadavg()]}}
