@@ -28,8 +28,9 @@ class TD3(SoftTargetActorCritic):
     """Twin Delayed DDPG (PARL's ``TD3``).
 
     The model exposes ``policy(obs) -> action`` in [-1, 1], ``value(obs, action) -> (Q1, Q2)``
-    (each ``[batch, 1]``), ``Q1(obs, action)`` (the first critic alone, for the actor step),
-    ``get_actor_params()`` and ``get_critic_params()``.
+    (each ``[batch, 1]``), ``get_actor_params()`` and ``get_critic_params()``; and, optionally,
+    ``Q1(obs, action)``, the first critic alone (PARL's TD3 models have it), which spares the actor
+    step the second critic.
 
     Args:
         model: the actor-critic model; a deep copy becomes ``target_model``.
@@ -45,9 +46,6 @@ class TD3(SoftTargetActorCritic):
     def __init__(self, model: Model, gamma: float = 0.99, tau: float = 0.005,
                  actor_lr: float = 1e-3, critic_lr: float = 1e-3, policy_noise: float = 0.2,
                  noise_clip: float = 0.5, policy_freq: int = 2) -> None:
-        if not callable(getattr(model, "Q1", None)):
-            raise TypeError(f"TD3 needs the model's Q1(obs, action) (the first critic alone, as PARL's TD3 "
-                            f"models have); {type(model).__name__} has none")
         super().__init__(model, gamma, tau, actor_lr, critic_lr)
         self.policy_noise = check_hyperparameter("policy_noise", policy_noise, 0.0, float("inf"))
         self.noise_clip = check_hyperparameter("noise_clip", noise_clip, 0.0, float("inf"))
@@ -104,7 +102,11 @@ class TD3(SoftTargetActorCritic):
 
     def _learn_actor(self, obs) -> None:
         with frozen(self.model.get_critic_params()):
-            actor_loss = -self.model.Q1(obs, self.model.policy(obs)).mean()
+            actor_loss = -self._first_critic(obs, self.model.policy(obs)).mean()
         self.actor_optimizer.clear_grad()
         actor_loss.backward()
         self.actor_optimizer.step()
+
+    def _first_critic(self, obs: paddle.Tensor, action: paddle.Tensor) -> paddle.Tensor:
+        first_alone = getattr(self.model, "Q1", None)
+        return first_alone(obs, action) if callable(first_alone) else self.model.value(obs, action)[0]

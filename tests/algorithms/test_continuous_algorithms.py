@@ -228,12 +228,16 @@ def test_bad_hyperparameters_are_named(name, kwargs, message):
         algorithm_cls(model, **kwargs)
 
 
-def test_td3_without_q1_is_refused_naming_it():
+def test_td3_trains_a_model_without_q1_through_its_value():
     class ValueOnly(TwinQModel):
         Q1 = None
 
-    with pytest.raises(TypeError, match="Q1"):
-        TD3(ValueOnly(gaussian=False))
+    paddle.seed(0)
+    algorithm = TD3(ValueOnly(gaussian=False), gamma=0.9, tau=0.1, actor_lr=1e-2, critic_lr=1e-2, policy_freq=1)
+    before = weights(algorithm.model)
+    algorithm.learn(**batch(0))
+    assert any(not np.array_equal(value, weights(algorithm.model)[key]) for key, value in before.items()
+               if key.startswith("actor"))
 
 
 def test_td3_actor_step_evaluates_the_first_critic_alone():
