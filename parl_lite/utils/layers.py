@@ -9,7 +9,6 @@ milliseconds on the Nature DQN's maps. These layers add their bias another way
 import paddle
 from paddle import _C_ops
 from paddle.autograd import PyLayer
-from paddle.nn.functional.conv import _conv_nd
 
 __all__ = ["Conv2D", "Linear"]
 
@@ -75,8 +74,6 @@ class Conv2D(paddle.nn.Conv2D):
         if (not paddle.in_dynamic_mode() or self.bias is None or self._padding_mode != "zeros"
                 or self._data_format != "NCHW"):
             return super().forward(x)
-        maps = _conv_nd(x, self.weight, bias=None, stride=self._stride, padding=self._updated_padding,
-                        padding_algorithm=self._padding_algorithm, dilation=self._dilation, groups=self._groups,
-                        data_format=self._data_format, channel_dim=self._channel_dim, op_type=self._op_type,
-                        use_cudnn=self._use_cudnn)
+        maps = paddle.nn.functional.conv2d(x, self.weight, None, self._stride, self._padding, self._dilation,
+                                           self._groups, self._data_format)
         return maps + self.bias.reshape([-1, 1, 1])
