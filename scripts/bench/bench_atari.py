@@ -256,6 +256,7 @@ def ours_impala(settings: Settings) -> dict[str, Any]:
     """parl_lite's AsyncTrainer as ``train_impala.py`` builds it for an Atari game."""
     import paddle
 
+    import parl_lite
     from parl_lite import train
     from parl_lite.algorithms import IMPALA
     from parl_lite.utils.models import CNNActorCritic
@@ -273,7 +274,10 @@ def ours_impala(settings: Settings) -> dict[str, Any]:
     trainer = train.AsyncTrainer(impala, ENV_ID, actors=settings.actors, num_envs=settings.num_envs,
                                  rollout_steps=settings.unroll, env_kwargs=env_kwargs, eval_every=NEVER)
     window = Window(settings.warmup, settings.seconds)
-    trainer.learn(NEVER, callback=_window_callback(window, lambda trainer: trainer.steps))
+    try:
+        trainer.learn(NEVER, callback=_window_callback(window, lambda trainer: trainer.steps))
+    finally:
+        parl_lite.shutdown()  # the pool's shared memory goes with it: drive() ends with os._exit, skipping atexit
     return window.figures(versions={"parl_lite": __version__, "paddle": paddle.__version__})
 
 

@@ -1,5 +1,6 @@
 """scripts/bench/bench_atari.py runs: parl_lite's IMPALA and DQN on Pong for a few seconds, the peers
 skipped with the reason (the figures' schema is checked, so that the bench does not rot)."""
+import glob
 import json
 import subprocess
 import sys
@@ -24,6 +25,7 @@ def assert_measured(figures: dict) -> None:
 
 @pytest.mark.timeout(900)
 def test_bench_atari_measures_parl_lite_and_says_why_each_peer_is_skipped():
+    segments_before = set(glob.glob("/dev/shm/parl_lite_*"))
     result = subprocess.run([sys.executable, str(BENCH / "bench_atari.py"), "--seconds", "2", "--warmup", "1", "--actors", "2",
                              "--dqn-learning-starts", "64", "--sb3-python", "/bin/false"],
                             capture_output=True, text=True, timeout=880)
@@ -44,6 +46,7 @@ def test_bench_atari_measures_parl_lite_and_says_why_each_peer_is_skipped():
     assert figures["dqn"]["frames_per_cpu_s_vs_sb3"] is None
     assert figures["bench_seconds"] > 0
     assert processes_with(str(BENCH / "bench_atari.py"), "--driver") == []
+    assert set(glob.glob("/dev/shm/parl_lite_*")) <= segments_before  # the IMPALA driver's pool cleaned up
 
 
 def test_bench_atari_names_the_missing_examples_folder_of_parl():
