@@ -209,8 +209,11 @@ class MLPActorQ(Model):
             return mean, log_std
         return paddle.tanh(self.actor(self._obs(obs)))
 
+    def _obs_action(self, obs: paddle.Tensor, action: paddle.Tensor) -> paddle.Tensor:
+        return paddle.concat([self._obs(obs), action], axis=-1)
+
     def value(self, obs: paddle.Tensor, action: paddle.Tensor):
-        obs_action = paddle.concat([self._obs(obs), action], axis=-1)
+        obs_action = self._obs_action(obs, action)
         if self.twin_q:
             return self.critic1(obs_action), self.critic2(obs_action)
         return self.critic(obs_action)
@@ -218,7 +221,7 @@ class MLPActorQ(Model):
     def Q1(self, obs: paddle.Tensor, action: paddle.Tensor) -> paddle.Tensor:  # noqa: N802 - PARL's name
         """The first critic alone (PARL's TD3 models' ``Q1``): ``[batch, 1]``."""
         critic = self.critic1 if self.twin_q else self.critic
-        return critic(paddle.concat([self._obs(obs), action], axis=-1))
+        return critic(self._obs_action(obs, action))
 
     def forward(self, obs: paddle.Tensor):
         return self.policy(obs)

@@ -28,21 +28,27 @@ from parl_lite.algorithms import DDPG, SAC, TD3
 from parl_lite.utils.models import MLPActorQ
 
 SIZES = {"pendulum": (3, 1), "mujoco": (11, 3)}  # (observation, action) sizes: Pendulum-v1, Hopper-v5
-MUJOCO_NETS = {"DDPG": (400, 300), "TD3": (400, 300), "SAC": (256, 256)}  # the RL Zoo's net_arch
-MUJOCO_LR = {"DDPG": 1e-3, "TD3": 1e-3, "SAC": 3e-4}
+MUJOCO = {"DDPG": ((400, 300), 1e-3), "TD3": ((400, 300), 1e-3), "SAC": ((256, 256), 3e-4)}  # RL Zoo: net_arch, lr
+
+
+def networks(sizes: str, hidden: int) -> dict[str, tuple[tuple[int, ...], float]]:
+    """Each algorithm's hidden layers and learning rate: the scripts' Pendulum defaults or the RL Zoo's."""
+    if sizes == "pendulum":
+        return dict.fromkeys(MUJOCO, ((hidden, hidden), 1e-3))
+    return MUJOCO
 
 
 def make_algorithms(sizes: str, hidden: int) -> dict:
-    """The three algorithms with the scripts' defaults (Pendulum) or the RL Zoo's (MuJoCo)."""
+    """The three algorithms with the networks and learning rates of :func:`networks`."""
     obs_dim, act_dim = SIZES[sizes]
+    nets = networks(sizes, hidden)
 
     def model(name: str, **kinds) -> MLPActorQ:
-        if sizes == "pendulum":
-            return MLPActorQ(obs_dim, act_dim, hidden, **kinds)
-        return MLPActorQ(obs_dim, act_dim, net_arch=MUJOCO_NETS[name], init="torch", **kinds)
+        init = "default" if sizes == "pendulum" else "torch"
+        return MLPActorQ(obs_dim, act_dim, net_arch=nets[name][0], init=init, **kinds)
 
     def lr(name: str) -> float:
-        return 1e-3 if sizes == "pendulum" else MUJOCO_LR[name]
+        return nets[name][1]
 
     return {
         "DDPG": DDPG(model("DDPG"), gamma=0.99, tau=0.005, actor_lr=lr("DDPG"), critic_lr=lr("DDPG")),
@@ -73,11 +79,10 @@ def make_sb3_updates(sizes: str, hidden: int, batch_size: int) -> dict[str, Call
             return self.observation_space.sample(), 0.0, False, False, {}
 
     updates = {}
-    for name in ("DDPG", "TD3", "SAC"):
-        net = [hidden, hidden] if sizes == "pendulum" else list(MUJOCO_NETS[name])
-        lr = 1e-3 if sizes == "pendulum" else MUJOCO_LR[name]
+    for name, (net, lr) in networks(sizes, hidden).items():
         model = getattr(stable_baselines3, name)("MlpPolicy", RandomTask(), learning_rate=lr, batch_size=batch_size,
-                                                 learning_starts=batch_size, policy_kwargs={"net_arch": net}, seed=0)
+                                                 learning_starts=batch_size, policy_kwargs={"net_arch": list(net)},
+                                                 seed=0)
         model.learn(2 * batch_size)  # fills the buffer past learning_starts and sets up the logger
         updates[name] = lambda model=model: model.train(gradient_steps=1, batch_size=batch_size)
     return updates
@@ -123,7 +128,6 @@ def main() -> None:
     agents = make_algorithms(args.sizes, args.hidden)
     updates_by_name = {name: (lambda agent=agent: agent.learn(**batch)) for name, agent in agents.items()}
     if args.sb3:
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
         updates_by_name |= {f"sb3_{name}": update
                             for name, update in make_sb3_updates(args.sizes, args.hidden, size).items()}
     wall, cpu, updates = time_interleaved(updates_by_name, args.updates, args.rounds)
@@ -131,8 +135,7 @@ def main() -> None:
     sac = agents["SAC"]
     result = {
         "bench": "continuous_updates", "sizes": args.sizes, "batch_size": size, "updates": updates,
-        "networks": {name: [args.hidden] * 2 if args.sizes == "pendulum" else list(MUJOCO_NETS[name])
-                     for name in agents},
+        "networks": {name: list(net) for name, (net, _) in networks(args.sizes, args.hidden).items()},
         "updates_per_second": {name: round(updates / wall[name], 1) for name in updates_by_name},
         "updates_per_cpu_second": {name: round(updates / cpu[name], 1) for name in updates_by_name},
         "soft_update": time_sync(sac.model, sac.target_model, repeats=200),

@@ -88,8 +88,8 @@ def linear_layers(calls: int) -> dict:
         x = paddle.randn([batch, 64])
         theirs, ours = paddle.nn.Linear(64, 64), Linear(64, 64)
         ours.set_state_dict(theirs.state_dict())
-        figures[f"batch{batch}"] = {"paddle_nn_Linear": per_call_us(lambda theirs=theirs, x=x: theirs(x), calls),
-                                    "parl_lite_Linear": per_call_us(lambda ours=ours, x=x: ours(x), calls)}
+        figures[f"batch{batch}"] = interleaved_us({"paddle_nn_Linear": lambda theirs=theirs, x=x: theirs(x),
+                                                   "parl_lite_Linear": lambda ours=ours, x=x: ours(x)}, calls // 2)
     return figures
 
 
