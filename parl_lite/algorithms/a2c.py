@@ -18,7 +18,7 @@ import paddle.nn.functional as F
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
 from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter, reduction_of
-from parl_lite.algorithms.optimizers import RMSprop
+from parl_lite.algorithms.optimizers import Adam, RMSprop
 from parl_lite.core.learn_inputs import ACTIONS, OBSERVATIONS, STEP_VALUES_FLAT, LearnInputs
 from parl_lite.core.model import Model
 from parl_lite.core.samples import AdvantageBatch
@@ -66,7 +66,7 @@ class A2C(ActorCriticAlgorithm):
         if optimizer == "rmsprop":
             self.optimizer = RMSprop(lr, rho=0.99, epsilon=1e-5, parameters=self.parameters(), grad_clip=clip)
         elif optimizer == "adam":
-            self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), grad_clip=clip)
+            self.optimizer = Adam(learning_rate=lr, parameters=self.parameters(), grad_clip=clip)
         else:
             raise ValueError(f"optimizer must be 'adam' or 'rmsprop', got {optimizer!r}")
 

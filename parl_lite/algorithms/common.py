@@ -7,6 +7,7 @@ from typing import NamedTuple
 import numpy as np
 import paddle
 
+from parl_lite.algorithms.optimizers import Adam
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.model import Model
 from parl_lite.core.samples import Transitions
@@ -82,11 +83,8 @@ class SoftTargetActorCritic(Algorithm):
         check_hyperparameter("actor_lr", actor_lr, 0.0, float("inf"), low_open=True)
         check_hyperparameter("critic_lr", critic_lr, 0.0, float("inf"), low_open=True)
         self.target_model = copy.deepcopy(model)
-        # multi-tensor: one Adam kernel call for all of a network's parameters (8% of a TD3 update)
-        self.actor_optimizer = paddle.optimizer.Adam(actor_lr, parameters=model.get_actor_params(),
-                                                     use_multi_tensor=True)
-        self.critic_optimizer = paddle.optimizer.Adam(critic_lr, parameters=model.get_critic_params(),
-                                                      use_multi_tensor=True)
+        self.actor_optimizer = Adam(actor_lr, parameters=model.get_actor_params())
+        self.critic_optimizer = Adam(critic_lr, parameters=model.get_critic_params())
 
     def sync_target(self, decay: float | None = None) -> None:
         """``target = decay * target + (1 - decay) * model``; ``decay`` defaults to ``1 - tau``."""

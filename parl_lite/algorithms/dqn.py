@@ -9,6 +9,7 @@ import paddle
 import paddle.nn.functional as F
 
 from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter, column
+from parl_lite.algorithms.optimizers import Adam
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.learn_inputs import (DISCRETE_ACTIONS, OBSERVATIONS, STEP_VALUES, TERMINALS, LearnInputs,
                                          check_action_indices)
@@ -45,7 +46,7 @@ class DQN(Algorithm):
         for parameter in self.target_model.parameters():
             parameter.stop_gradient = True
         clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
-        self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=model.parameters(), grad_clip=clip)
+        self.optimizer = Adam(learning_rate=lr, parameters=model.parameters(), grad_clip=clip)
 
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
         """The Q-values of every action, ``[..., num_actions]``."""

@@ -22,6 +22,7 @@ import paddle
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
 from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter, reduction_of
+from parl_lite.algorithms.optimizers import Adam
 from parl_lite.algorithms.vtrace import VTraceReturns, vtrace
 from parl_lite.core.learn_inputs import ACTIONS, OBSERVATIONS, POLICY_OUTPUTS, STEP_VALUES, TERMINALS, LearnInputs
 from parl_lite.core.model import Model
@@ -87,7 +88,7 @@ class IMPALA(ActorCriticAlgorithm):
         check_hyperparameter("lr", lr, 0.0, float("inf"), low_open=True)
         self.reduce = reduction_of(reduction)
         clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
-        self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=self.parameters(), grad_clip=clip)
+        self.optimizer = Adam(learning_rate=lr, parameters=self.parameters(), grad_clip=clip)
 
     learn_inputs = LearnInputs(obs=OBSERVATIONS, actions=ACTIONS, behaviour_logits=POLICY_OUTPUTS, rewards=STEP_VALUES,
                                dones=TERMINALS)

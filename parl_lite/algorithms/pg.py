@@ -4,6 +4,7 @@ from typing import Any
 
 import paddle
 
+from parl_lite.algorithms.optimizers import Adam
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.learn_inputs import DISCRETE_ACTIONS, OBSERVATIONS, STEP_VALUES, LearnInputs, check_action_indices
 from parl_lite.core.model import Model
@@ -29,7 +30,7 @@ class PolicyGradient(Algorithm):
         super().__init__(model)
         if not lr > 0:
             raise ValueError(f"lr must be positive, got {lr}")
-        self.optimizer = paddle.optimizer.Adam(learning_rate=lr, parameters=model.parameters())
+        self.optimizer = Adam(learning_rate=lr, parameters=model.parameters())
 
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:
         """The action probabilities ``model(obs)``, ``[..., act_dim]``."""

@@ -13,6 +13,7 @@ import paddle
 
 from parl_lite.algorithms.actor_critic import ActorCriticAlgorithm
 from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter
+from parl_lite.algorithms.optimizers import Adam
 from parl_lite.core.learn_inputs import ACTIONS, OBSERVATIONS, STEP_VALUES_FLAT, LearnInputs
 from parl_lite.core.model import Model
 from parl_lite.core.samples import AdvantageBatch
@@ -59,8 +60,7 @@ class PPO(ActorCriticAlgorithm):
         self.max_grad_norm = max_grad_norm
         self.use_clipped_value_loss, self.norm_adv = use_clipped_value_loss, norm_adv
         clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
-        self.optimizer = paddle.optimizer.Adam(learning_rate=initial_lr, parameters=self.parameters(), epsilon=eps,
-                                               grad_clip=clip)
+        self.optimizer = Adam(learning_rate=initial_lr, parameters=self.parameters(), epsilon=eps, grad_clip=clip)
         # (advantages, their in-place version, normalised): the last batch_adv normalised
         self._normalized: tuple[paddle.Tensor, int, paddle.Tensor] | None = None
 

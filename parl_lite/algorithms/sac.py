@@ -20,6 +20,7 @@ import paddle
 import paddle.nn.functional as F
 
 from parl_lite.algorithms.common import ActorCriticLosses, SoftTargetActorCritic, check_hyperparameter, column, frozen
+from parl_lite.algorithms.optimizers import Adam
 from parl_lite.core.learn_inputs import (CONTINUOUS_ACTIONS, OBSERVATIONS, STEP_VALUES, TERMINALS, LearnInputs,
                                          check_action_width)
 from parl_lite.core.model import Model
@@ -75,7 +76,7 @@ class SAC(SoftTargetActorCritic):
         self.alpha_optimizer = None
         if alpha_lr is not None:
             check_hyperparameter("alpha_lr", alpha_lr, 0.0, float("inf"), low_open=True)
-            self.alpha_optimizer = paddle.optimizer.Adam(alpha_lr, parameters=self.temperature.parameters())
+            self.alpha_optimizer = Adam(alpha_lr, parameters=self.temperature.parameters())
         self.target_entropy = target_entropy
 
     def predict(self, obs: paddle.Tensor) -> paddle.Tensor:

@@ -17,6 +17,9 @@ Prints ONE JSON line:
 - ``nature_cnn_step_us``: forward and backward of the Nature DQN's three convolutions on a batch of
   32 stacked 84x84 frames, with ``paddle.nn.Conv2D`` and with parl_lite's ``Conv2D`` (its channel
   bias added as ``[C, 1, 1]``), interleaved.
+- ``adam_step_us``: one Adam step over the Nature DQN's parameters (1.7M, 10 tensors) with
+  ``paddle.optimizer.Adam`` (a kernel call per parameter), parl_lite's ``Adam`` (one multi-tensor
+  call) and torch's ``Adam`` on one thread as Stable-Baselines3 builds it, interleaved.
 """
 import argparse
 import itertools
@@ -161,6 +164,33 @@ def nature_cnn_steps(calls: int) -> dict:
                           max(1, calls // 500))
 
 
+def adam_steps(calls: int) -> dict:
+    """Microseconds per Adam step over the Nature DQN's parameters, per optimizer."""
+    import paddle
+
+    from parl_lite.algorithms.optimizers import Adam
+    from parl_lite.utils.models import CNNQNetwork
+
+    def step_of(optimizer_cls):
+        model = CNNQNetwork((4, 84, 84), 6)
+        optimizer = optimizer_cls(learning_rate=1e-4, parameters=model.parameters())
+        paddle.add_n([(parameter ** 2).sum() for parameter in model.parameters()]).backward()  # gradients kept
+        return optimizer.step
+
+    steps = {"paddle_Adam": step_of(paddle.optimizer.Adam), "parl_lite_Adam": step_of(Adam)}
+    try:
+        import torch
+    except ImportError:
+        return interleaved_us(steps, max(1, calls // 200))
+    torch.set_num_threads(1)
+    shapes = [parameter.shape for parameter in CNNQNetwork((4, 84, 84), 6).parameters()]
+    tensors = [torch.nn.Parameter(torch.randn(*shape)) for shape in shapes]
+    for tensor in tensors:
+        tensor.grad = torch.randn_like(tensor)
+    steps["torch_Adam"] = torch.optim.Adam(tensors, lr=1e-4).step
+    return interleaved_us(steps, max(1, calls // 200))
+
+
 def interleaved_us(fns: dict[str, Callable[[], object]], calls: int, rounds: int = 5) -> dict[str, float]:
     """Microseconds per call of each of ``fns``, the best of ``rounds`` rounds that time each in turn."""
     for fn in fns.values():
@@ -193,6 +223,7 @@ def main() -> None:
               "linear_us": linear_layers(args.calls),
               "mlp_step_us": mlp_steps(args.calls),
               "nature_cnn_step_us": nature_cnn_steps(args.calls),
+              "adam_step_us": adam_steps(args.calls),
               "machine": {"cpus": os.cpu_count(), "parl_lite_picks_mkl_avx2": prefer_avx2_on_amd(environ={}),
                           "load_avg_before": [round(x, 2) for x in load_before],
                           "load_avg_after": [round(x, 2) for x in os.getloadavg()]}}
