@@ -95,7 +95,9 @@ class GlobalNormClip(paddle.nn.ClipGradByGlobalNorm):
     """``paddle.nn.ClipGradByGlobalNorm`` for float32 dense gradients on one device, with the same
     operations in the same order (so the same results to the bit) and without the per-parameter
     Python checks for half precision and distributed meshes that cost a tenth of a PPO minibatch
-    step. Anything else (other dtypes, 0-D or distributed gradients) goes through paddle's code.
+    step. When the norm is within the limit the gradients are left as they are rather than
+    multiplied by 1 (the same bits; a pass over every gradient saved, 1.6M values in the Nature
+    DQN). Anything else (other dtypes, 0-D or distributed gradients) goes through paddle's code.
 
     Args:
         clip_norm: the largest global L2 norm of the gradients.
@@ -111,6 +113,8 @@ class GlobalNormClip(paddle.nn.ClipGradByGlobalNorm):
             global_norm = paddle.sqrt(paddle.stack([squares]).sum())
             max_norm = paddle.full(shape=[1], dtype="float32", fill_value=self.clip_norm)
             scale = paddle.divide(x=max_norm, y=paddle.maximum(x=global_norm, y=max_norm))
+            if scale.item() == 1.0:
+                return params_grads
             for g in grads:
                 g.multiply_(scale)
         return params_grads

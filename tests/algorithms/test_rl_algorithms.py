@@ -413,20 +413,26 @@ def test_impala_rejects_bad_hyperparameters_and_broken_trajectories():
 
 
 # ---------------------------------------------------------------- gradient clipping
+@pytest.mark.parametrize("clip_norm", [0.1, 1e6], ids=["clipped", "within-the-limit"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_global_norm_clip_gives_paddles_gradients_to_the_bit(dtype):
+def test_global_norm_clip_gives_paddles_gradients_to_the_bit(dtype, clip_norm):
     from parl_lite.algorithms.common import GlobalNormClip
 
-    grads = {}
+    grads, unclipped = {}, None
     for clip_cls in (paddle.nn.ClipGradByGlobalNorm, GlobalNormClip):
         paddle.seed(0)
         layer = paddle.nn.Linear(4, 3)
         layer.to(dtype=dtype)
         x = paddle.to_tensor(np.random.default_rng(0).normal(size=(8, 4)) * 100, dtype=dtype)
         (layer(x) ** 2).mean().backward()
-        clipped = clip_cls(0.1)([(p, p.grad) for p in layer.parameters()])
+        unclipped = [p.grad.numpy().copy() for p in layer.parameters()]
+        clipped = clip_cls(clip_norm)([(p, p.grad) for p in layer.parameters()])
         grads[clip_cls] = [g.numpy().copy() for _, g in clipped]
     norm = np.sqrt(sum((g.astype(np.float64) ** 2).sum() for g in grads[GlobalNormClip]))
-    assert norm == pytest.approx(0.1, rel=1e-4)  # clipping was active
-    for ours, theirs in zip(grads[GlobalNormClip], grads[paddle.nn.ClipGradByGlobalNorm]):
+    if clip_norm < 1:
+        assert norm == pytest.approx(clip_norm, rel=1e-4)  # clipping was active
+    else:
+        for ours, before in zip(grads[GlobalNormClip], unclipped, strict=True):
+            np.testing.assert_array_equal(ours, before)
+    for ours, theirs in zip(grads[GlobalNormClip], grads[paddle.nn.ClipGradByGlobalNorm], strict=True):
         np.testing.assert_array_equal(ours, theirs)
