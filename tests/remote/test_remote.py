@@ -116,13 +116,15 @@ def test_calls_on_one_actor_run_in_the_order_sent(backend):
     assert actor.seen == list(range(500))  # attribute reads are synchronous even with wait=False
 
 
-def test_eight_threads_by_2000_calls_every_result_checked(backend):
+def test_eight_threads_of_calls_every_result_checked(backend, request):
+    # 2,000 calls per thread; 250 on Ray, whose calls cost ten times ours (16,000 took 195 s at a load of 4)
+    calls = 250 if request.node.callspec.params["backend"] == "ray" else 2000
     actors = [RemoteCounter(0) for _ in range(2)]
     errors = []
 
     def hammer(thread_index: int) -> None:
         actor = actors[thread_index % 2]
-        for i in range(2000):
+        for i in range(calls):
             value = (thread_index, i, np.full(3, i))
             echoed = actor.echo(value)
             if echoed[:2] != (thread_index, i) or not np.array_equal(echoed[2], value[2]):
@@ -302,14 +304,14 @@ def test_close_and_del_give_the_worker_back(backend, tmp_path):
     actor = RemoteCounter()
     pid = actor.pid()
     actor.close()
-    assert wait_for_exit(pid, timeout=5)
+    assert wait_for_exit(pid, timeout=30)  # Ray's worker took more than 5 s to exit at a load of 4
     with pytest.raises(parl_lite.ActorDiedError, match="closed"):
         actor.add(1)
 
     other = RemoteCounter()
     other_pid = other.pid()
     del other
-    assert wait_for_exit(other_pid, timeout=5)
+    assert wait_for_exit(other_pid, timeout=30)
 
     marker = tmp_path / "closed"
     with_close = remote_class(WithClose)(str(marker))
