@@ -170,13 +170,10 @@ def test_a_forked_child_starts_threads_of_its_own():
     # must not wait for the parent's idle thread (which does not exist in the child)
     _run_and_wait()
     assert _idle_threads_at_least(1)
-    pid = os.fork()
-    if pid == 0:  # the child: exit 0 only if the work ran
+
+    def body() -> None:
         ran = threading.Event()
-        try:
-            start_daemon(ran.set)
-            os._exit(0 if ran.wait(5) else 1)
-        finally:
-            os._exit(2)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+        start_daemon(ran.set)
+        assert ran.wait(5)
+
+    _in_a_forked_child(body)
