@@ -9,11 +9,14 @@ import numpy as np
 import paddle
 
 from parl_lite.core.model_base import ModelBase
+from parl_lite.malloc import keep_freed_memory
 from parl_lite.mkl import prefer_avx2_on_amd
 
 __all__ = ["Model", "check_finite_state", "weight_problems"]
 
-prefer_avx2_on_amd()  # every network of parl_lite is a Model: set before the first runs (parl_lite/mkl.py)
+# every network of parl_lite is a Model: set before the first runs (parl_lite/mkl.py, parl_lite/malloc.py)
+prefer_avx2_on_amd()
+keep_freed_memory()
 
 
 class Model(paddle.nn.Layer, ModelBase):

@@ -20,6 +20,12 @@ Prints ONE JSON line:
 - ``adam_step_us``: one Adam step over the Nature DQN's parameters (1.7M, 10 tensors) with
   ``paddle.optimizer.Adam`` (a kernel call per parameter), parl_lite's ``Adam`` (one multi-tensor
   call) and torch's ``Adam`` on one thread as Stable-Baselines3 builds it, interleaved.
+- ``dqn_update_cpu_ms``: CPU milliseconds of one ``DQN.learn`` on the Nature DQN (a batch of 32
+  stacked 84x84 frames) under glibc's own malloc thresholds and under the ones importing
+  ``parl_lite.Model`` sets (:mod:`parl_lite.malloc`), each in fresh processes taken in turn (the
+  setting is the process's); glibc's are kept by a ``glibc.malloc`` tunable that changes nothing
+  (``GLIBC_TUNABLES=glibc.malloc.check=0``), which makes parl_lite leave malloc alone. With the
+  page faults per update of each.
 """
 import argparse
 import itertools
@@ -50,7 +56,6 @@ def per_call_us(fn: Callable[[], object], calls: int) -> float:
 
 def matmul_child(calls: int) -> dict:
     """Run in a child: matmul timings under this process's MKL setting (and torch's)."""
-    import parl_lite.core.model  # noqa: F401 - applies parl_lite.mkl unless the variable is already set
     import paddle
 
     figures = {}
@@ -71,14 +76,48 @@ def matmul_child(calls: int) -> dict:
     return {"paddle": figures, "torch": torch_figures}
 
 
-def run_child(calls: int, mkl_setting: str | None) -> dict:
-    env = dict(os.environ)
-    env.pop("MKL_DEBUG_CPU_TYPE", None)
-    if mkl_setting is not None:
-        env["MKL_DEBUG_CPU_TYPE"] = mkl_setting
-    done = subprocess.run([sys.executable, __file__, "--child", "--calls", str(calls)], env=env,
+def dqn_update_child(updates: int) -> dict:
+    """Run in a child: CPU milliseconds and page faults per DQN update under this process's malloc."""
+    import resource
+
+    import numpy as np
+    import paddle
+
+    from parl_lite.algorithms import DQN
+    from parl_lite.utils.models import CNNQNetwork
+
+    paddle.seed(0)
+    dqn = DQN(CNNQNetwork((4, 84, 84), 6), gamma=0.99, lr=1e-4, loss="huber", max_grad_norm=10.0)
+    rng = np.random.default_rng(0)
+    obs = paddle.to_tensor(rng.integers(0, 256, (32, 4, 84, 84), dtype=np.uint8))
+    action, zeros = paddle.to_tensor(rng.integers(0, 6, 32)), paddle.zeros([32])
+    for _ in range(5):
+        dqn.learn(obs, action, zeros, obs, zeros)
+    faults, started = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.process_time()
+    for _ in range(updates):
+        dqn.learn(obs, action, zeros, obs, zeros)
+    return {"cpu_ms": (time.process_time() - started) / updates * 1e3,
+            "page_faults": (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / updates}
+
+
+def run_child(kind: str, calls: int, **environ: str) -> dict:
+    env = {key: value for key, value in os.environ.items() if key not in ("MKL_DEBUG_CPU_TYPE", "GLIBC_TUNABLES")}
+    env.update(environ)
+    done = subprocess.run([sys.executable, __file__, "--child", kind, "--calls", str(calls)], env=env,
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def dqn_updates(calls: int, rounds: int = 3) -> dict:
+    """The best of ``rounds`` children per malloc setting, taken in turn."""
+    settings = {"glibc_thresholds": {"GLIBC_TUNABLES": "glibc.malloc.check=0"}, "parl_lite_thresholds": {}}
+    best: dict[str, dict] = {}
+    for _ in range(rounds):
+        for name, environ in settings.items():
+            figures = run_child("dqn", max(1, calls // 1000), **environ)
+            if name not in best or figures["cpu_ms"] < best[name]["cpu_ms"]:
+                best[name] = figures
+    return {name: {key: round(value, 1) for key, value in figures.items()} for name, figures in best.items()}
 
 
 def linear_layers(calls: int) -> dict:
@@ -209,21 +248,23 @@ def interleaved_us(fns: dict[str, Callable[[], object]], calls: int, rounds: int
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=20_000, help="calls per timing")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["matmul", "dqn"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(matmul_child(args.calls)))
+        import parl_lite.core.model  # noqa: F401 - applies parl_lite.mkl and parl_lite.malloc unless the user's are set
+        print(json.dumps(matmul_child(args.calls) if args.child == "matmul" else dqn_update_child(args.calls)))
         return
     import parl_lite.core.model  # noqa: F401 - the layers below run under the MKL code parl_lite picks
     load_before = os.getloadavg()
-    mkl_default = run_child(args.calls, "")
-    ours = run_child(args.calls, None)
+    mkl_default = run_child("matmul", args.calls, MKL_DEBUG_CPU_TYPE="")
+    ours = run_child("matmul", args.calls)
     result = {"matmul_us": {"mkl_own_choice": mkl_default["paddle"], "parl_lite": ours["paddle"],
                             "torch": ours.get("torch", "not installed")},
               "linear_us": linear_layers(args.calls),
               "mlp_step_us": mlp_steps(args.calls),
               "nature_cnn_step_us": nature_cnn_steps(args.calls),
               "adam_step_us": adam_steps(args.calls),
+              "dqn_update_cpu_ms": dqn_updates(args.calls),
               "machine": {"cpus": os.cpu_count(), "parl_lite_picks_mkl_avx2": prefer_avx2_on_amd(environ={}),
                           "load_avg_before": [round(x, 2) for x in load_before],
                           "load_avg_after": [round(x, 2) for x in os.getloadavg()]}}

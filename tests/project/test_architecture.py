@@ -17,7 +17,7 @@ LONGEST_FUNCTION = 50
 FLOORS: list[tuple[str, ...]] = [
     # parl_lite/__init__.py imports only lazy and version; its public names load on first use
     ("parl_lite/__init__.py", "parl_lite/version.py", "parl_lite/lazy.py", "parl_lite/plugins.py", "parl_lite/mkl.py",
-     "parl_lite/common/"),
+     "parl_lite/malloc.py", "parl_lite/common/"),
     ("parl_lite/remote/", "parl_lite/env/", "parl_lite/utils/__init__.py", "parl_lite/utils/csv_logger.py",
      "parl_lite/utils/envs.py", "parl_lite/utils/frame_replay.py", "parl_lite/utils/gae.py",
      "parl_lite/utils/logger.py", "parl_lite/utils/machine_info.py", "parl_lite/utils/replay_memory.py",
