@@ -5,8 +5,8 @@ serves a block above ``M_MMAP_THRESHOLD`` with its own ``mmap`` and unmaps it on
 the free memory at the top of its heap back once more than ``M_TRIM_THRESHOLD`` of it is free. Both
 start at 128 KiB and rise only a little as blocks are freed, so an update of the Nature DQN, which
 frees megabytes of feature maps and gradients at once, hands its memory back on every step, and
-the next step faults every page of it in again: a ``[3136, 512]`` weight gradient took 5.4 ms, of
-which 4 ms were page faults (1.3 ms without), and a DQN update 82 ms against 70 ms. Raising both
+the next step faults every page of it in again: about 1,600 page faults per DQN update, and a
+``[3136, 512]`` weight gradient took 5.4 ms instead of 1.3 ms. Raising both
 thresholds (to 32 MiB, the largest ``mallopt`` takes for ``mmap``, and 128 MiB) keeps the blocks
 for the next step. Set when ``parl_lite.Model`` is imported, like :mod:`parl_lite.mkl`; a user's
 own ``MALLOC_*_`` or ``glibc.malloc`` tunables win, and other C libraries are left alone.

@@ -22,19 +22,22 @@ Prints ONE JSON line:
   call) and torch's ``Adam`` on one thread as Stable-Baselines3 builds it, interleaved.
 - ``dqn_update_cpu_ms``: CPU milliseconds of one ``DQN.learn`` on the Nature DQN (a batch of 32
   stacked 84x84 frames) under glibc's own malloc thresholds and under the ones importing
-  ``parl_lite.Model`` sets (:mod:`parl_lite.malloc`), each in fresh processes taken in turn (the
+  ``parl_lite.Model`` sets (:mod:`parl_lite.malloc`), six fresh processes of each taken in turn (the
   setting is the process's); glibc's are kept by a ``glibc.malloc`` tunable that changes nothing
-  (``GLIBC_TUNABLES=glibc.malloc.check=0``), which makes parl_lite leave malloc alone. With the
-  page faults per update of each.
+  (``GLIBC_TUNABLES=glibc.malloc.check=0``), which makes parl_lite leave malloc alone. Medians, the
+  page faults per update, and the CPU saved per update, paired by round, with its 95% t-interval.
 """
 import argparse
 import itertools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+
+from bench_mujoco_rl import mean_and_interval
 
 from parl_lite.mkl import prefer_avx2_on_amd
 
@@ -108,16 +111,22 @@ def run_child(kind: str, calls: int, **environ: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def dqn_updates(calls: int, rounds: int = 3) -> dict:
-    """The best of ``rounds`` children per malloc setting, taken in turn."""
+def dqn_updates(calls: int, rounds: int = 6) -> dict:
+    """``rounds`` children per malloc setting, taken in turn: each setting's CPU-ms per update and
+    page faults (medians, and every child's CPU-ms), and the paired difference with its 95% t-interval."""
     settings = {"glibc_thresholds": {"GLIBC_TUNABLES": "glibc.malloc.check=0"}, "parl_lite_thresholds": {}}
-    best: dict[str, dict] = {}
+    runs: dict[str, list[dict]] = {name: [] for name in settings}
     for _ in range(rounds):
         for name, environ in settings.items():
-            figures = run_child("dqn", max(1, calls // 1000), **environ)
-            if name not in best or figures["cpu_ms"] < best[name]["cpu_ms"]:
-                best[name] = figures
-    return {name: {key: round(value, 1) for key, value in figures.items()} for name, figures in best.items()}
+            runs[name].append(run_child("dqn", max(1, calls // 400), **environ))
+    figures: dict = {name: {"cpu_ms_median": round(statistics.median(run["cpu_ms"] for run in each), 1),
+                            "page_faults_median": round(statistics.median(run["page_faults"] for run in each), 1),
+                            "cpu_ms_each": [round(run["cpu_ms"], 1) for run in each]} for name, each in runs.items()}
+    pairs = zip(runs["glibc_thresholds"], runs["parl_lite_thresholds"], strict=True)
+    difference, half_width = mean_and_interval([theirs["cpu_ms"] - ours["cpu_ms"] for theirs, ours in pairs])
+    figures["cpu_ms_saved"] = round(difference, 1)
+    figures["cpu_ms_saved_95"] = None if half_width is None else round(half_width, 1)
+    return figures
 
 
 def linear_layers(calls: int) -> dict:

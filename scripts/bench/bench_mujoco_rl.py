@@ -160,7 +160,7 @@ def _child(system: str, algo: str, task: str, seed: int, steps: int, eval_every:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _interval(values: list[float]) -> tuple[float, float | None]:
+def mean_and_interval(values: list[float]) -> tuple[float, float | None]:
     """The mean and the half-width of its 95% t-interval (None with one value)."""
     mean = sum(values) / len(values)
     if len(values) < 2:
@@ -201,9 +201,10 @@ def main() -> None:
                     curves.setdefault((algo, task, system), []).append(result["curve"])
                 print(json.dumps({"bench": "mujoco_rl", "algo": algo, "task": task, "seed": seed, "steps": steps,
                                   **{system: pair[system] for system in ("parl_lite", "sb3")}}), flush=True)
-            ours_mean, _ = _interval(finals["parl_lite"])
-            sb3_mean, sb3_half = _interval(finals["sb3"])
-            diff_mean, diff_half = _interval([a - b for a, b in zip(finals["parl_lite"], finals["sb3"], strict=True)])
+            ours_mean, _ = mean_and_interval(finals["parl_lite"])
+            sb3_mean, sb3_half = mean_and_interval(finals["sb3"])
+            diff_mean, diff_half = mean_and_interval([a - b for a, b in
+                                                      zip(finals["parl_lite"], finals["sb3"], strict=True)])
             print(json.dumps({
                 "bench": "mujoco_rl_summary", "algo": algo, "task": task, "seeds": args.seeds,
                 "parl_lite_mean": round(ours_mean, 1), "sb3_mean": round(sb3_mean, 1),
