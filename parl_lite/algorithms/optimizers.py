@@ -13,8 +13,8 @@ class Adam(paddle.optimizer.Adam):
 
     paddle's default calls its Adam kernel once per parameter. Its multi-tensor kernel does the same
     arithmetic (equal to float32 rounding) for all of them at once: a step over the Nature DQN's
-    1.7M parameters costs 3.5 ms instead of 14.9 ms (``scripts/bench/bench_layers.py``,
-    ``adam_step_us``, one run at a load of 3). paddle's multi-tensor mode fixes its list of
+    1.7M parameters costs 2.4 ms instead of 8.6 ms (``scripts/bench/bench_layers.py``,
+    ``adam_step_us``, one run at a load of 2). paddle's multi-tensor mode fixes its list of
     parameters at the first step and fails when a later step has gradients for another set (a
     branch of the model used only sometimes, a parameter frozen later): such a step goes through
     paddle's per-parameter update, on the same moments.
