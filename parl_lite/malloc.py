@@ -20,8 +20,8 @@ __all__ = ["keep_freed_memory"]
 # mallopt's parameter numbers, from glibc's <malloc.h>
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD = 32 * 1024 * 1024
-TRIM_THRESHOLD = 128 * 1024 * 1024
+_MMAP_THRESHOLD = 32 * 1024 * 1024
+_TRIM_THRESHOLD = 128 * 1024 * 1024
 
 _USERS_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")
 
@@ -45,4 +45,6 @@ def keep_freed_memory(environ: Mapping[str, str] = os.environ) -> bool:
         return False
     mallopt = ctypes.CDLL(None).mallopt
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) & bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    mmap_set = mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+    trim_set = mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
+    return bool(mmap_set and trim_set)
