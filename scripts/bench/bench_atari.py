@@ -65,6 +65,7 @@ peers leave what they always leave: PARL its jobs' logs in ``~/.parl_data`` and 
 TensorBoard folder ``train_log`` in the examples folder, Ray its session folder under ``/tmp/ray``.
 """
 import argparse
+import collections
 import ctypes
 import importlib.util
 import json
@@ -252,27 +253,37 @@ def _example(name: str) -> Any:
 
 
 # ---------------------------------------------------------------------------------- IMPALA drivers
+def impala_trainer(actors: int, num_envs: int, unroll: int, seed: int = 0, **options: Any) -> Any:
+    """parl_lite's AsyncTrainer as ``train_impala.py`` builds it for Pong (its ``ATARI`` values,
+    ``num_envs`` games per actor, trajectories of ``unroll`` steps, paddle and the trainer seeded
+    with ``seed``); ``options`` go to the trainer."""
+    import paddle
+
+    from parl_lite import train
+    from parl_lite.algorithms import IMPALA
+    from parl_lite.utils.models import CNNActorCritic
+
+    atari = _example("train_impala.py").ATARI
+    paddle.seed(seed)
+    env_kwargs = {"screen_size": atari["screen_size"]}
+    spaces = train.env_spaces(ENV_ID, env_kwargs)
+    model = CNNActorCritic(spaces.obs_shape, spaces.act_dim, atari["torso"])
+    impala = IMPALA(model, sample_batch_steps=unroll + 1, gamma=0.99, vf_loss_coeff=atari["vf_loss_coeff"],
+                    clip_rho_threshold=atari["clip_rho"], clip_pg_rho_threshold=atari["clip_rho"], lr=atari["lr"],
+                    max_grad_norm=atari["max_grad_norm"], clip_c_threshold=atari["clip_c"],
+                    reduction=atari["reduction"], entropy_coeff=atari["entropy_coeff"])
+    return train.AsyncTrainer(impala, ENV_ID, actors=actors, num_envs=num_envs, rollout_steps=unroll,
+                              env_kwargs=env_kwargs, seed=seed, **options)
+
+
 def ours_impala(settings: Settings) -> dict[str, Any]:
     """parl_lite's AsyncTrainer as ``train_impala.py`` builds it for an Atari game."""
     import paddle
 
     import parl_lite
-    from parl_lite import train
-    from parl_lite.algorithms import IMPALA
-    from parl_lite.utils.models import CNNActorCritic
     from parl_lite.version import __version__
 
-    atari = _example("train_impala.py").ATARI
-    paddle.seed(0)
-    env_kwargs = {"screen_size": atari["screen_size"]}
-    spaces = train.env_spaces(ENV_ID, env_kwargs)
-    model = CNNActorCritic(spaces.obs_shape, spaces.act_dim, atari["torso"])
-    impala = IMPALA(model, sample_batch_steps=settings.unroll + 1, gamma=0.99, vf_loss_coeff=atari["vf_loss_coeff"],
-                    clip_rho_threshold=atari["clip_rho"], clip_pg_rho_threshold=atari["clip_rho"], lr=atari["lr"],
-                    max_grad_norm=atari["max_grad_norm"], clip_c_threshold=atari["clip_c"],
-                    reduction=atari["reduction"], entropy_coeff=atari["entropy_coeff"])
-    trainer = train.AsyncTrainer(impala, ENV_ID, actors=settings.actors, num_envs=settings.num_envs,
-                                 rollout_steps=settings.unroll, env_kwargs=env_kwargs, eval_every=NEVER)
+    trainer = impala_trainer(settings.actors, settings.num_envs, settings.unroll, eval_every=NEVER)
     window = Window(settings.warmup, settings.seconds)
     try:
         trainer.learn(NEVER, callback=_window_callback(window, lambda trainer: trainer.steps))
@@ -497,12 +508,12 @@ DRIVERS: dict[str, Callable[[Settings], dict[str, Any]]] = {
     "parl_lite_dqn": ours_dqn, "sb3_dqn": sb3_dqn}
 
 
-def drive(name: str, settings: Settings) -> None:
-    """Run one measurement in this process (the system's own Python) and print its result line;
-    then end every process it started."""
+def drive(driver: Callable[[Any], dict[str, Any]], settings: Any) -> None:
+    """Run one measurement (``driver(settings)``) in this process (the system's own Python) and
+    print its result line; then end every process it started."""
     become_subreaper()
     try:
-        result = DRIVERS[name](settings)
+        result = driver(settings)
     except BaseException:  # noqa: BLE001 - said on stderr; the process must end regardless (below)
         import traceback
 
@@ -527,25 +538,50 @@ class Run:
     missing: str = ""  # what to pass to have it
 
 
-def measure(run: Run, settings: Settings, timeout: float) -> dict[str, Any]:
-    """The driver's figures, or ``{"skipped": why}``; every process it left is ended."""
+def measure(run: Run, settings: Any, timeout: float, script: str = __file__, echo: bool = False) -> dict[str, Any]:
+    """The figures of ``run`` 's driver, run by ``script --driver NAME --settings JSON`` (a
+    dataclass's fields), or ``{"skipped": why}``; every process it left is ended. ``echo`` copies
+    the driver's stderr to this process's as it comes."""
     if run.python is None:
         return {"skipped": f"no {run.missing} given"}
-    command = [run.python, __file__, "--driver", run.driver, "--settings", json.dumps(asdict(settings))]
+    command = [run.python, script, "--driver", run.driver, "--settings", json.dumps(asdict(settings))]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out: list[str] = []
+    err_tail: collections.deque[str] = collections.deque(maxlen=3)
+    readers = [threading.Thread(target=_read_lines, args=(process.stdout, out.append), daemon=True),
+               threading.Thread(target=_read_lines, args=(process.stderr, _error_line(err_tail, echo)), daemon=True)]
+    for reader in readers:
+        reader.start()
     try:
-        out, err = process.communicate(timeout=timeout)
+        process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
-        out, err = process.communicate()
-        err += f"\ntimed out after {timeout:.0f} s"
+        process.wait()
+        err_tail.append(f"timed out after {timeout:.0f} s")
     finally:
         end_processes(descendants(os.getpid()))  # what it left (orphans come to this subreaper)
-    for line in reversed(out.splitlines()):
+    for reader in readers:
+        reader.join(timeout=10.0)
+    for line in reversed(out):
         if line.startswith(RESULT_MARK):
             return json.loads(line[len(RESULT_MARK):])
-    tail = [line for line in err.strip().splitlines() if line.strip()][-3:]
-    return {"skipped": f"{run.system} failed (exit {process.returncode}): {' | '.join(tail)}"}
+    return {"skipped": f"{run.system} failed (exit {process.returncode}): {' | '.join(err_tail)}"}
+
+
+def _read_lines(stream: Any, take: Callable[[str], None]) -> None:
+    for line in stream:
+        take(line.rstrip("\n"))
+
+
+def _error_line(tail: "collections.deque[str]", echo: bool) -> Callable[[str], None]:
+    """What to do with a driver's line of stderr: keep the last few (the reason of a failure), and
+    copy it to this process's stderr when ``echo`` (the progress of a long run)."""
+    def take(line: str) -> None:
+        if echo:
+            print(line, file=sys.stderr, flush=True)
+        if line.strip():
+            tail.append(line)
+    return take
 
 
 def ratio(ours: dict[str, Any], theirs: dict[str, Any], key: str) -> float | None:
@@ -618,7 +654,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     if args.driver:
-        drive(args.driver, Settings(**json.loads(args.settings)))
+        drive(DRIVERS[args.driver], Settings(**json.loads(args.settings)))
         return
     atari = _example("train_impala.py").ATARI if args.num_envs is None or args.unroll is None else {}
     settings = Settings(seconds=args.seconds, warmup=args.warmup,
