@@ -641,8 +641,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--parl-examples", default=None, help="PARL 2.2.1's examples/IMPALA folder")
     parser.add_argument("--rllib-python", default=None, help="Python of RLlib's environment")
     parser.add_argument("--sb3-python", default=None, help="Python of Stable-Baselines3's environment")
-    parser.add_argument("--driver", choices=sorted(DRIVERS), help=argparse.SUPPRESS)  # one measurement, in its Python
-    parser.add_argument("--settings", help=argparse.SUPPRESS)
+    add_driver_options(parser, DRIVERS)
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.warmup < 0 or args.timeout <= 0 or min(args.actors) <= 0:
         parser.error("--seconds, --timeout and --actors must be positive, --warmup 0 or more")
@@ -651,21 +650,42 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def add_driver_options(parser: argparse.ArgumentParser, drivers: dict[str, Any]) -> None:
+    """The hidden options by which :func:`measure` runs one driver in a system's Python."""
+    parser.add_argument("--driver", choices=sorted(drivers), help=argparse.SUPPRESS)
+    parser.add_argument("--settings", help=argparse.SUPPRESS)
+
+
+def drive_if_asked(args: argparse.Namespace, drivers: dict[str, Any], settings_type: type) -> bool:
+    """Run the driver ``--driver`` names with ``--settings`` (see :func:`drive`, which does not
+    return); False when no driver was asked for."""
+    if not args.driver:
+        return False
+    drive(drivers[args.driver], settings_type(**json.loads(args.settings)))
+    return True
+
+
+def bench_and_print(bench: Callable[[argparse.Namespace, Any], dict[str, Any]], args: argparse.Namespace,
+                    settings: Any) -> None:
+    """``bench(args, settings)`` as the subreaper of what it starts; its figures, with
+    ``bench_seconds``, printed as one JSON line."""
+    become_subreaper()
+    started = time.perf_counter()
+    result = bench(args, settings)
+    result["bench_seconds"] = round(time.perf_counter() - started, 1)
+    print(json.dumps(result))
+
+
 def main() -> None:
     args = parse_args()
-    if args.driver:
-        drive(DRIVERS[args.driver], Settings(**json.loads(args.settings)))
+    if drive_if_asked(args, DRIVERS, Settings):
         return
     atari = _example("train_impala.py").ATARI if args.num_envs is None or args.unroll is None else {}
     settings = Settings(seconds=args.seconds, warmup=args.warmup,
                         num_envs=args.num_envs if args.num_envs is not None else atari["num_envs"],
                         unroll=args.unroll if args.unroll is not None else atari["unroll"],
                         dqn_learning_starts=args.dqn_learning_starts, parl_examples=args.parl_examples)
-    become_subreaper()
-    started = time.perf_counter()
-    result = bench(args, settings)
-    result["bench_seconds"] = round(time.perf_counter() - started, 1)
-    print(json.dumps(result))
+    bench_and_print(bench, args, settings)
 
 
 if __name__ == "__main__":

@@ -29,15 +29,14 @@ within ``--minutes``.
 """
 import argparse
 import dataclasses
-import json
 import os
 import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench_atari import (ENV_ID, FRAME_SKIP, Run, _example, become_subreaper, cpu_by_kind, drive, impala_trainer,
-                         measure)
+from bench_atari import (ENV_ID, FRAME_SKIP, Run, _example, add_driver_options, bench_and_print, cpu_by_kind,
+                         drive_if_asked, impala_trainer, measure)
 
 SB3_ENVS, SB3_ROLLOUT, SB3_EPOCHS, SB3_BATCH, SB3_LR, SB3_CLIP = 8, 128, 4, 256, 2.5e-4, 0.1  # RL Zoo's Atari PPO
 
@@ -207,8 +206,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1, help="seeds both systems")
     parser.add_argument("--timeout", type=float, default=6.0, help="hours each system may take, start-up included")
     parser.add_argument("--sb3-python", default=None, help="Python of Stable-Baselines3's environment")
-    parser.add_argument("--driver", choices=sorted(DRIVERS), help=argparse.SUPPRESS)  # one system, in its Python
-    parser.add_argument("--settings", help=argparse.SUPPRESS)
+    add_driver_options(parser, DRIVERS)
     args = parser.parse_args(argv)
     if args.minutes <= 0 or args.eval_every <= 0 or args.eval_episodes <= 0 or args.actors <= 0 or args.timeout <= 0:
         parser.error("--minutes, --eval-every, --eval-episodes, --actors and --timeout must be positive")
@@ -217,16 +215,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    if args.driver:
-        drive(DRIVERS[args.driver], PongSettings(**json.loads(args.settings)))
+    if drive_if_asked(args, DRIVERS, PongSettings):
         return
     settings = PongSettings(minutes=args.minutes, target=args.target, eval_every=args.eval_every,
                             eval_episodes=args.eval_episodes, actors=args.actors, seed=args.seed)
-    become_subreaper()
-    started = time.perf_counter()
-    result = bench(args, settings)
-    result["bench_seconds"] = round(time.perf_counter() - started, 1)
-    print(json.dumps(result))
+    bench_and_print(bench, args, settings)
 
 
 if __name__ == "__main__":
