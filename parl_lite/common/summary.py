@@ -24,8 +24,8 @@ class RunSummary:
         updates: ``learn`` calls.
         updates_per_second: ``updates / train_seconds``.
         actors: remote rollout actors (asynchronous loops), else None.
-        checkpoint: the checkpoint written at the end (or on Ctrl-C), if any.
-        interrupted: the run was stopped by Ctrl-C.
+        checkpoint: the checkpoint written at the end (or on Ctrl-C or SIGTERM), if any.
+        interrupted: the run was stopped by Ctrl-C or SIGTERM.
     """
 
     algo: str

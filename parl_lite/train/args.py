@@ -37,7 +37,8 @@ class TrainArgs:
     eval_every: int = arg(5_000, "environment steps between evaluations")
     eval_episodes: int = arg(10, "greedy episodes per evaluation")
     logdir: str | None = arg(None, "write TensorBoard events and scalars.csv here")
-    save: str | None = arg(None, "HDF5 checkpoint written at the end, on Ctrl-C and every --checkpoint-every steps")
+    save: str | None = arg(None, "HDF5 checkpoint written at the end, on Ctrl-C or SIGTERM and every "
+                                 "--checkpoint-every steps")
     checkpoint_every: int | None = arg(None, "environment steps between checkpoints (default: only at the end)")
     resume: str | None = arg(None, "continue from this checkpoint (weights, optimizer state, step count)")
     progress_bar: bool | None = arg(None, "progress bar (default: when stderr is a terminal; else log lines)")

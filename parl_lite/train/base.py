@@ -1,18 +1,22 @@
-"""What every training loop shares: evaluation, reporting, callbacks, checkpoints, Ctrl-C, resume.
+"""What every training loop shares: evaluation, reporting, callbacks, checkpoints, Ctrl-C and SIGTERM,
+resume.
 
 A loop (:class:`OnPolicyTrainer`, :class:`OffPolicyTrainer`, ...) only says how one *round* goes
 (collect some experience, build the sample its algorithm learns from, ``agent.learn_from`` it) in
 :meth:`Trainer._round`; :meth:`Trainer.learn` runs the rounds until the step budget, the target, a
-callback or Ctrl-C stops them. A loop knows its regime's sample types
+callback, Ctrl-C or SIGTERM stops them. A loop knows its regime's sample types
 (:mod:`parl_lite.core.samples`), never an algorithm.
 """
+import contextlib
 import math
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import gymnasium as gym
 import h5py
@@ -34,7 +38,31 @@ __all__ = ["Trainer", "RunStopped", "EnvSpaces", "env_spaces", "spaces_of", "lea
 
 _Made = TypeVar("_Made", bound=Sample)
 TRAINER_GROUP = "trainer"
-INTERRUPTED_EXIT_CODE = 130
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a job scheduler's, ``kill``'s) during :meth:`Trainer.learn`, which takes it as Ctrl-C:
+    the run stops, writes its checkpoint and reports."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` in the main thread (elsewhere nothing
+    changes: only the main thread can handle signals). Paddle's own handler would abort the process
+    with a stack dump, losing the run; the handler before is put back after (the default action
+    when it was not set from Python)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise Terminated(signum)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 class RunStopped(RuntimeError):
@@ -136,7 +164,8 @@ class Trainer:
         eval_episodes: greedy episodes per evaluation.
         eval_seed: reset seed of the first evaluation episode (default ``10_000 + 100 * seed``).
         logdir: TensorBoard events and ``scalars.csv`` go here.
-        save: checkpoint path: written at the end, on Ctrl-C and every ``checkpoint_every`` steps.
+        save: checkpoint path: written at the end, on Ctrl-C or SIGTERM and every ``checkpoint_every``
+            steps.
         checkpoint_every: environment steps between checkpoints (None: only at the end).
         resume: a checkpoint written by a trainer: its weights, optimizer state and step count
             (and replay memory, off-policy) are loaded before training.
@@ -165,6 +194,7 @@ class Trainer:
         self.reward_scaler: RewardScaler | None = None  # a loop that normalises rewards sets it
         self.steps = 0          # environment steps so far
         self.updates = 0        # learn calls so far
+        self.stop_signal: signal.Signals | None = None  # what interrupted the last learn (SIGINT, SIGTERM)
         self.last_learned: Any = None  # what the last learn returned (PARL's values)
         self.last_eval_steps = 0
         self.eval_return = float("nan")
@@ -233,7 +263,8 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
     def learn(self, total_timesteps: int, callback: Callback | Iterable[Callback] | None = None,
               progress_bar: bool | None = None) -> RunSummary:
-        """Train until ``total_timesteps`` environment steps, the target, a callback or Ctrl-C.
+        """Train until ``total_timesteps`` environment steps, the target, a callback, Ctrl-C or
+        SIGTERM.
 
         Args:
             total_timesteps: the step budget (counting the steps of a resumed run).
@@ -242,7 +273,8 @@ class Trainer:
                 stderr is a terminal.
 
         Returns:
-            The run's :class:`RunSummary` (``interrupted`` is True after Ctrl-C).
+            The run's :class:`RunSummary` (``interrupted`` is True after Ctrl-C or SIGTERM, and
+            :attr:`stop_signal` says which).
 
         Raises:
             RunStopped: the run could not go on (its actors are lost); the checkpoint was written
@@ -258,12 +290,14 @@ class Trainer:
         self.evaluator = Evaluator(self.env_id, self.eval_episodes, self.eval_seed, self._action_scale(),
                                    self.env_kwargs)
         reporter = Reporter(self.name, total, self.steps, progress_bar, self.logdir)
-        interrupted, stopped = False, None
+        stopped = None
+        self.stop_signal = None
         callbacks.on_training_start(self)
         try:
-            self._run(total, callbacks, reporter)
-        except KeyboardInterrupt:
-            interrupted = True
+            with _sigterm_as_interrupt():
+                self._run(total, callbacks, reporter)
+        except KeyboardInterrupt as interrupt:
+            self.stop_signal = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
         except RunStopped as error:
             stopped = error
         finally:
@@ -279,7 +313,7 @@ class Trainer:
                 "no checkpoint was written (save= keeps one)"
             raise RunStopped(f"{self.name} on {self.env_id} stopped at step {self.steps}: {stopped}; {resume}") \
                 from stopped.__cause__
-        return self.summary(interrupted)
+        return self.summary(self.stop_signal is not None)
 
     def _run(self, total: int, callbacks: Callback, reporter: Reporter) -> None:
         next_checkpoint = self._next_multiple(self.checkpoint_every)
@@ -321,16 +355,17 @@ class Trainer:
 
     def run(self, total_timesteps: int, callback: Callback | Iterable[Callback] | None = None,
             progress_bar: bool | None = None) -> RunSummary:
-        """:meth:`learn`, then print the summary as one JSON line; after Ctrl-C (the checkpoint
-        written) exit with status 130, as a shell does; a run that stopped (:class:`RunStopped`,
-        the checkpoint written) exits with status 1 and its message."""
+        """:meth:`learn`, then print the summary as one JSON line; after Ctrl-C or SIGTERM (the
+        checkpoint written) exit with status 128 + the signal's number (130, 143), as a shell
+        reports a process the signal ended; a run that stopped (:class:`RunStopped`, the
+        checkpoint written) exits with status 1 and its message."""
         try:
             summary = self.learn(total_timesteps, callback, progress_bar)
         except RunStopped as stopped:  # said in one line, as a command's error, not as a traceback
             sys.exit(f"{type(stopped).__name__}: {stopped}")
         print(summary.to_json(), flush=True)
-        if summary.interrupted:
-            sys.exit(INTERRUPTED_EXIT_CODE)
+        if self.stop_signal is not None:
+            sys.exit(128 + self.stop_signal)
         return summary
 
     def summary(self, interrupted: bool = False) -> RunSummary:
