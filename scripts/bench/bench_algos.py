@@ -3,7 +3,7 @@
     python scripts/bench/bench_algos.py                          # time to threshold: all six below, seed 1
     python scripts/bench/bench_algos.py --algos PPO --seeds 1 2 3
     python scripts/bench/bench_algos.py --mode throughput        # env steps/s and updates/s of all nine
-    python scripts/bench/bench_algos.py --mode parity            # one PPO and one A2C update, ours and SB3's
+    python scripts/bench/bench_algos.py --mode parity            # PPO, A2C and SAC updates, ours and SB3's
 
 Prints ONE JSON line.
 
@@ -16,9 +16,11 @@ runs alternate so that a load change hits both. Each run is a fresh process (sta
 the figures). torch runs on one thread, as paddle does. Per algorithm, ``over_seeds`` gives the
 medians and means of both and on how many seeds ours was faster.
 
-``--mode parity`` (needs ``stable-baselines3``): our PPO and A2C against SB3's, one update each from
-the same weights on the same CartPole batch (RL-Zoo's settings, the first update of a run): the
-largest difference between the updated weights, beside the largest change the update made.
+``--mode parity`` (needs ``stable-baselines3``, and ``mujoco`` for SAC): our PPO and A2C against
+SB3's, one update each from the same weights on the same CartPole batch (RL-Zoo's settings, the first
+update of a run), and four SAC updates on Hopper-v5 batches with the same Gaussian draws
+(:func:`sac_updates_side_by_side`): the largest difference between the updated weights, beside the
+largest change the updates made.
 
 ``--mode throughput``: the baseline (the same environments stepped with random actions), and per
 algorithm environment steps/s while acting as the loops do and gradient updates/s on a batch of the
@@ -286,6 +288,97 @@ def one_update_side_by_side(algo: str) -> dict:
     return {"max_abs_difference_ours_vs_sb3": difference, "max_abs_weight_change": step}
 
 
+SAC_UPDATES = 4
+
+
+def sac_updates_side_by_side() -> dict:
+    """Four updates of our SAC and of SB3's (RL-Zoo's Hopper-v5 settings: 256 x 256 networks, torch's
+    initialisation, the temperature learned from 1) from the same weights, on the same batches of
+    random-action Hopper transitions, with the same Gaussian draws (both libraries' draws replaced
+    by one array each, given in each side's order: ours samples at the next observations first):
+    how far apart the weights and the temperature end, against how far the updates moved them."""
+    import numpy as np
+    import paddle
+    import torch
+    import torch.distributions.normal as torch_normal
+    from stable_baselines3 import SAC as SB3SAC
+    from stable_baselines3.common.logger import Logger
+    from stable_baselines3.common.type_aliases import ReplayBufferSamples
+
+    from parl_lite.algorithms import SAC
+    from parl_lite.utils.models import MLPActorQ
+
+    torch.set_num_threads(1)
+    paddle.seed(0)
+    model = MLPActorQ(11, 3, twin_q=True, gaussian=True, net_arch=[256, 256], init="torch")
+    ours = SAC(model, gamma=0.99, tau=0.005, alpha=1.0, actor_lr=3e-4, critic_lr=3e-4, alpha_lr=3e-4,
+               log_std_bounds=(-20.0, 2.0))
+    sb3 = SB3SAC("MlpPolicy", "Hopper-v5", learning_rate=3e-4, batch_size=256, ent_coef="auto", seed=0, device="cpu")
+    sb3.set_logger(Logger(folder=None, output_formats=[]))
+    pairs = _sac_layer_pairs(model, sb3.policy)
+    with torch.no_grad():
+        for layer, theirs, columns in pairs:
+            theirs.weight.copy_(torch.from_numpy(layer.weight.numpy()[:, columns].T.copy()))
+            theirs.bias.copy_(torch.from_numpy(layer.bias.numpy()[columns].copy()))
+        sb3.policy.critic_target.load_state_dict(sb3.policy.critic.state_dict())
+    before = [layer.weight.numpy().copy() for layer, _, _ in pairs]
+    batches = _hopper_batches(256, SAC_UPDATES)
+    draws: list[np.ndarray] = []
+    torch_draw, paddle_randn = torch_normal._standard_normal, paddle.randn
+    torch_normal._standard_normal = lambda shape, dtype, device: torch.from_numpy(draws.pop(0))
+    paddle.randn = lambda shape, *args, **kwargs: paddle.to_tensor(draws.pop(0))
+    rng = np.random.default_rng(0)
+    try:
+        for obs, action, reward, next_obs, terminal in batches:
+            at_obs, at_next = (rng.standard_normal((256, 3)).astype(np.float32) for _ in range(2))
+            draws[:] = [at_next, at_obs]
+            ours.learn(*(paddle.to_tensor(array) for array in (obs, action, reward, next_obs, terminal)))
+            samples = ReplayBufferSamples(*(torch.from_numpy(array) for array in
+                                            (obs, action, next_obs, terminal[:, None], reward[:, None])))
+            sb3.replay_buffer.sample = lambda batch_size, env=None, samples=samples: samples
+            draws[:] = [at_obs, at_next]
+            sb3.train(gradient_steps=1, batch_size=256)
+    finally:
+        torch_normal._standard_normal, paddle.randn = torch_draw, paddle_randn
+    difference = max(float(np.abs(layer.weight.numpy()[:, columns] - theirs.weight.detach().numpy().T).max())
+                     for layer, theirs, columns in pairs)
+    step = max(float(np.abs(layer.weight.numpy() - old).max())
+               for (layer, _, _), old in zip(pairs, before, strict=True))
+    log_alpha = (float(ours.temperature.log_alpha.numpy()[0]), float(sb3.log_ent_coef.detach().numpy()[0]))
+    return {"updates": SAC_UPDATES, "max_abs_difference_ours_vs_sb3": difference, "max_abs_weight_change": step,
+            "log_alpha_ours": log_alpha[0], "log_alpha_sb3": log_alpha[1]}
+
+
+def _sac_layer_pairs(model, policy) -> list[tuple]:
+    """``(our layer, SB3's layer, our columns it holds)`` for each linear layer of an MLPActorQ (twin,
+    Gaussian): our actor's last layer is SB3's ``mu`` and ``log_std`` side by side."""
+    actor = [layer for layer in model.actor if hasattr(layer, "weight")]
+    critics = [[layer for layer in critic if hasattr(layer, "weight")] for critic in (model.critic1, model.critic2)]
+    every = slice(None)
+    pairs = [(actor[0], policy.actor.latent_pi[0], every), (actor[1], policy.actor.latent_pi[2], every),
+             (actor[2], policy.actor.mu, slice(0, 3)), (actor[2], policy.actor.log_std, slice(3, 6))]
+    for ours, theirs in zip(critics, (policy.critic.qf0, policy.critic.qf1), strict=True):
+        pairs += [(ours[index], theirs[2 * index], every) for index in range(3)]
+    return pairs
+
+
+def _hopper_batches(size: int, count: int) -> list[tuple]:
+    """``count`` batches of Hopper-v5 transitions under uniform random actions, float32."""
+    import gymnasium as gym
+    import numpy as np
+
+    env, rng, rows = gym.make("Hopper-v5"), np.random.default_rng(0), []
+    obs, _ = env.reset(seed=0)
+    while len(rows) < size * count:
+        action = rng.uniform(-1.0, 1.0, 3).astype(np.float32)
+        next_obs, reward, terminated, truncated, _ = env.step(action)
+        rows.append((obs, action, reward, next_obs, terminated))
+        obs = next_obs if not (terminated or truncated) else env.reset()[0]
+    env.close()
+    batches = [rows[index * size:(index + 1) * size] for index in range(count)]
+    return [tuple(np.array(column, dtype=np.float32) for column in zip(*batch, strict=True)) for batch in batches]
+
+
 def _recording(agent):
     """The rollout policy of :class:`parl_lite.train.OnPolicyTrainer`: sample, record log-probs."""
     def policy(obs):
@@ -421,6 +514,7 @@ def main() -> None:
         result = threshold_mode(args.algos, args.seeds)
     elif args.mode == "parity":
         result = {algo: one_update_side_by_side(algo) for algo in ("PPO", "A2C")}
+        result["SAC_Hopper"] = sac_updates_side_by_side()
     else:
         result = throughput_mode(args.seconds)
         import parl_lite
