@@ -253,17 +253,18 @@ def _example(name: str) -> Any:
 
 
 # ---------------------------------------------------------------------------------- IMPALA drivers
-def impala_trainer(actors: int, num_envs: int, unroll: int, seed: int = 0, **options: Any) -> Any:
+def impala_trainer(actors: int, num_envs: int, unroll: int, seed: int = 0, values: dict[str, Any] | None = None,
+                   **options: Any) -> Any:
     """parl_lite's AsyncTrainer as ``train_impala.py`` builds it for Pong (its ``ATARI`` values,
-    ``num_envs`` games per actor, trajectories of ``unroll`` steps, paddle and the trainer seeded
-    with ``seed``); ``options`` go to the trainer."""
+    updated with ``values``; ``num_envs`` games per actor, trajectories of ``unroll`` steps, paddle
+    and the trainer seeded with ``seed``); ``options`` go to the trainer."""
     import paddle
 
     from parl_lite import train
     from parl_lite.algorithms import IMPALA
     from parl_lite.utils.models import CNNActorCritic
 
-    atari = _example("train_impala.py").ATARI
+    atari = {**_example("train_impala.py").ATARI, **(values or {})}
     paddle.seed(seed)
     env_kwargs = {"screen_size": atari["screen_size"]}
     spaces = train.env_spaces(ENV_ID, env_kwargs)

@@ -8,8 +8,11 @@ Prints ONE JSON line (progress lines on stderr while it runs). The two systems r
 another on this machine, each in a fresh process of its own Python, on ``PongNoFrameskip-v4``
 (4 frames per agent step):
 
-- **parl_lite**: ``train_impala.py``'s Atari values (``ATARI``: PARL's IMPALA example) with
-  ``--actors`` actors on the local process pool. Every ``--eval-every`` agent steps the greedy
+- **parl_lite**: ``train_impala.py``'s Atari setup (``ATARI``: PARL's IMPALA example's network and
+  42x42 frames) with smaller updates (``SMALL_MACHINE``: 4 games per actor, 20-step trajectories,
+  averaged losses clipped at a gradient norm of 0.5, lr 5e-4: on 2 cores PARL's 490-step updates
+  left the policy uniform for 10M frames, these learned) and ``--actors`` actors on the local
+  process pool. Every ``--eval-every`` agent steps the greedy
   policy plays ``--eval-episodes`` whole games; the run stops at the first evaluation whose mean
   reaches ``--target``, or at the first round after ``--minutes`` of wall-clock (counted from the
   start of training, actors' start-up and evaluations included), with a last evaluation then.
@@ -35,9 +38,11 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench_atari import (ENV_ID, FRAME_SKIP, Run, _example, add_driver_options, bench_and_print, cpu_by_kind,
+from bench_atari import (ENV_ID, FRAME_SKIP, Run, add_driver_options, bench_and_print, cpu_by_kind,
                          drive_if_asked, impala_trainer, measure)
 
+# train_impala.py options: the updates that learned Pong on 2 cores (benchmarks/2026-11-29-pong-impala-two-settings.md)
+SMALL_MACHINE = dict(num_envs=4, unroll=20, lr=5e-4, reduction="mean", max_grad_norm=0.5)
 SB3_ENVS, SB3_ROLLOUT, SB3_EPOCHS, SB3_BATCH, SB3_LR, SB3_CLIP = 8, 128, 4, 256, 2.5e-4, 0.1  # RL Zoo's Atari PPO
 
 
@@ -99,10 +104,9 @@ def ours_pong(settings: PongSettings) -> dict[str, Any]:
     from parl_lite.train import Callback
     from parl_lite.version import __version__
 
-    atari = _example("train_impala.py").ATARI
-    trainer = impala_trainer(settings.actors, atari["num_envs"], atari["unroll"], seed=settings.seed,
-                             eval_every=settings.eval_every, eval_episodes=settings.eval_episodes,
-                             target=settings.target)
+    trainer = impala_trainer(settings.actors, SMALL_MACHINE["num_envs"], SMALL_MACHINE["unroll"], seed=settings.seed,
+                             values=SMALL_MACHINE, eval_every=settings.eval_every,
+                             eval_episodes=settings.eval_episodes, target=settings.target)
     curve = Curve(settings.target)
     budget = settings.minutes * 60.0
 
