@@ -253,11 +253,10 @@ def _example(name: str) -> Any:
 
 
 # ---------------------------------------------------------------------------------- IMPALA drivers
-def impala_trainer(actors: int, num_envs: int, unroll: int, seed: int = 0, values: dict[str, Any] | None = None,
-                   **options: Any) -> Any:
-    """parl_lite's AsyncTrainer as ``train_impala.py`` builds it for Pong (its ``ATARI`` values,
-    updated with ``values``; ``num_envs`` games per actor, trajectories of ``unroll`` steps, paddle
-    and the trainer seeded with ``seed``); ``options`` go to the trainer."""
+def impala_trainer(actors: int, values: dict[str, Any] | None = None, seed: int = 0, **options: Any) -> Any:
+    """parl_lite's AsyncTrainer as ``train_impala.py`` builds it for Pong: its ``ATARI`` values updated
+    with ``values`` (``num_envs`` games per actor, trajectories of ``unroll`` steps, ``lr``, ...),
+    paddle and the trainer seeded with ``seed``; ``options`` go to the trainer."""
     import paddle
 
     from parl_lite import train
@@ -269,11 +268,11 @@ def impala_trainer(actors: int, num_envs: int, unroll: int, seed: int = 0, value
     env_kwargs = {"screen_size": atari["screen_size"]}
     spaces = train.env_spaces(ENV_ID, env_kwargs)
     model = CNNActorCritic(spaces.obs_shape, spaces.act_dim, atari["torso"])
-    impala = IMPALA(model, sample_batch_steps=unroll + 1, gamma=0.99, vf_loss_coeff=atari["vf_loss_coeff"],
+    impala = IMPALA(model, sample_batch_steps=atari["unroll"] + 1, gamma=0.99, vf_loss_coeff=atari["vf_loss_coeff"],
                     clip_rho_threshold=atari["clip_rho"], clip_pg_rho_threshold=atari["clip_rho"], lr=atari["lr"],
                     max_grad_norm=atari["max_grad_norm"], clip_c_threshold=atari["clip_c"],
                     reduction=atari["reduction"], entropy_coeff=atari["entropy_coeff"])
-    return train.AsyncTrainer(impala, ENV_ID, actors=actors, num_envs=num_envs, rollout_steps=unroll,
+    return train.AsyncTrainer(impala, ENV_ID, actors=actors, num_envs=atari["num_envs"], rollout_steps=atari["unroll"],
                               env_kwargs=env_kwargs, seed=seed, **options)
 
 
@@ -284,7 +283,8 @@ def ours_impala(settings: Settings) -> dict[str, Any]:
     import parl_lite
     from parl_lite.version import __version__
 
-    trainer = impala_trainer(settings.actors, settings.num_envs, settings.unroll, eval_every=NEVER)
+    trainer = impala_trainer(settings.actors, {"num_envs": settings.num_envs, "unroll": settings.unroll},
+                             eval_every=NEVER)
     window = Window(settings.warmup, settings.seconds)
     try:
         trainer.learn(NEVER, callback=_window_callback(window, lambda trainer: trainer.steps))

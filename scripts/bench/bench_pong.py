@@ -104,8 +104,7 @@ def ours_pong(settings: PongSettings) -> dict[str, Any]:
     from parl_lite.train import Callback
     from parl_lite.version import __version__
 
-    trainer = impala_trainer(settings.actors, SMALL_MACHINE["num_envs"], SMALL_MACHINE["unroll"], seed=settings.seed,
-                             values=SMALL_MACHINE, eval_every=settings.eval_every,
+    trainer = impala_trainer(settings.actors, SMALL_MACHINE, seed=settings.seed, eval_every=settings.eval_every,
                              eval_episodes=settings.eval_episodes, target=settings.target)
     curve = Curve(settings.target)
     budget = settings.minutes * 60.0
