@@ -24,6 +24,8 @@ class Reporter:
         name: the algorithm's name, first on each line.
         total_steps: the step budget (the bar's 100%).
         start_steps: steps already done (a resumed run).
+        start_seconds: the ``train_seconds`` those steps took (a resumed run's clock goes on from
+            there; the rate counts this run's steps and seconds only).
         progress_bar: True: a bar; False: log lines; None: a bar when stderr is a terminal.
         logdir: folder of the TensorBoard events and ``scalars.csv``; None: no files.
         unit: what is counted (``step``, ``generation``), singular.
@@ -35,10 +37,11 @@ class Reporter:
 
     def __init__(self, name: str, total_steps: int, start_steps: int = 0, progress_bar: bool | None = None,
                  logdir: str | None = None, unit: str = "step", echo: Callable[[str], None] | None = None,
-                 window: int | None = None) -> None:
+                 window: int | None = None, start_seconds: float = 0.0) -> None:
         self.name, self.total_steps, self.start_steps, self.unit = name, total_steps, start_steps, unit
         # (steps, seconds) of the reports the rate is taken over, the oldest first
-        self._since: deque[tuple[int, float]] = deque([(start_steps, 0.0)], maxlen=window + 1 if window else None)
+        self._since: deque[tuple[int, float]] = deque([(start_steps, start_seconds)],
+                                                      maxlen=window + 1 if window else None)
         self._echo = echo if echo is not None else _print
         self.writer = SummaryWriter(logdir) if logdir else None
         if progress_bar is None:

@@ -289,7 +289,7 @@ class Trainer:
         callbacks = as_callback([*stop, as_callback(callback)])
         self.evaluator = Evaluator(self.env_id, self.eval_episodes, self.eval_seed, self._action_scale(),
                                    self.env_kwargs)
-        reporter = Reporter(self.name, total, self.steps, progress_bar, self.logdir)
+        reporter = Reporter(self.name, total, self.steps, progress_bar, self.logdir, start_seconds=self.train_seconds)
         stopped = None
         self.stop_signal = None
         callbacks.on_training_start(self)

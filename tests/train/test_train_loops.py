@@ -2,6 +2,7 @@
 dataclass command line, and the Algorithm contract (numpy in, numpy out; tensors in, tensors out)."""
 import dataclasses
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -111,7 +112,7 @@ def test_periodic_checkpoints_hold_weights_optimizer_and_loop_state(tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_resume_continues_the_step_count_and_the_replay_memory(tmp_path):
+def test_resume_continues_the_step_count_and_the_replay_memory(tmp_path, capsys):
     path = str(tmp_path / "dqn.h5")
 
     def dqn_trainer(**options):
@@ -122,12 +123,17 @@ def test_resume_continues_the_step_count_and_the_replay_memory(tmp_path):
 
     first = dqn_trainer(save=path)
     first.learn(120, progress_bar=False)
+    first.train_seconds = 1e6  # as if the first run had taken long: the resumed run's rate is its own
+    first.save_checkpoint(path)
     weights = first.agent.get_weights()
     resumed = dqn_trainer(resume=path)
     assert resumed.agent.get_weights().keys() == weights.keys()
+    capsys.readouterr()
     summary = resumed.learn(200, progress_bar=False)
     assert summary.steps == 200 and summary.updates == first.updates + 8
     assert len(resumed.memory) == 200
+    rate = float(re.search(r"([\d.e+-]+) steps/s", capsys.readouterr().out.splitlines()[-1]).group(1))
+    assert rate > 1, rate  # 80 steps over this run's seconds, not over the first run's 1e6 as well
     with pytest.raises(parl_lite.CheckpointError, match="DQN run"):
         a2c_trainer(resume=path).learn(100, progress_bar=False)
 
