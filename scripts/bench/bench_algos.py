@@ -18,9 +18,11 @@ medians and means of both and on how many seeds ours was faster.
 
 ``--mode parity`` (needs ``stable-baselines3``, and ``mujoco`` for SAC): our PPO and A2C against
 SB3's, one update each from the same weights on the same CartPole batch (RL-Zoo's settings, the first
-update of a run), and four SAC updates on Hopper-v5 batches with the same Gaussian draws
-(:func:`sac_updates_side_by_side`): the largest difference between the updated weights, beside the
-largest change the updates made.
+update of a run), and ``--sac-updates`` (4) SAC updates on Hopper-v5 batches with the same Gaussian
+draws (:func:`sac_updates_side_by_side`): the largest difference between the updated weights, beside
+the largest change the updates made; with many updates, where float rounding has grown into visible
+weight differences, the quantities a different update would move apart: each side's temperature,
+distance travelled by the weights and mean Q-value.
 
 ``--mode throughput``: the baseline (the same environments stepped with random actions), and per
 algorithm environment steps/s while acting as the loops do and gradient updates/s on a batch of the
@@ -28,6 +30,7 @@ loop's size; A3C and IMPALA run their whole loop (2 remote actors + the learner)
 """
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -288,15 +291,17 @@ def one_update_side_by_side(algo: str) -> dict:
     return {"max_abs_difference_ours_vs_sb3": difference, "max_abs_weight_change": step}
 
 
-SAC_UPDATES = 4
+BATCH_POOL = 40  # distinct Hopper batches, cycled through by a long side-by-side run
 
 
-def sac_updates_side_by_side() -> dict:
-    """Four updates of our SAC and of SB3's (RL-Zoo's Hopper-v5 settings: 256 x 256 networks, torch's
-    initialisation, the temperature learned from 1) from the same weights, on the same batches of
-    random-action Hopper transitions, with the same Gaussian draws (both libraries' draws replaced
-    by one array each, given in each side's order: ours samples at the next observations first):
-    how far apart the weights and the temperature end, against how far the updates moved them."""
+def sac_updates_side_by_side(updates: int = 4) -> dict:
+    """``updates`` updates of our SAC and of SB3's (RL-Zoo's Hopper-v5 settings: 256 x 256 networks,
+    torch's initialisation, the temperature learned from 1) from the same weights, on the same batches
+    of random-action Hopper transitions (at most :data:`BATCH_POOL` distinct ones, cycled), with the
+    same Gaussian draws (both libraries' draws replaced by one array each, given in each side's order:
+    ours samples at the next observations first): how far apart the weights end, against how far the
+    updates moved them; each side's ``log_alpha``, distance travelled by the weights (L2 over every
+    layer) and mean Q-value of the first critic on the last batch."""
     import numpy as np
     import paddle
     import torch
@@ -321,15 +326,16 @@ def sac_updates_side_by_side() -> dict:
             theirs.weight.copy_(torch.from_numpy(layer.weight.numpy()[:, columns].T.copy()))
             theirs.bias.copy_(torch.from_numpy(layer.bias.numpy()[columns].copy()))
         sb3.policy.critic_target.load_state_dict(sb3.policy.critic.state_dict())
-    before = [layer.weight.numpy().copy() for layer, _, _ in pairs]
-    batches = _hopper_batches(256, SAC_UPDATES)
+    before = [layer.weight.numpy()[:, columns].copy() for layer, _, columns in pairs]
+    batches = _hopper_batches(256, min(updates, BATCH_POOL))
     draws: list[np.ndarray] = []
     torch_draw, paddle_randn = torch_normal._standard_normal, paddle.randn
     torch_normal._standard_normal = lambda shape, dtype, device: torch.from_numpy(draws.pop(0))
     paddle.randn = lambda shape, *args, **kwargs: paddle.to_tensor(draws.pop(0))
     rng = np.random.default_rng(0)
     try:
-        for obs, action, reward, next_obs, terminal in batches:
+        for index in range(updates):
+            obs, action, reward, next_obs, terminal = batches[index % len(batches)]
             at_obs, at_next = (rng.standard_normal((256, 3)).astype(np.float32) for _ in range(2))
             draws[:] = [at_next, at_obs]
             ours.learn(*(paddle.to_tensor(array) for array in (obs, action, reward, next_obs, terminal)))
@@ -340,13 +346,24 @@ def sac_updates_side_by_side() -> dict:
             sb3.train(gradient_steps=1, batch_size=256)
     finally:
         torch_normal._standard_normal, paddle.randn = torch_draw, paddle_randn
-    difference = max(float(np.abs(layer.weight.numpy()[:, columns] - theirs.weight.detach().numpy().T).max())
-                     for layer, theirs, columns in pairs)
-    step = max(float(np.abs(layer.weight.numpy() - old).max())
-               for (layer, _, _), old in zip(pairs, before, strict=True))
-    log_alpha = (float(ours.temperature.log_alpha.numpy()[0]), float(sb3.log_ent_coef.detach().numpy()[0]))
-    return {"updates": SAC_UPDATES, "max_abs_difference_ours_vs_sb3": difference, "max_abs_weight_change": step,
-            "log_alpha_ours": log_alpha[0], "log_alpha_sb3": log_alpha[1]}
+    mine = [layer.weight.numpy()[:, columns] for layer, _, columns in pairs]
+    theirs = [layer.weight.detach().numpy().T for _, layer, _ in pairs]
+    with torch.no_grad():
+        q_sb3 = float(sb3.policy.critic(torch.from_numpy(obs), torch.from_numpy(action))[0].mean())
+    q_ours = float(model.value(paddle.to_tensor(obs), paddle.to_tensor(action))[0].mean())
+    return {"updates": updates,
+            "max_abs_difference_ours_vs_sb3": max(float(np.abs(a - b).max()) for a, b in zip(mine, theirs, strict=True)),
+            "max_abs_weight_change": max(float(np.abs(a - b).max()) for a, b in zip(mine, before, strict=True)),
+            "log_alpha_ours": float(ours.temperature.log_alpha.numpy()[0]),
+            "log_alpha_sb3": float(sb3.log_ent_coef.detach().numpy()[0]),
+            "weight_distance_travelled_ours": _distance(mine, before),
+            "weight_distance_travelled_sb3": _distance(theirs, before),
+            "mean_q_ours": q_ours, "mean_q_sb3": q_sb3}
+
+
+def _distance(weights: list, start: list) -> float:
+    """L2 distance between two lists of arrays, over all of them."""
+    return math.sqrt(sum(float(((now - then) ** 2).sum()) for now, then in zip(weights, start, strict=True)))
 
 
 def _sac_layer_pairs(model, policy) -> list[tuple]:
@@ -504,6 +521,7 @@ def main() -> None:
                         help="threshold mode: algorithms to run")
     parser.add_argument("--seeds", nargs="+", type=int, default=[1], help="threshold mode: seeds")
     parser.add_argument("--seconds", type=float, default=1.5, help="throughput mode: timing window of each figure")
+    parser.add_argument("--sac-updates", type=int, default=4, help="parity mode: SAC updates side by side")
     parser.add_argument("--sb3-run", nargs=2, metavar=("ALGO", "SEED"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sb3_run:
@@ -514,7 +532,7 @@ def main() -> None:
         result = threshold_mode(args.algos, args.seeds)
     elif args.mode == "parity":
         result = {algo: one_update_side_by_side(algo) for algo in ("PPO", "A2C")}
-        result["SAC_Hopper"] = sac_updates_side_by_side()
+        result["SAC_Hopper"] = sac_updates_side_by_side(args.sac_updates)
     else:
         result = throughput_mode(args.seconds)
         import parl_lite
