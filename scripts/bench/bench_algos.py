@@ -351,9 +351,11 @@ def sac_updates_side_by_side(updates: int = 4) -> dict:
     with torch.no_grad():
         q_sb3 = float(sb3.policy.critic(torch.from_numpy(obs), torch.from_numpy(action))[0].mean())
     q_ours = float(model.value(paddle.to_tensor(obs), paddle.to_tensor(action))[0].mean())
-    return {"updates": updates,
-            "max_abs_difference_ours_vs_sb3": max(float(np.abs(a - b).max()) for a, b in zip(mine, theirs, strict=True)),
-            "max_abs_weight_change": max(float(np.abs(a - b).max()) for a, b in zip(mine, before, strict=True)),
+    def largest(left: list, right: list) -> float:
+        return max(float(np.abs(a - b).max()) for a, b in zip(left, right, strict=True))
+
+    return {"updates": updates, "max_abs_difference_ours_vs_sb3": largest(mine, theirs),
+            "max_abs_weight_change": largest(mine, before),
             "log_alpha_ours": float(ours.temperature.log_alpha.numpy()[0]),
             "log_alpha_sb3": float(sb3.log_ent_coef.detach().numpy()[0]),
             "weight_distance_travelled_ours": _distance(mine, before),
