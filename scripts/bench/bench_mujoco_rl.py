@@ -4,6 +4,7 @@ by seed, in one run.
     python scripts/bench/bench_mujoco_rl.py                                   # the issue's protocol (hours)
     python scripts/bench/bench_mujoco_rl.py --algos sac --tasks Hopper-v5 --seeds 1 --steps 5000 --eval-every 2500
     python scripts/bench/bench_mujoco_rl.py ... --plot curves.png
+    python scripts/bench/bench_mujoco_rl.py --pairs seeds_1-3.jsonl seeds_4-6.jsonl   # the summary over both
 
 Needs ``stable-baselines3`` (and torch, CPU build) beside parl_lite: a bench-only peer, not a
 dependency of any extra. For each algorithm, task and seed, ours runs its script
@@ -18,7 +19,9 @@ Prints one JSON line per pair (both returns along the way, the final return, CPU
 training steps with evaluations left out, the process's peak RSS) and, per algorithm and task, one
 line over the seeds: the mean final returns, the paired difference with its 95% t-interval, SB3's
 own 95% interval, whether ours is inside it or above, and the CPU-per-step ratio. ``--plot`` draws
-both learning curves per task and algorithm (mean over seeds) into one PNG.
+both learning curves per task and algorithm (mean over seeds) into one PNG. ``--pairs`` runs nothing and
+prints the lines over the seeds of earlier runs' pair lines taken together (each pair came from one
+run; the pairs of several runs may be pooled, the pairing is by seed).
 """
 import argparse
 import dataclasses
@@ -178,6 +181,9 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=10_000)
     parser.add_argument("--eval-episodes", type=int, default=10)
     parser.add_argument("--plot", default=None, help="write the learning curves to this PNG")
+    parser.add_argument("--pairs", nargs="+", metavar="FILE",
+                        help="run nothing: the summary lines (and --plot) over the pair lines of earlier runs' "
+                             "output, e.g. more seeds run on another day")
     parser.add_argument("--child", nargs=7, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -185,38 +191,78 @@ def main() -> None:
         runner = run_ours if system == "parl_lite" else run_sb3
         print(json.dumps(runner(algo, task, *map(int, numbers))), flush=True)
         return
-    curves: dict = {}
-    for algo in args.algos:
-        for task in args.tasks:
-            finals: dict[str, list[float]] = {"parl_lite": [], "sb3": []}
-            cpu: dict[str, list[float]] = {"parl_lite": [], "sb3": []}
-            for seed in args.seeds:
-                steps = args.steps or STEPS[algo]
-                order = ("parl_lite", "sb3") if seed % 2 else ("sb3", "parl_lite")
-                pair = {system: _child(system, algo, task, seed, steps, args.eval_every, args.eval_episodes)
-                        for system in order}
-                for system, result in pair.items():
-                    finals[system].append(result["curve"][-1][1])
-                    cpu[system].append(result["cpu_s_per_1k"])
-                    curves.setdefault((algo, task, system), []).append(result["curve"])
-                print(json.dumps({"bench": "mujoco_rl", "algo": algo, "task": task, "seed": seed, "steps": steps,
-                                  **{system: pair[system] for system in ("parl_lite", "sb3")}}), flush=True)
-            ours_mean, _ = mean_and_interval(finals["parl_lite"])
-            sb3_mean, sb3_half = mean_and_interval(finals["sb3"])
-            diff_mean, diff_half = mean_and_interval([a - b for a, b in
-                                                      zip(finals["parl_lite"], finals["sb3"], strict=True)])
-            print(json.dumps({
-                "bench": "mujoco_rl_summary", "algo": algo, "task": task, "seeds": args.seeds,
-                "parl_lite_mean": round(ours_mean, 1), "sb3_mean": round(sb3_mean, 1),
-                "sb3_interval_95": None if sb3_half is None else [round(sb3_mean - sb3_half, 1),
-                                                                  round(sb3_mean + sb3_half, 1)],
-                "ours_within_or_above_sb3_interval": None if sb3_half is None else ours_mean >= sb3_mean - sb3_half,
-                "paired_difference": round(diff_mean, 1),
-                "paired_difference_95": None if diff_half is None else round(diff_half, 1),
-                "cpu_s_per_1k": {system: round(sum(values) / len(values), 2) for system, values in cpu.items()},
-                "cpu_ratio_ours_to_sb3": round(sum(cpu["parl_lite"]) / sum(cpu["sb3"]), 3)}), flush=True)
+    if args.pairs:
+        pairs = _read_pairs(args.pairs)
+    else:
+        pairs = []
+        for algo in args.algos:
+            for task in args.tasks:
+                for seed in args.seeds:
+                    steps = args.steps or STEPS[algo]
+                    order = ("parl_lite", "sb3") if seed % 2 else ("sb3", "parl_lite")
+                    results = {system: _child(system, algo, task, seed, steps, args.eval_every, args.eval_episodes)
+                               for system in order}
+                    pair = {"bench": "mujoco_rl", "algo": algo, "task": task, "seed": seed, "steps": steps,
+                            **{system: results[system] for system in ("parl_lite", "sb3")}}
+                    print(json.dumps(pair), flush=True)
+                    pairs.append(pair)
+                print(json.dumps(summary([p for p in pairs if (p["algo"], p["task"]) == (algo, task)])), flush=True)
+    if args.pairs:
+        for algo, task in dict.fromkeys((pair["algo"], pair["task"]) for pair in pairs):
+            print(json.dumps(summary([p for p in pairs if (p["algo"], p["task"]) == (algo, task)])), flush=True)
     if args.plot:
+        curves: dict = {}
+        for pair in pairs:
+            for system in ("parl_lite", "sb3"):
+                curves.setdefault((pair["algo"], pair["task"], system), []).append(pair[system]["curve"])
         _plot(curves, args.plot)
+
+
+def summary(pairs: list[dict]) -> dict:
+    """The line over the seeds of one algorithm and task, from its pair lines."""
+    finals = {system: [pair[system]["curve"][-1][1] for pair in pairs] for system in ("parl_lite", "sb3")}
+    cpu = {system: [pair[system]["cpu_s_per_1k"] for pair in pairs] for system in ("parl_lite", "sb3")}
+    ours_mean, _ = mean_and_interval(finals["parl_lite"])
+    sb3_mean, sb3_half = mean_and_interval(finals["sb3"])
+    diff_mean, diff_half = mean_and_interval([a - b for a, b in zip(finals["parl_lite"], finals["sb3"], strict=True)])
+    return {"bench": "mujoco_rl_summary", "algo": pairs[0]["algo"], "task": pairs[0]["task"],
+            "seeds": [pair["seed"] for pair in pairs],
+            "parl_lite_mean": round(ours_mean, 1), "sb3_mean": round(sb3_mean, 1),
+            "sb3_interval_95": None if sb3_half is None else [round(sb3_mean - sb3_half, 1),
+                                                              round(sb3_mean + sb3_half, 1)],
+            "ours_within_or_above_sb3_interval": None if sb3_half is None else ours_mean >= sb3_mean - sb3_half,
+            "paired_difference": round(diff_mean, 1),
+            "paired_difference_95": None if diff_half is None else round(diff_half, 1),
+            "cpu_s_per_1k": {system: round(sum(values) / len(values), 2) for system, values in cpu.items()},
+            "cpu_ratio_ours_to_sb3": round(sum(cpu["parl_lite"]) / sum(cpu["sb3"]), 3)}
+
+
+def _read_pairs(paths: list[str]) -> list[dict]:
+    """The pair lines of earlier runs' output files, in order; a seed given twice for one algorithm
+    and task is an error (it would count twice)."""
+    pairs, seen = [], set()
+    for path in paths:
+        try:
+            lines = Path(path).read_text().splitlines()
+        except OSError as error:
+            raise SystemExit(f"--pairs: cannot read {path}: {error.strerror}") from None
+        for number, line in enumerate(lines, 1):
+            if not line.startswith("{"):
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                raise SystemExit(f"--pairs: {path} line {number} is not JSON") from None
+            if record.get("bench") != "mujoco_rl":
+                continue
+            key = (record["algo"], record["task"], record["seed"])
+            if key in seen:
+                raise SystemExit(f"--pairs: {path} line {number}: {key[0]} {key[1]} seed {key[2]} is given twice")
+            seen.add(key)
+            pairs.append(record)
+    if not pairs:
+        raise SystemExit(f"--pairs: no pair lines in {', '.join(paths)}")
+    return pairs
 
 
 def _plot(curves: dict, path: str) -> None:
