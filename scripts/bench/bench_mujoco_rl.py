@@ -193,29 +193,40 @@ def main() -> None:
         return
     if args.pairs:
         pairs = _read_pairs(args.pairs)
+        groups: dict[tuple[str, str], list[dict]] = {}
+        for pair in pairs:
+            groups.setdefault((pair["algo"], pair["task"]), []).append(pair)
+        for group in groups.values():
+            print(json.dumps(summary(group)), flush=True)
     else:
-        pairs = []
-        for algo in args.algos:
-            for task in args.tasks:
-                for seed in args.seeds:
-                    steps = args.steps or STEPS[algo]
-                    order = ("parl_lite", "sb3") if seed % 2 else ("sb3", "parl_lite")
-                    results = {system: _child(system, algo, task, seed, steps, args.eval_every, args.eval_episodes)
-                               for system in order}
-                    pair = {"bench": "mujoco_rl", "algo": algo, "task": task, "seed": seed, "steps": steps,
-                            **{system: results[system] for system in ("parl_lite", "sb3")}}
-                    print(json.dumps(pair), flush=True)
-                    pairs.append(pair)
-                print(json.dumps(summary([p for p in pairs if (p["algo"], p["task"]) == (algo, task)])), flush=True)
-    if args.pairs:
-        for algo, task in dict.fromkeys((pair["algo"], pair["task"]) for pair in pairs):
-            print(json.dumps(summary([p for p in pairs if (p["algo"], p["task"]) == (algo, task)])), flush=True)
+        pairs = _run_pairs(args)
     if args.plot:
         curves: dict = {}
         for pair in pairs:
             for system in ("parl_lite", "sb3"):
                 curves.setdefault((pair["algo"], pair["task"], system), []).append(pair[system]["curve"])
         _plot(curves, args.plot)
+
+
+def _run_pairs(args: argparse.Namespace) -> list[dict]:
+    """Run every algorithm, task and seed, ours and SB3's; print each pair line as it comes and each
+    algorithm and task's summary after its seeds."""
+    pairs = []
+    for algo in args.algos:
+        for task in args.tasks:
+            group = []
+            for seed in args.seeds:
+                steps = args.steps or STEPS[algo]
+                order = ("parl_lite", "sb3") if seed % 2 else ("sb3", "parl_lite")
+                results = {system: _child(system, algo, task, seed, steps, args.eval_every, args.eval_episodes)
+                           for system in order}
+                pair = {"bench": "mujoco_rl", "algo": algo, "task": task, "seed": seed, "steps": steps,
+                        **{system: results[system] for system in ("parl_lite", "sb3")}}
+                print(json.dumps(pair), flush=True)
+                group.append(pair)
+            print(json.dumps(summary(group)), flush=True)
+            pairs += group
+    return pairs
 
 
 def summary(pairs: list[dict]) -> dict:
