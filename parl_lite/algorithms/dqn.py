@@ -9,6 +9,7 @@ import paddle
 import paddle.nn.functional as F
 
 from parl_lite.algorithms.common import GlobalNormClip, check_hyperparameter, column
+from parl_lite.algorithms.onnx_target import TARGET_RUNTIMES, OnnxTarget
 from parl_lite.algorithms.optimizers import Adam
 from parl_lite.core.algorithm import Algorithm
 from parl_lite.core.learn_inputs import (DISCRETE_ACTIONS, OBSERVATIONS, STEP_VALUES, TERMINALS, LearnInputs,
@@ -31,20 +32,28 @@ class DQN(Algorithm):
         loss: ``"mse"`` (PARL's) or ``"huber"`` (the smooth L1 loss of the DQN paper and
             Stable-Baselines3).
         max_grad_norm: global gradient-norm clip; None (PARL's): no clipping.
+        target_runtime: where the target network runs: ``"paddle"`` (PARL's), or
+            ``"onnxruntime"`` with its weights as constants, rebuilt after each sync or restore
+            (:class:`parl_lite.algorithms.onnx_target.OnnxTarget`): half the CPU of paddle's
+            forward pass on the Nature DQN, for a target copied rarely (Atari: every 1,000 steps).
     """
 
     def __init__(self, model: Model, gamma: float, lr: float, *, loss: str = "mse",
-                 max_grad_norm: float | None = None) -> None:
+                 max_grad_norm: float | None = None, target_runtime: str = "paddle") -> None:
         super().__init__(model)
         self.gamma = check_hyperparameter("gamma", gamma, 0.0, 1.0)
         self.lr = check_hyperparameter("lr", lr, 0.0, float("inf"), low_open=True)
         if loss not in _LOSSES:
             raise ValueError(f"loss must be one of {sorted(_LOSSES)}, got {loss!r}")
+        if target_runtime not in TARGET_RUNTIMES:
+            raise ValueError(f"target_runtime must be one of {TARGET_RUNTIMES}, got {target_runtime!r}")
         self.loss_fn = _LOSSES[loss]
         self.target_model = copy.deepcopy(model)
         self.target_model.eval()
         for parameter in self.target_model.parameters():
             parameter.stop_gradient = True
+        self._onnx_target = (OnnxTarget(self.target_model, type(self).__name__)
+                             if target_runtime == "onnxruntime" else None)
         clip = GlobalNormClip(max_grad_norm) if max_grad_norm else None
         self.optimizer = Adam(learning_rate=lr, parameters=model.parameters(), grad_clip=clip)
 
@@ -92,7 +101,11 @@ class DQN(Algorithm):
 
     def _next_value(self, next_obs: paddle.Tensor) -> paddle.Tensor:
         """``max_a Q_target(next_obs, a)``, ``[N, 1]``."""
-        return self.target_model(next_obs).max(axis=-1, keepdim=True)
+        return self._target_q(next_obs).max(axis=-1, keepdim=True)
+
+    def _target_q(self, obs: paddle.Tensor) -> paddle.Tensor:
+        """The target network's Q-values, in paddle or onnxruntime (``target_runtime``)."""
+        return self.target_model(obs) if self._onnx_target is None else self._onnx_target(obs)
 
     def sync_target(self, decay: float = 0.0) -> None:
         """``target = decay * target + (1 - decay) * model``; ``decay=0`` (PARL's) copies."""
@@ -105,4 +118,4 @@ class DDQN(DQN):
 
     def _next_value(self, next_obs: paddle.Tensor) -> paddle.Tensor:
         best = paddle.argmax(self.model(next_obs), axis=-1, keepdim=True)
-        return paddle.take_along_axis(self.target_model(next_obs), best, axis=-1)
+        return paddle.take_along_axis(self._target_q(next_obs), best, axis=-1)

@@ -46,6 +46,24 @@ class Model(paddle.nn.Layer, ModelBase):
         the constructor took something that is not a plain JSON value (a layer, a function)."""
         return self.__dict__.get("_constructor_args")
 
+    @property
+    def weights_version(self) -> int:
+        """A count of the times this model's weights were replaced as a whole: by :meth:`set_weights`,
+        ``set_state_dict`` (a checkpoint's restore uses one of them) or as the target of
+        :meth:`sync_weights_to`. Something computed from weights that are only ever replaced so (a
+        target network's compiled copy) is current while the count is unchanged. Optimizer steps and
+        writes into single parameters do not count."""
+        return self.__dict__.get("_weights_version", 0)
+
+    def _weights_replaced(self) -> None:
+        self.__dict__["_weights_version"] = self.weights_version + 1
+
+    def set_state_dict(self, *args: Any, **kwargs: Any) -> Any:
+        """paddle's ``set_state_dict``; counted in :attr:`weights_version`."""
+        result = super().set_state_dict(*args, **kwargs)
+        self._weights_replaced()
+        return result
+
     def sync_weights_to(self, target_model: "Model", decay: float = 0.0) -> None:
         """Blend this model's parameters into ``target_model`` and copy its buffers there.
 
@@ -83,6 +101,7 @@ class Model(paddle.nn.Layer, ModelBase):
                     weight = weights[target.dtype] = paddle.to_tensor([1.0 - decay], dtype=target.dtype)
                 # in-place lerp: ~8x faster than building decay*t + (1-decay)*s and assigning it
                 target.lerp_(source, weight)
+        target_model._weights_replaced()
 
     def get_weights(self) -> dict[str, np.ndarray]:
         """Return a copy of every parameter and buffer as ``{structured name: numpy array}``."""
@@ -103,6 +122,7 @@ class Model(paddle.nn.Layer, ModelBase):
             raise ValueError(f"set_weights on {type(self).__name__}: " + "; ".join(problems))
         for name, tensor in own.items():
             tensor.set_value(np.asarray(weights[name]))
+        self._weights_replaced()
 
 
 def check_finite_state(destination: str, models: Mapping[str, "Model"],

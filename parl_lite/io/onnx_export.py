@@ -37,7 +37,7 @@ from parl_lite.io import pir_to_onnx
 from parl_lite.common.atomic import write_bytes_atomically
 from parl_lite.common.paths import check_destination
 
-__all__ = ["OnnxExportError", "export_onnx", "policy_graph", "BACKENDS"]
+__all__ = ["OnnxExportError", "export_onnx", "policy_graph", "forward_graph", "BACKENDS"]
 
 BACKENDS = ("auto", "paddle2onnx", "onnx")
 _CHILD = Path(__file__).with_name("_paddle2onnx_child.py")
@@ -114,14 +114,28 @@ def policy_graph(model: paddle.nn.Layer, input_spec: InputSpec) -> bytes:
     translation is used.
 
     Raises:
-        OnnxExportError: ``forward`` has an operator the translation does not know (named), or the
+        OnnxExportError: ``policy`` has an operator the translation does not know (named), or the
             graph does not match paddle on a random input.
     """
+    return _graph_with_weight_inputs(model, "policy", input_spec)
+
+
+def forward_graph(model: paddle.nn.Layer, input_spec: InputSpec) -> bytes:
+    """``model.forward`` as :func:`policy_graph` gives the policy: weights as graph inputs named as
+    in ``model.get_weights()``, parl_lite's own translation only.
+
+    Raises:
+        OnnxExportError: as :func:`policy_graph`.
+    """
+    return _graph_with_weight_inputs(model, "forward", input_spec)
+
+
+def _graph_with_weight_inputs(model: paddle.nn.Layer, role: str, input_spec: InputSpec) -> bytes:
     label = _label(model)
-    policy = _PolicyOf(model)
-    specs = _input_specs(policy, input_spec, label)
-    with _evaluation_mode(policy):
-        proto = _export(policy, specs, None, 17, "onnx", True, 300.0, label)
+    traced = _RoleOf(model, role)
+    specs = _input_specs(traced, input_spec, label)
+    with _evaluation_mode(traced):
+        proto = _export(traced, specs, None, 17, "onnx", True, 300.0, label)
     graph, _ = weights_to_inputs(proto)
     prefix = "model."
     for value in graph.graph.input:
@@ -131,15 +145,17 @@ def policy_graph(model: paddle.nn.Layer, input_spec: InputSpec) -> bytes:
     return graph.SerializeToString()
 
 
-class _PolicyOf(paddle.nn.Layer):
-    """A model's policy as the ``forward`` an export traces (its weights are ``model.<name>``)."""
+class _RoleOf(paddle.nn.Layer):
+    """One of a model's roles (``policy``, falling back to ``forward``) as the ``forward`` an export
+    traces (its weights are ``model.<name>``)."""
 
-    def __init__(self, model: paddle.nn.Layer) -> None:
+    def __init__(self, model: paddle.nn.Layer, role: str) -> None:
         super().__init__()
         self.model = model
+        self.role = role
 
     def forward(self, obs: paddle.Tensor) -> Any:
-        return getattr(self.model, "policy", self.model.forward)(obs)
+        return getattr(self.model, self.role, self.model.forward)(obs)
 
 
 def _label(model: Any) -> str:

@@ -77,9 +77,10 @@ def _dqn_batch():
 
 @pytest.mark.parametrize("double", [False, True])
 @pytest.mark.parametrize("loss", ["mse", "huber"])
-def test_dqn_loss_matches_hand_computed_targets(double, loss):
+@pytest.mark.parametrize("target_runtime", ["paddle", "onnxruntime"])
+def test_dqn_loss_matches_hand_computed_targets(double, loss, target_runtime):
     paddle.seed(0)
-    algorithm = (DDQN if double else DQN)(LinearQ(), gamma=0.9, lr=1e-3, loss=loss)
+    algorithm = (DDQN if double else DQN)(LinearQ(), gamma=0.9, lr=1e-3, loss=loss, target_runtime=target_runtime)
     # online Q(s) = s @ W + b; target network differs so that double and vanilla targets differ
     _set_linear_q(algorithm.model, [[1.0, 2.0], [3.0, 0.0]], [0.0, 0.0])
     _set_linear_q(algorithm.target_model, [[0.5, 0.0], [0.0, 4.0]], [0.0, 0.0])
@@ -130,6 +131,8 @@ def test_dqn_rejects_bad_hyperparameters():
         DQN(LinearQ(), gamma=None, lr=1e-3)  # PARL's default, which PARL itself refuses
     with pytest.raises(ValueError, match="loss"):
         DQN(LinearQ(), gamma=0.9, lr=1e-3, loss="l1")
+    with pytest.raises(ValueError, match="target_runtime"):
+        DQN(LinearQ(), gamma=0.9, lr=1e-3, target_runtime="tensorrt")
 
 
 # ---------------------------------------------------------------- PPO
