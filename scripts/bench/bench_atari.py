@@ -53,11 +53,15 @@ frames per second over the peer's.
 ``train_dqn.py``'s Nature network (84x84 frames) and ``ATARI`` values, against SB3's ``DQN``
 (``CnnPolicy``, ``make_atari_env`` (its ``AtariWrapper``) and ``VecFrameStack`` of 4) with the RL Zoo's
 Atari values: replay memory of 100,000, batch 32, one update every 4 steps, target copied every
-1,000 steps; both plain DQN (SB3 has no Double DQN), torch on 1 thread as paddle. Learning starts
+1,000 steps; both plain DQN (SB3 has no Double DQN), torch on 1 thread as paddle and onnxruntime (which
+runs parl_lite's target network, as ``ATARI`` says). Learning starts
 after ``--dqn-learning-starts`` steps, over which epsilon falls to its final 0.01 (so that the
 window, ``--warmup`` seconds after the first update, has the updates and a forward pass almost
 every step). Figures: ``frames_per_cpu_s`` (env steps x 4 over the process's CPU-seconds),
-``frames_per_s``, and ``frames_per_cpu_s_vs_sb3``.
+``frames_per_s``, and ``frames_per_cpu_s_vs_sb3``, in each of ``--rounds`` rounds (parl_lite
+first in the odd ones, SB3 in the even ones), with the mean ratio over them and its 95% interval.
+``--dqn-paddle-target`` adds ``parl_lite_target_in_paddle`` (the target network in paddle) between
+the two, and ``target_in_onnxruntime_vs_paddle``.
 
 Whole run with the defaults (2 x 3 IMPALA runs and 2 DQN runs of 20 + 60 s, each after its start-up):
 about 15-20 minutes on 2 cores. Every process a measurement started is ended after it, by pid. The
@@ -79,6 +83,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from intervals import mean_and_interval
 
 ENV_ID = "PongNoFrameskip-v4"
 FRAME_SKIP = 4
@@ -446,8 +452,9 @@ def _rllib_pong(env_config: dict) -> Any:
 
 
 # ---------------------------------------------------------------------------------- DQN drivers
-def ours_dqn(settings: Settings) -> dict[str, Any]:
-    """parl_lite's OffPolicyTrainer as ``train_dqn.py`` builds it for an Atari game (plain DQN)."""
+def ours_dqn(settings: Settings, target_runtime: str | None = None) -> dict[str, Any]:
+    """parl_lite's OffPolicyTrainer as ``train_dqn.py`` builds it for an Atari game (plain DQN);
+    ``target_runtime`` None: ``ATARI``'s."""
     import paddle
 
     from parl_lite import train
@@ -459,7 +466,7 @@ def ours_dqn(settings: Settings) -> dict[str, Any]:
     paddle.seed(0)
     spaces = train.env_spaces(ENV_ID)
     dqn = DQN(CNNQNetwork(spaces.obs_shape, spaces.act_dim), gamma=0.99, lr=atari["lr"], loss="huber",
-              max_grad_norm=10.0)
+              max_grad_norm=10.0, target_runtime=target_runtime or atari["target_runtime"])
     starts = settings.dqn_learning_starts
     exploration = train.EpsilonGreedy(spaces.act_dim, 1.0, DQN_FINAL_EPSILON, starts, seed=0)
     trainer = train.OffPolicyTrainer(dqn, ENV_ID, exploration=exploration, learning_starts=starts,
@@ -469,6 +476,11 @@ def ours_dqn(settings: Settings) -> dict[str, Any]:
     window = Window(settings.warmup, settings.seconds)
     trainer.learn(NEVER, callback=_window_callback(window, lambda trainer: trainer.steps))
     return window.figures(versions={"parl_lite": __version__, "paddle": paddle.__version__})
+
+
+def ours_dqn_paddle_target(settings: Settings) -> dict[str, Any]:
+    """:func:`ours_dqn` with the target network in paddle (PARL's), beside ``ATARI``'s onnxruntime."""
+    return ours_dqn(settings, "paddle")
 
 
 def sb3_dqn(settings: Settings) -> dict[str, Any]:
@@ -506,7 +518,7 @@ def sb3_dqn(settings: Settings) -> dict[str, Any]:
 
 DRIVERS: dict[str, Callable[[Settings], dict[str, Any]]] = {
     "parl_lite_impala": ours_impala, "parl_impala": parl_impala, "rllib_impala": rllib_impala,
-    "parl_lite_dqn": ours_dqn, "sb3_dqn": sb3_dqn}
+    "parl_lite_dqn": ours_dqn, "parl_lite_dqn_paddle_target": ours_dqn_paddle_target, "sb3_dqn": sb3_dqn}
 
 
 def drive(driver: Callable[[Any], dict[str, Any]], settings: Any) -> None:
@@ -599,7 +611,9 @@ def impala_runs(args: argparse.Namespace) -> list[Run]:
 
 
 def dqn_runs(args: argparse.Namespace) -> list[Run]:
-    return [Run("parl_lite", "parl_lite_dqn", sys.executable), Run("sb3", "sb3_dqn", args.sb3_python, "--sb3-python")]
+    paddle_target = [Run("parl_lite_target_in_paddle", "parl_lite_dqn_paddle_target", sys.executable)]
+    return [Run("parl_lite", "parl_lite_dqn", sys.executable), *(paddle_target if args.dqn_paddle_target else []),
+            Run("sb3", "sb3_dqn", args.sb3_python, "--sb3-python")]
 
 
 def bench(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
@@ -620,10 +634,31 @@ def bench(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
             impala[f"{actors}_actors"] = row
         result["impala"] = impala
     if args.only in (None, "dqn"):
-        dqn = {run.system: measure(run, settings, args.timeout) for run in dqn_runs(args)}
-        dqn["frames_per_cpu_s_vs_sb3"] = ratio(dqn["parl_lite"], dqn["sb3"], "frames_per_cpu_s")
-        result["dqn"] = dqn
+        result["dqn"] = dqn_rounds(args, settings)
     return result
+
+
+def dqn_rounds(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
+    """``--rounds`` measurements of each DQN, in turn forwards and backwards (parl_lite first in the
+    odd rounds, SB3 in the even ones: a machine that speeds up or slows down over the run favours
+    neither), and the mean of the per-round ratios with its 95% interval."""
+    rounds = []
+    for index in range(args.rounds):
+        runs = dqn_runs(args)
+        measured = {run.system: measure(run, settings, args.timeout) for run in (runs if index % 2 == 0 else runs[::-1])}
+        row = {run.system: measured[run.system] for run in runs}
+        row["frames_per_cpu_s_vs_sb3"] = ratio(row["parl_lite"], row["sb3"], "frames_per_cpu_s")
+        if args.dqn_paddle_target:
+            row["target_in_onnxruntime_vs_paddle"] = ratio(row["parl_lite"], row["parl_lite_target_in_paddle"],
+                                                           "frames_per_cpu_s")
+        rounds.append(row)
+    summary: dict[str, Any] = {"rounds": rounds}
+    for key in ("frames_per_cpu_s_vs_sb3", "target_in_onnxruntime_vs_paddle"):
+        ratios = [row[key] for row in rounds if row.get(key) is not None]
+        if ratios:
+            mean, half_width = mean_and_interval(ratios)
+            summary[key] = {"mean": round(mean, 3), "interval_95": None if half_width is None else round(half_width, 3)}
+    return summary
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -635,6 +670,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--unroll", type=int, default=None, help="steps per trajectory (train_impala.py's ATARI value)")
     parser.add_argument("--dqn-learning-starts", type=int, default=1_000,
                         help="DQN: env steps before the first update (epsilon falls to 0.01 over them)")
+    parser.add_argument("--dqn-paddle-target", action="store_true",
+                        help="DQN: also parl_lite with its target network in paddle, between the other two")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="DQN: measurements of each system, in turn forwards and backwards")
     parser.add_argument("--only", choices=("impala", "dqn"), default=None, help="one of the two benchmarks")
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="seconds a measurement may take, start-up included")
@@ -644,8 +683,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sb3-python", default=None, help="Python of Stable-Baselines3's environment")
     add_driver_options(parser, DRIVERS)
     args = parser.parse_args(argv)
-    if args.seconds <= 0 or args.warmup < 0 or args.timeout <= 0 or min(args.actors) <= 0:
-        parser.error("--seconds, --timeout and --actors must be positive, --warmup 0 or more")
+    if args.seconds <= 0 or args.warmup < 0 or args.timeout <= 0 or min(args.actors) <= 0 or args.rounds <= 0:
+        parser.error("--seconds, --timeout, --actors and --rounds must be positive, --warmup 0 or more")
     if args.parl_python and not args.parl_examples:
         parser.error("--parl-python needs --parl-examples (PARL's examples/IMPALA folder, atari_peers.sh makes it)")
     return args

@@ -26,7 +26,6 @@ run; the pairs of several runs may be pooled, the pairing is by seed).
 import argparse
 import dataclasses
 import json
-import math
 import os
 import resource
 import subprocess
@@ -35,10 +34,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from intervals import mean_and_interval
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 STEPS = {"ppo": 100_000, "sac": 50_000, "td3": 50_000, "ddpg": 50_000}
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-T_975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}  # Student's t, 95%
 
 
 def _settings(algo: str, task: str) -> dict:
@@ -161,15 +161,6 @@ def _child(system: str, algo: str, task: str, seed: int, steps: int, eval_every:
     if done.returncode:
         raise RuntimeError(f"{system} {algo} {task} seed {seed} failed: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def mean_and_interval(values: list[float]) -> tuple[float, float | None]:
-    """The mean and the half-width of its 95% t-interval (None with one value)."""
-    mean = sum(values) / len(values)
-    if len(values) < 2:
-        return mean, None
-    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values))
-    return mean, T_975.get(len(values) - 1, 2.0) * spread
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ import paddle
 
 from parl_lite import train
 from parl_lite.algorithms import DDQN, DQN
+from parl_lite.algorithms.onnx_target import TARGET_RUNTIMES
 from parl_lite.train import arg
 from parl_lite.utils.models import CNNQNetwork, MLPQNetwork
 
@@ -44,6 +45,8 @@ class Args(train.TrainArgs):
     epsilon_steps: int = arg(8_000, "env steps of the linear epsilon decay")
     max_grad_norm: float = arg(10.0, "global gradient-norm clip (of the Huber loss, as SB3)")
     hidden: int = arg(256, "units per hidden layer")
+    target_runtime: str = arg("paddle", "where the target network runs (onnxruntime: its weights as constants, "
+                              "rebuilt at each copy)", choices=TARGET_RUNTIMES)
     target: float | None = 475.0
     eval_every: int = 4_096
     save: str | None = "dqn.h5"
@@ -55,7 +58,8 @@ def main(args: Args) -> train.RunSummary:
     algorithm = DDQN if args.double else DQN
     model = (CNNQNetwork(spaces.obs_shape, spaces.act_dim) if spaces.image
              else MLPQNetwork(spaces.obs_dim, spaces.act_dim, args.hidden))
-    dqn = algorithm(model, gamma=args.gamma, lr=args.lr, loss="huber", max_grad_norm=args.max_grad_norm)
+    dqn = algorithm(model, gamma=args.gamma, lr=args.lr, loss="huber", max_grad_norm=args.max_grad_norm,
+                    target_runtime=args.target_runtime)
     exploration = train.EpsilonGreedy(spaces.act_dim, args.epsilon_start, args.epsilon_end, args.epsilon_steps,
                                       seed=args.seed)
     trainer = train.OffPolicyTrainer(dqn, args.env, exploration=exploration, learning_starts=args.learning_starts,
@@ -77,10 +81,11 @@ RL_ZOO = {"Acrobot-v1": ACROBOT, "LunarLander-v3": {**ACROBOT, "target": 200.0},
                                  epsilon_end=0.07, total_steps=120_000, target=-110.0)}
 
 # RL-Zoo's DQN atari block (hyperparams/dqn.yml of DLR-RM/rl-baselines3-zoo at 22e3ff24): 1e7 steps, its
-# exploration_fraction 0.1 of them is epsilon_steps
+# exploration_fraction 0.1 of them is epsilon_steps. The target network, copied every 1,000 steps, runs in
+# onnxruntime: half paddle's CPU for its forward pass on 32 frames (benchmarks/2026-11-29-dqn-target-in-onnxruntime.md)
 ATARI = dict(lr=1e-4, batch_size=32, memory_size=100_000, learning_starts=100_000, target_every=1_000, train_every=4,
              gradient_steps=1, epsilon_steps=1_000_000, epsilon_end=0.01, total_steps=10_000_000, target=None,
-             eval_every=250_000)
+             eval_every=250_000, target_runtime="onnxruntime")
 
 
 if __name__ == "__main__":

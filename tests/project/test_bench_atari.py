@@ -27,7 +27,8 @@ def assert_measured(figures: dict) -> None:
 def test_bench_atari_measures_parl_lite_and_says_why_each_peer_is_skipped():
     segments_before = set(glob.glob("/dev/shm/parl_lite_*"))
     result = subprocess.run([sys.executable, str(BENCH / "bench_atari.py"), "--seconds", "2", "--warmup", "1", "--actors", "2",
-                             "--dqn-learning-starts", "64", "--sb3-python", "/bin/false"],
+                             "--dqn-learning-starts", "64", "--dqn-paddle-target", "--rounds", "2",
+                             "--sb3-python", "/bin/false"],
                             capture_output=True, text=True, timeout=880)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
@@ -41,9 +42,14 @@ def test_bench_atari_measures_parl_lite_and_says_why_each_peer_is_skipped():
     assert row["parl"] == {"skipped": "no --parl-python given"}
     assert row["rllib"] == {"skipped": "no --rllib-python given"}
     assert row["fps_vs_parl"] is None and row["fps_vs_rllib"] is None
-    assert_measured(figures["dqn"]["parl_lite"])
-    assert figures["dqn"]["sb3"]["skipped"].startswith("sb3 failed (exit 1)")
-    assert figures["dqn"]["frames_per_cpu_s_vs_sb3"] is None
+    first, second = figures["dqn"]["rounds"]  # --rounds 2: parl_lite first, then SB3 first
+    for row in (first, second):
+        assert_measured(row["parl_lite"])
+        assert_measured(row["parl_lite_target_in_paddle"])
+        assert row["sb3"]["skipped"].startswith("sb3 failed (exit 1)")
+        assert row["frames_per_cpu_s_vs_sb3"] is None and row["target_in_onnxruntime_vs_paddle"] > 0
+    assert "frames_per_cpu_s_vs_sb3" not in figures["dqn"]  # nothing to average: SB3 never ran
+    assert figures["dqn"]["target_in_onnxruntime_vs_paddle"]["interval_95"] >= 0
     assert figures["bench_seconds"] > 0
     assert processes_with(str(BENCH / "bench_atari.py"), "--driver") == []
     assert set(glob.glob("/dev/shm/parl_lite_*")) <= segments_before  # the IMPALA driver's pool cleaned up
