@@ -643,8 +643,8 @@ def dqn_rounds(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
     odd rounds, SB3 in the even ones: a machine that speeds up or slows down over the run favours
     neither), and the mean of the per-round ratios with its 95% interval."""
     rounds = []
+    runs = dqn_runs(args)
     for index in range(args.rounds):
-        runs = dqn_runs(args)
         measured = {run.system: measure(run, settings, args.timeout) for run in (runs if index % 2 == 0 else runs[::-1])}
         row = {run.system: measured[run.system] for run in runs}
         row["frames_per_cpu_s_vs_sb3"] = ratio(row["parl_lite"], row["sb3"], "frames_per_cpu_s")

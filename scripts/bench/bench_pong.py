@@ -185,17 +185,15 @@ def sb3_pong(settings: PongSettings) -> dict[str, Any]:
     whole_games = {"terminal_on_life_loss": False, "clip_reward": False}
     eval_env = VecFrameStack(make_atari_env(ENV_ID, n_envs=1, seed=10_000 + settings.seed,
                                             wrapper_kwargs=whole_games), n_stack=4)
-    if saved:
-        assert state is not None
+    curve = Curve(settings.target)
+    if state and saved:
         model = PPO.load(state.model_path, env=env, device="cpu")
+        curve.resume(saved)
     else:
         model = PPO("CnnPolicy", env, n_steps=SB3_ROLLOUT, n_epochs=SB3_EPOCHS, batch_size=SB3_BATCH,
                     learning_rate=lambda remaining: remaining * SB3_LR,
                     clip_range=lambda remaining: remaining * SB3_CLIP,
                     ent_coef=0.01, vf_coef=0.5, seed=settings.seed, device="cpu", verbose=0)
-    curve = Curve(settings.target)
-    if saved:
-        curve.resume(saved)
     hours = settings.sb3_hours
 
     def evaluate() -> None:
@@ -235,7 +233,8 @@ def sb3_pong(settings: PongSettings) -> dict[str, Any]:
 
 class Sb3State:
     """SB3's run in a folder: ``ppo.zip`` (the model, with its optimizer) and ``progress.json`` (steps,
-    evaluations, wall-clock and CPU so far), each replaced atomically."""
+    evaluations, wall-clock and CPU so far), each replaced atomically (by hand: SB3's Python has no
+    parl_lite, whose ``write_bytes_atomically`` does the same)."""
 
     def __init__(self, folder: str) -> None:
         os.makedirs(folder, exist_ok=True)
