@@ -21,7 +21,8 @@ another on this machine, each in a fresh process of its own Python, on ``PongNoF
   learning rate 2.5e-4 and clip range 0.1 both falling linearly to 0, entropy 0.01, value 0.5),
   trained for the agent steps parl_lite took (rounded up to whole rollouts of 1,024 steps),
   evaluated the same way (deterministic actions, whole games, unclipped rewards) at the same step
-  marks and at the end. Torch runs on one thread, as paddle does.
+  marks and at the end. Torch runs on one thread, as paddle does, unless ``--sb3-threads`` says more (its
+CPU-seconds per step then grow a little, its wall-clock per step falls).
 
 SB3 needs many hours for the steps parl_lite takes in one, so its side can be run apart and in parts:
 
@@ -31,8 +32,8 @@ SB3 needs many hours for the steps parl_lite takes in one, so its side can be ru
 ``--eval-every``, ``--eval-episodes`` and ``--seed`` must be these); ``--sb3-state`` saves SB3's run
 in a folder every 32 rollouts and resumes from it (its games start afresh, seeded by the step
 count); ``--sb3-hours`` ends this invocation's part, saved (the rollout it stops in is not learned
-from). SB3's figures say ``finished`` and
-``resumed_from_steps``; its wall-clock and CPU add up the parts.
+from). SB3's figures say ``finished``,
+``resumed_from_steps`` and torch's ``threads``; its wall-clock and CPU add up the parts.
 
 Each system's figures: ``steps`` and ``frames``, ``wall_s``, ``cpu_s`` (every process of the run:
 read from /proc, the driver being the subreaper of what it starts), ``curve`` (one
@@ -73,6 +74,7 @@ class PongSettings:
     steps: int = 0  # SB3's budget: the agent steps parl_lite took
     sb3_state: str | None = None  # SB3's run is saved in this folder and resumed from it
     sb3_hours: float | None = None  # SB3's wall-clock in this invocation, then saved to go on later
+    sb3_threads: int = 1  # torch's threads in SB3's process
 
 
 class Curve:
@@ -176,7 +178,7 @@ def sb3_pong(settings: PongSettings) -> dict[str, Any]:
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.vec_env import VecFrameStack
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(settings.sb3_threads)
     gym.register_envs(ale_py)
     state = Sb3State(settings.sb3_state) if settings.sb3_state else None
     saved = state.load() if state else None
@@ -228,6 +230,7 @@ def sb3_pong(settings: PongSettings) -> dict[str, Any]:
         evaluate()
     save()
     return curve.figures(model.num_timesteps, finished=finished, resumed_from_steps=saved["steps"] if saved else None,
+                         threads=torch.get_num_threads(),
                          versions={"stable_baselines3": stable_baselines3.__version__, "torch": torch.__version__})
 
 
@@ -269,7 +272,7 @@ def bench(args: argparse.Namespace, settings: PongSettings) -> dict[str, Any]:
                        echo=True)
     if "steps" in ours:
         sb3_settings = dataclasses.replace(settings, steps=ours["steps"], sb3_state=args.sb3_state,
-                                           sb3_hours=args.sb3_hours)
+                                           sb3_hours=args.sb3_hours, sb3_threads=args.sb3_threads)
         sb3 = measure(Run("sb3", "sb3_pong", args.sb3_python, "--sb3-python"), sb3_settings, args.timeout * 3600,
                       __file__, echo=True)
     else:
@@ -298,7 +301,8 @@ def earlier_run(path: str, settings: PongSettings) -> dict[str, Any]:
         earlier = json.loads(lines[-1])
         ours, earlier_settings = earlier["parl_lite"], earlier["settings"]
     except (OSError, IndexError, ValueError, KeyError, TypeError) as error:
-        raise SystemExit(f"--ours-from {path}: not a bench_pong.py output line ({type(error).__name__}: {error})")
+        reason = f"{type(error).__name__}: {error}"
+        raise SystemExit(f"--ours-from {path}: not a bench_pong.py output line ({reason})") from None
     if "steps" not in ours:
         raise SystemExit(f"--ours-from {path}: parl_lite's run there has no figures: {ours}")
     differ = [f"{key} {earlier_settings.get(key)!r} there, {getattr(settings, key)!r} here" for key in MATCHED
@@ -330,10 +334,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="folder SB3's run is saved in as it goes, and resumed from when it holds one")
     parser.add_argument("--sb3-hours", type=float, default=None,
                         help="SB3's wall-clock in this invocation; then its run is saved (--sb3-state) to go on")
+    parser.add_argument("--sb3-threads", type=int, default=1, help="torch's threads in SB3's process")
     add_driver_options(parser, DRIVERS)
     args = parser.parse_args(argv)
-    if args.minutes <= 0 or args.eval_every <= 0 or args.eval_episodes <= 0 or args.actors <= 0 or args.timeout <= 0:
-        parser.error("--minutes, --eval-every, --eval-episodes, --actors and --timeout must be positive")
+    if min(args.minutes, args.eval_every, args.eval_episodes, args.actors, args.timeout, args.sb3_threads) <= 0:
+        parser.error("--minutes, --eval-every, --eval-episodes, --actors, --timeout and --sb3-threads must be positive")
     if args.sb3_hours is not None and (args.sb3_hours <= 0 or not args.sb3_state):
         parser.error("--sb3-hours must be positive and needs --sb3-state, where the run is saved to go on")
     return args

@@ -41,10 +41,11 @@ def test_bench_pong_stops_ours_at_its_budget_with_a_last_evaluation_and_says_why
     assert set(glob.glob("/dev/shm/parl_lite_*")) <= segments_before
 
 
-def test_bench_pong_rejects_a_budget_that_is_not_positive():
-    result = subprocess.run([sys.executable, str(BENCH / "bench_pong.py"), "--minutes", "0"], capture_output=True,
+@pytest.mark.parametrize("option", ["--minutes", "--sb3-threads"])
+def test_bench_pong_rejects_a_budget_that_is_not_positive(option):
+    result = subprocess.run([sys.executable, str(BENCH / "bench_pong.py"), option, "0"], capture_output=True,
                             text=True, timeout=60)
-    assert result.returncode == 2 and "--minutes" in result.stderr
+    assert result.returncode == 2 and option in result.stderr
 
 
 def _earlier_line(path, steps, **settings):
@@ -84,12 +85,14 @@ def test_bench_pong_runs_sb3_in_parts_that_add_up(tmp_path):
     part = json.loads(first.stdout.strip().splitlines()[-1])
     assert part["parl_lite"]["from"] == str(earlier) and part["parl_lite"]["steps"] == 2048
     assert part["sb3"]["finished"] is False and 0 < part["sb3"]["steps"] < 2048
-    assert part["sb3"]["resumed_from_steps"] is None and (state / "ppo.zip").is_file()
-    second = _bench("--ours-from", earlier, "--sb3-python", sys.executable, "--sb3-state", state, timeout=600)
+    assert part["sb3"]["resumed_from_steps"] is None and (state / "ppo.zip").is_file() and part["sb3"]["threads"] == 1
+    second = _bench("--ours-from", earlier, "--sb3-python", sys.executable, "--sb3-state", state, "--sb3-threads", 2,
+                    timeout=600)
     assert second.returncode == 0, second.stderr[-3000:]
     whole = json.loads(second.stdout.strip().splitlines()[-1])
     sb3 = whole["sb3"]
     assert sb3["finished"] is True and sb3["steps"] >= 2048 and sb3["resumed_from_steps"] == part["sb3"]["steps"]
+    assert sb3["threads"] == 2
     assert sb3["wall_s"] > part["sb3"]["wall_s"] and sb3["cpu_s"] > part["sb3"]["cpu_s"]
     assert [point[0] for point in sb3["curve"]][:1] == [1024] and sb3["curve"][-1][0] == sb3["steps"]
     assert whole["at_equal_steps"][0][:2] == [1024, -21.0]
