@@ -21,8 +21,8 @@ another on this machine, each in a fresh process of its own Python, on ``PongNoF
   learning rate 2.5e-4 and clip range 0.1 both falling linearly to 0, entropy 0.01, value 0.5),
   trained for the agent steps parl_lite took (rounded up to whole rollouts of 1,024 steps),
   evaluated the same way (deterministic actions, whole games, unclipped rewards) at the same step
-  marks and at the end. Torch runs on one thread, as paddle does, unless ``--sb3-threads`` says more (its
-CPU-seconds per step then grow a little, its wall-clock per step falls).
+  marks and at the end. Torch runs on one thread, as paddle does, unless ``--sb3-threads`` says more
+  (its CPU-seconds per step then grow a little, its wall-clock per step falls).
 
 SB3 needs many hours for the steps parl_lite takes in one, so its side can be run apart and in parts:
 
@@ -32,8 +32,8 @@ SB3 needs many hours for the steps parl_lite takes in one, so its side can be ru
 ``--eval-every``, ``--eval-episodes`` and ``--seed`` must be these); ``--sb3-state`` saves SB3's run
 in a folder every 32 rollouts and resumes from it (its games start afresh, seeded by the step
 count); ``--sb3-hours`` ends this invocation's part, saved (the rollout it stops in is not learned
-from). SB3's figures say ``finished``,
-``resumed_from_steps`` and torch's ``threads``; its wall-clock and CPU add up the parts.
+from). SB3's figures say ``finished``, ``resumed_from_steps`` and torch's ``threads``; its wall-clock
+and CPU add up the parts.
 
 Each system's figures: ``steps`` and ``frames``, ``wall_s``, ``cpu_s`` (every process of the run:
 read from /proc, the driver being the subreaper of what it starts), ``curve`` (one

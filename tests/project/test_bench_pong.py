@@ -42,7 +42,7 @@ def test_bench_pong_stops_ours_at_its_budget_with_a_last_evaluation_and_says_why
 
 
 @pytest.mark.parametrize("option", ["--minutes", "--sb3-threads"])
-def test_bench_pong_rejects_a_budget_that_is_not_positive(option):
+def test_bench_pong_rejects_a_setting_that_is_not_positive(option):
     result = subprocess.run([sys.executable, str(BENCH / "bench_pong.py"), option, "0"], capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 2 and option in result.stderr
