@@ -3,9 +3,16 @@ the session-wide checks that nothing of ours is left, the quick subset and the o
 The fixtures of one package's tests are in that folder's ``conftest.py``."""
 import glob
 import os
+import signal
 
 import pytest
 from remote_helpers import processes_with
+
+# A shell starts a background job (``pytest &``) with SIGINT ignored, and the processes the tests
+# start inherit that: their Ctrl-C tests would see the signal ignored. A handler of ours is reset to
+# the default in each child at exec, so the children see Ctrl-C as from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The quick subset, ``python -m pytest -m quick`` (1-2 minutes, 60 CPU-seconds; the whole suite 8-9 minutes):
 # these modules of the core (Model, Algorithm, Agent, checkpoints, PARL's API, the remote actors on the
