@@ -26,13 +26,16 @@ def _batches(obs_shape, count, seed=0, dtype="float32"):
                (rng.random(8) < 0.2))
 
 
+LR = 1e-3  # the learning rate of both runs of :func:`_pair`: about the largest move of one Adam step
+
+
 def _pair(algorithm, model):
     """The same algorithm and weights, with the target network in paddle and in onnxruntime."""
     paddle.seed(0)
-    in_paddle = algorithm(model, gamma=0.99, lr=1e-3, loss="huber", target_runtime="paddle")
+    in_paddle = algorithm(model, gamma=0.99, lr=LR, loss="huber", target_runtime="paddle")
     copy = type(model)(**model.constructor_args())
     copy.set_weights(model.get_weights())
-    in_onnx = algorithm(copy, gamma=0.99, lr=1e-3, loss="huber", target_runtime="onnxruntime")
+    in_onnx = algorithm(copy, gamma=0.99, lr=LR, loss="huber", target_runtime="onnxruntime")
     return in_paddle, in_onnx
 
 
@@ -51,10 +54,9 @@ def test_updates_equal_paddles_across_target_syncs(algorithm, network):
     # Adam moves a weight by about lr * sign(gradient) where the gradient is near zero, so the two
     # runtimes' rounding (about 1e-7) can move such a weight by a part of one step: 1.7e-5 was the
     # worst of 20 runs (CI once failed a bound of 1e-5). A tenth of a step still tells a wrong target.
-    one_step = 1e-3
     for name, value in in_paddle.model.get_weights().items():
-        assert np.abs(value - initial[name]).max() > one_step / 2, f"{name} was not trained"
-        np.testing.assert_allclose(in_onnx.model.get_weights()[name], value, rtol=1e-4, atol=one_step / 10)
+        assert np.abs(value - initial[name]).max() > LR / 2, f"{name} was not trained"
+        np.testing.assert_allclose(in_onnx.model.get_weights()[name], value, rtol=1e-4, atol=LR / 10)
 
 
 def test_target_follows_a_restored_checkpoint(tmp_path):
